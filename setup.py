@@ -1,0 +1,73 @@
+"""Build script: declares and cythonizes the compiled kernels only.
+
+All package metadata lives in ``pyproject.toml``.  Every ``.pyx`` file under
+``fastdp/_kernels/`` becomes one extension module.  OpenMP flags are added when
+the compiler accepts them; the build still succeeds without OpenMP (the kernels
+then run on one thread, with identical results).
+"""
+import glob
+import os
+import sys
+import tempfile
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def _compiler_accepts(compiler, flag):
+    """Return True when ``compiler`` compiles and links a file with ``flag``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as fh:
+            fh.write("#include <omp.h>\nint main(void){return omp_get_max_threads() > 0 ? 0 : 1;}\n")
+        try:
+            objs = compiler.compile([src], output_dir=tmp, extra_postargs=[flag])
+            compiler.link_executable(objs, os.path.join(tmp, "probe"), extra_postargs=[flag])
+        except Exception:
+            return False
+    return True
+
+
+class BuildExtWithOptionalOpenMP(build_ext):
+    """``build_ext`` that enables OpenMP when available and says which it chose."""
+
+    def build_extensions(self):
+        flag = None if sys.platform == "win32" else "-fopenmp"
+        use_openmp = (
+            os.environ.get("FASTDP_NO_OPENMP", "") == ""
+            and flag is not None
+            and _compiler_accepts(self.compiler, flag)
+        )
+        print(f"fastdp: building kernels {'with' if use_openmp else 'without'} OpenMP")
+        for ext in self.extensions:
+            ext.extra_compile_args = ["-O3"] + ([flag] if use_openmp else [])
+            ext.extra_link_args = [flag] if use_openmp else []
+        super().build_extensions()
+
+
+def _extensions():
+    debug = os.environ.get("FASTDP_DEBUG_KERNELS", "") != ""
+    exts = []
+    for path in sorted(glob.glob(os.path.join("fastdp", "_kernels", "*.pyx"))):
+        name = path[:-4].replace(os.sep, ".")
+        exts.append(
+            Extension(
+                name,
+                [path],
+                include_dirs=[np.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
+            )
+        )
+    directives = {
+        "language_level": 3,
+        "boundscheck": debug,
+        "wraparound": False,
+        "cdivision": not debug,
+        "initializedcheck": debug,
+    }
+    return cythonize(exts, compiler_directives=directives, nthreads=2 if os.name != "nt" else 0)
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExtWithOptionalOpenMP})
