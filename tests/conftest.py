@@ -1,0 +1,38 @@
+"""Shared pytest fixtures for the fastdp test suite."""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir():
+    """Directory holding the real datasets, or None when it is not available.
+
+    Looks at ``FASTDP_DATA`` first, then ``../shared/data`` beside the repository.
+    """
+    candidates = []
+    if os.environ.get("FASTDP_DATA"):
+        candidates.append(pathlib.Path(os.environ["FASTDP_DATA"]))
+    candidates.append(REPO_ROOT.parent / "shared" / "data")
+    for path in candidates:
+        if path.is_dir() and (path / "MANIFEST.md").exists():
+            return path
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """Path of the shared real datasets; skips the test when they are absent."""
+    path = shared_data_dir()
+    if path is None:
+        pytest.skip("real datasets not found (set FASTDP_DATA or place ../shared/data)")
+    return path
+
+
+@pytest.fixture
+def rng():
+    """A fixed-seed numpy Generator for test data."""
+    return np.random.default_rng(12345)
