@@ -47,8 +47,15 @@ class BuildExtWithOptionalOpenMP(build_ext):
         super().build_extensions()
 
 
+def _numpy_random_library_dir():
+    """Directory of numpy's static ``npyrandom`` library (numpy's documented C-API for
+    drawing from a user's ``BitGenerator`` inside compiled code)."""
+    return os.path.join(os.path.dirname(np.get_include()), "..", "random", "lib")
+
+
 def _extensions():
     debug = os.environ.get("FASTDP_DEBUG_KERNELS", "") != ""
+    npyrandom_dir = os.path.normpath(_numpy_random_library_dir())
     exts = []
     for path in sorted(glob.glob(os.path.join("fastdp", "_kernels", "*.pyx"))):
         name = path[:-4].replace(os.sep, ".")
@@ -57,6 +64,8 @@ def _extensions():
                 name,
                 [path],
                 include_dirs=[np.get_include()],
+                library_dirs=[npyrandom_dir],
+                libraries=["npyrandom"],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
             )
         )

@@ -1,0 +1,307 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled stochastic dual coordinate descent (DP-SCD) over raw CSR arrays.
+
+One call of :func:`run_dual_scd` runs any number of mini-batch steps (a whole
+epoch or more) without returning to Python.  It implements, for the squared
+(ridge), logistic and hinge losses (spec 000, sections 2.1-2.4):
+
+* Algorithm 1 (dual DP-SCD, ``sequential=False``): the updates of one
+  mini-batch are computed independently from the same (alpha, v), each scaled
+  so that ``|zeta_j| <= clip``, then applied; Gaussian noise of std
+  ``noise_std_alpha`` is added to the alpha coordinates of the batch and of std
+  ``noise_std_v`` to every coordinate of v.
+* Algorithm 3 (seqDP-SCD, ``sequential=True``): the updates of a batch are
+  applied one after another (later rows read the updated v), then the same
+  noise step follows.
+* With both noise stds zero: SDCA (batch size 1, no scaling) and mini-batch
+  SCD (the epsilon -> infinity limit of Algorithm 1).
+
+The kernel takes no privacy decision: the caller chooses the noise stds
+(noise multiplier x sensitivity), the scaling bound and the batches.
+
+Determinism
+-----------
+Inside a batch (parallel mode) the margins ``m_j = x_j^T v / (lam N)`` and the
+steps ``zeta_j`` are independent; with ``num_threads > 1`` and a batch of at
+least ``parallel_min_rows`` rows they are computed with an OpenMP ``prange``
+(static schedule) into a buffer.  The updates are then applied sequentially in
+batch order, and every Gaussian draw happens in the sequential part, in a
+fixed order.  The result is therefore bit-identical for any thread count.
+
+Order of the Gaussian draws (the numpy reference in the tests follows it)
+--------------------------------------------------------------------------
+For step t = 1..T of the call:
+
+1. lazy mode only: for each row j of the batch (batch order) and each stored
+   entry of row j (storage order) with column c: if ``p = (t - 1) - last[c]``
+   is positive, ``v[c] += noise_std_v * sqrt(p) * z`` and ``last[c] = t - 1``;
+2. the coordinate steps and their application (no draws);
+3. for each row j of the batch (batch order): ``alpha[j] += noise_std_alpha * z``;
+4. eager mode only: for c = 0..M-1: ``v[c] += noise_std_v * z``.
+
+At the end of a lazy call, for c = 0..M-1 with ``p = T - last[c] > 0``:
+``v[c] += noise_std_v * sqrt(p) * z``.  Draws are skipped when the std is 0.
+
+Lazy noise spends no more privacy than eager noise
+--------------------------------------------------
+In eager mode every step adds an independent N(0, tau^2) to every coordinate
+of v.  A step only *reads* v at the columns of its batch rows.  So the pending
+Gaussians of a coordinate c that nothing read since its last read are
+independent of everything computed in between, and their sum is distributed
+as one N(0, p tau^2) draw.  Lazy mode draws exactly that sum at the moment c
+is next read (or at the final flush).  By induction over the steps, the joint
+distribution of (batches, every value of v read, every zeta_j, alpha, and the
+flushed final v) is the same in both modes, for every dataset.  The
+mechanism's released output (the final alpha and v, and the flushed
+snapshots the solver records between calls) therefore has exactly the same
+distribution as in eager mode, and the same (epsilon, delta) holds for
+neighbouring datasets.  The un-flushed intermediate v exists only inside this
+``nogil`` call and is never observable.
+"""
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from cython.parallel cimport prange
+from libc.math cimport fabs, log, sqrt, copysign, INFINITY
+from libc.stdint cimport int32_t, int64_t
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport random_standard_normal
+
+
+LOSS_RIDGE = 0
+LOSS_LOGISTIC = 1
+LOSS_HINGE = 2
+
+cdef enum:
+    _RIDGE = 0
+    _LOGISTIC = 1
+    _HINGE = 2
+
+
+ctypedef fused real_t:
+    float
+    double
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+
+cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+cdef inline double _coordinate_step(int loss, double alpha_j, double y_j, double m_j,
+                                    double s_j, double box_eps) noexcept nogil:
+    """Closed-form minimiser zeta of N*G*_j (spec 000 section 2.1), before scaling."""
+    cdef double ya, a_t, z_hat, g, h, p
+    if loss == _RIDGE:
+        return (y_j - m_j - alpha_j) / (1.0 + s_j)
+    ya = _clip(y_j * alpha_j, box_eps, 1.0 - box_eps)
+    a_t = y_j * ya
+    if loss == _HINGE:
+        if s_j > 0.0:
+            z_hat = (y_j - m_j) / s_j
+        elif y_j != m_j:
+            z_hat = copysign(INFINITY, y_j - m_j)
+        else:
+            z_hat = 0.0
+    else:
+        p = ya
+        g = y_j * log(p / (1.0 - p)) + m_j
+        h = 1.0 / (p * (1.0 - p)) + s_j
+        z_hat = -g / h
+    return y_j * _clip(y_j * (a_t + z_hat), box_eps, 1.0 - box_eps) - a_t
+
+
+cdef inline double _scaled_row_step(int loss, const real_t* data, const index_t* indices,
+                                    const index_t* indptr, const double* y,
+                                    const double* sq_norms, const real_t* alpha,
+                                    const real_t* v, int64_t j, double lam_n,
+                                    double sigma_prime, double clip,
+                                    double box_eps) noexcept nogil:
+    """zeta_j of row j from the current (alpha, v), scaled so that |zeta_j| <= clip."""
+    cdef double dot = 0.0
+    cdef double zeta, ratio
+    cdef index_t k
+    for k in range(indptr[j], indptr[j + 1]):
+        dot = dot + <double>data[k] * <double>v[indices[k]]
+    zeta = _coordinate_step(loss, <double>alpha[j], y[j], dot / lam_n,
+                            sigma_prime * sq_norms[j] / lam_n, box_eps)
+    ratio = fabs(zeta) / clip
+    if ratio > 1.0:
+        zeta = zeta / ratio
+    return zeta
+
+
+cdef inline void _apply_row(double zeta, const real_t* data, const index_t* indices,
+                            const index_t* indptr, real_t* alpha, real_t* v,
+                            int64_t j) noexcept nogil:
+    cdef index_t k
+    alpha[j] = <real_t>(<double>alpha[j] + zeta)
+    for k in range(indptr[j], indptr[j + 1]):
+        v[indices[k]] = <real_t>(<double>v[indices[k]] + zeta * <double>data[k])
+
+
+def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
+                 const index_t[::1] indptr, const double[::1] y,
+                 const double[::1] sq_norms, real_t[::1] alpha, real_t[::1] v,
+                 const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+                 double[::1] zeta_buffer, int64_t[::1] last_noised,
+                 int loss, double lam_n, double sigma_prime, double clip,
+                 double box_eps, bint sequential, double noise_std_alpha,
+                 double noise_std_v, bint lazy_noise, object bit_generator,
+                 int num_threads, Py_ssize_t parallel_min_rows):
+    """Run ``len(batch_ptr) - 1`` mini-batch steps of (DP-)SCD in place.
+
+    Private wrapper target: the caller (``fastdp.solvers.scd``) validates
+    every length and index range, so this function does no checking beyond
+    what is needed to avoid undefined behaviour in the ``nogil`` section.
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays of X (N x M), canonical.
+    y : float64 labels, length N.
+    sq_norms : float64 squared row norms, length N.
+    alpha : dual variables (length N, dtype of ``data``), updated in place.
+    v : auxiliary vector (length M, dtype of ``data``), updated in place.
+    batch_ptr, batch_idx : the batches as flat int64 arrays: batch t holds
+        ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
+    zeta_buffer : float64 scratch of length >= the largest batch.
+    last_noised : int64 scratch of length M (lazy mode), overwritten.
+    loss : 0 ridge, 1 logistic, 2 hinge.
+    lam_n : lambda * N.
+    sigma_prime : the subproblem constant (L for Algorithm 1, 1 for SDCA).
+    clip : scaling bound C (``inf`` for none).
+    box_eps : box margin b of the logistic / hinge dual box.
+    sequential : Algorithm 3 (True) or Algorithm 1 (False).
+    noise_std_alpha, noise_std_v : Gaussian noise stds (0 for none).
+    lazy_noise : draw the v noise lazily (see the module docstring).
+    bit_generator : a numpy ``BitGenerator`` (its lock must be held by the
+        caller); ignored when both stds are 0.
+    num_threads : OpenMP threads for the margins of a batch.
+    parallel_min_rows : smallest batch computed in parallel.
+
+    Returns
+    -------
+    n_draws : int
+        Number of standard normal draws taken from ``bit_generator``.
+    """
+    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
+    cdef Py_ssize_t n_features = v.shape[0]
+    cdef bitgen_t* rng = NULL
+    cdef bint noisy = noise_std_alpha > 0.0 or noise_std_v > 0.0
+    cdef bint v_noisy = noise_std_v > 0.0
+    cdef bint a_noisy = noise_std_alpha > 0.0
+    cdef int64_t n_draws = 0
+    cdef int64_t t, p, b0, b1, j, c, pending
+    cdef Py_ssize_t q
+    cdef index_t k
+    cdef int nt = num_threads if num_threads > 0 else 1
+    cdef const real_t* dp
+    cdef const index_t* ip
+    cdef const index_t* pp = &indptr[0]
+    cdef const double* yp = &y[0]
+    cdef const double* np_ = &sq_norms[0]
+    cdef real_t* ap
+    cdef real_t* vp
+    cdef const int64_t* bi
+    cdef double* zp = &zeta_buffer[0]
+    cdef int64_t* lp = &last_noised[0]
+    cdef double zeta
+
+    if n_steps <= 0:
+        return 0
+    if noisy:
+        capsule = bit_generator.capsule
+        if not PyCapsule_IsValid(capsule, b"BitGenerator"):
+            raise ValueError("bit_generator must be a numpy BitGenerator")
+        rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
+    # Pointers of possibly empty arrays are only dereferenced inside loops
+    # whose ranges are empty for empty arrays.
+    dp = &data[0] if data.shape[0] > 0 else NULL
+    ip = &indices[0] if indices.shape[0] > 0 else NULL
+    ap = &alpha[0] if alpha.shape[0] > 0 else NULL
+    vp = &v[0] if v.shape[0] > 0 else NULL
+    bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
+
+    with nogil:
+        if lazy_noise:
+            for c in range(n_features):
+                lp[c] = 0
+        for t in range(1, n_steps + 1):
+            b0 = batch_ptr[t - 1]
+            b1 = batch_ptr[t]
+            # 1. lazy noise: bring every column the batch reads up to step t-1
+            if lazy_noise and v_noisy:
+                for p in range(b0, b1):
+                    j = bi[p]
+                    for k in range(pp[j], pp[j + 1]):
+                        c = ip[k]
+                        pending = (t - 1) - lp[c]
+                        if pending > 0:
+                            vp[c] = <real_t>(<double>vp[c] + noise_std_v * sqrt(<double>pending)
+                                             * random_standard_normal(rng))
+                            n_draws += 1
+                            lp[c] = t - 1
+            # 2. coordinate steps
+            if sequential:
+                for p in range(b0, b1):
+                    j = bi[p]
+                    zeta = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, j, lam_n,
+                                            sigma_prime, clip, box_eps)
+                    _apply_row(zeta, dp, ip, pp, ap, vp, j)
+            else:
+                if nt > 1 and b1 - b0 >= parallel_min_rows:
+                    for q in prange(b1 - b0, num_threads=nt, schedule="static"):
+                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
+                                                 bi[b0 + q], lam_n, sigma_prime, clip,
+                                                 box_eps)
+                else:
+                    for q in range(b1 - b0):
+                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
+                                                 bi[b0 + q], lam_n, sigma_prime, clip,
+                                                 box_eps)
+                for q in range(b1 - b0):
+                    _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
+            # 3. noise on the alpha coordinates of the batch
+            if a_noisy:
+                for p in range(b0, b1):
+                    j = bi[p]
+                    ap[j] = <real_t>(<double>ap[j] + noise_std_alpha * random_standard_normal(rng))
+                    n_draws += 1
+            # 4. eager noise on every coordinate of v
+            if v_noisy and not lazy_noise:
+                for c in range(n_features):
+                    vp[c] = <real_t>(<double>vp[c] + noise_std_v * random_standard_normal(rng))
+                    n_draws += 1
+        # final flush: nothing leaves this call with pending noise
+        if lazy_noise and v_noisy:
+            for c in range(n_features):
+                pending = n_steps - lp[c]
+                if pending > 0:
+                    vp[c] = <real_t>(<double>vp[c] + noise_std_v * sqrt(<double>pending)
+                                     * random_standard_normal(rng))
+                    n_draws += 1
+                    lp[c] = n_steps
+    return n_draws
+
+
+def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
+    """Squared L2 norm of every CSR row, accumulated in float64 in storage order."""
+    import numpy as np
+    cdef Py_ssize_t n = indptr.shape[0] - 1
+    out_arr = np.zeros(max(n, 0), dtype=np.float64)
+    cdef double[::1] out = out_arr
+    cdef Py_ssize_t i
+    cdef index_t k
+    cdef double s
+    with nogil:
+        for i in range(n):
+            s = 0.0
+            for k in range(indptr[i], indptr[i + 1]):
+                s = s + <double>data[k] * <double>data[k]
+            out[i] = s
+    return out_arr
