@@ -1,0 +1,988 @@
+"""Privacy events: what a fastdp mechanism released, in a form accountants read.
+
+A solver never computes ε itself. It describes what it released as a tree of
+events (e.g. "Poisson-sampled Gaussian with noise multiplier σ, composed T
+times") and an accountant turns the tree into ε or δ. Events are immutable,
+hashable values (frozen dataclasses), so accountants can cache per-event
+results.
+
+Noise parameters are always stated *relative to the sensitivity* of the
+released query under the event's adjacency:
+
+* ``GaussianEvent(noise_multiplier=σ)``: Gaussian noise with standard deviation
+  σ·Δ₂, where Δ₂ is the L2 sensitivity of the query.
+* ``LaplaceEvent(scale=b)``: Laplace noise with scale b·Δ₁ (``b`` is the scale
+  *divided by* the L1 sensitivity Δ₁; the mechanism is 1/b-DP).
+
+Adjacency
+---------
+Every event carries an :class:`Adjacency`. ``ADD_REMOVE`` (the default) means
+that neighbouring datasets differ by adding or removing one record, and the
+sensitivity behind the noise parameters is the add/remove sensitivity (for a sum
+of per-example vectors clipped to L2 norm ``C`` that is ``C``). ``REPLACE_ONE``
+means neighbouring datasets of the same public size ``n`` differ in one record,
+and the sensitivity is the replace-one sensitivity (``2C`` for the clipped sum).
+
+Because replacing a record is removing it and adding another, the replace-one
+sensitivity of any query is at most twice its add/remove sensitivity, and an
+ε-DP mechanism under add/remove is 2ε-DP under replace-one.
+:meth:`DpEvent.to_replace_one` applies this conversion; the sampler events
+that are analysed under replace-one (:class:`FixedSizeSampledEvent`,
+:class:`ShuffledEvent`) apply it to an add/remove sub-event automatically.
+The converse direction does not hold in general and is never done.
+
+Refusals
+--------
+Events refuse combinations that no sound analysis covers, with
+:class:`~fastdp.exceptions.PrivacyAnalysisError`:
+
+* composing add/remove events with replace-one events (convert explicitly with
+  :meth:`DpEvent.to_replace_one`);
+* sampling a non-private event, or sampling an event that is already sampled
+  or shuffled (nested sampling);
+* Poisson sampling of replace-one events (the Poisson amplification analyses
+  used here are for add/remove adjacency);
+* converting a sampled add/remove event to replace-one.
+
+Bad parameter values (negative noise, a sampling rate outside [0, 1], ...)
+raise :class:`~fastdp.exceptions.ValidationError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import numbers
+from typing import Any, Iterator
+
+from fastdp.exceptions import PrivacyAnalysisError, ValidationError
+
+__all__ = [
+    "Adjacency",
+    "DpEvent",
+    "MechanismEvent",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PureEvent",
+    "ExponentialMechanismEvent",
+    "LineSearchEvent",
+    "SampledEvent",
+    "PoissonSampledEvent",
+    "FixedSizeSampledEvent",
+    "ShuffledEvent",
+    "SelfComposedEvent",
+    "ComposedEvent",
+    "NonPrivateEvent",
+    "event_from_dict",
+    "iter_events",
+    "VIEWS",
+]
+
+#: Accounting views. ``"guaranteed"`` is the sound analysis. ``"poisson_assumed"``
+#: replaces every :class:`ShuffledEvent` by the Poisson-sampled counterpart it would
+#: have if the batches had been drawn by Poisson sampling: a labelled
+#: what-if number, never a guarantee.
+VIEWS = ("guaranteed", "poisson_assumed")
+
+
+class Adjacency(str, enum.Enum):
+    """Neighbouring relation under which an event's guarantee holds.
+
+    ``ADD_REMOVE``: datasets differ by adding or removing one record
+    (unbounded DP). ``REPLACE_ONE``: datasets of the same public size differ
+    in one record (bounded DP).
+    """
+
+    ADD_REMOVE = "add_remove"
+    REPLACE_ONE = "replace_one"
+
+    def to_dp_accounting(self):
+        """The matching ``dp_accounting.NeighboringRelation``."""
+        import dp_accounting
+
+        if self is Adjacency.ADD_REMOVE:
+            return dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+        return dp_accounting.NeighboringRelation.REPLACE_ONE
+
+
+def _as_adjacency(value) -> Adjacency:
+    if isinstance(value, Adjacency):
+        return value
+    try:
+        return Adjacency(str(value).lower())
+    except ValueError:
+        raise ValidationError(
+            f"adjacency must be 'add_remove' or 'replace_one', got {value!r}."
+        ) from None
+
+
+def _check_view(view: str) -> None:
+    if view not in VIEWS:
+        raise ValidationError(f"view must be one of {VIEWS}, got {view!r}.")
+
+
+def _positive_float(name: str, value, *, allow_zero: bool = False,
+                    allow_inf: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValidationError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if math.isnan(value):
+        raise ValidationError(f"{name} must not be NaN.")
+    if math.isinf(value) and not allow_inf:
+        raise ValidationError(f"{name} must be finite, got {value}.")
+    if value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValidationError(f"{name} must be {bound}, got {value}.")
+    return value
+
+
+def _positive_int(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, numbers.Real) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ValidationError(f"{name} must be an integer, got {value!r}.")
+    value = int(value)
+    if value < minimum:
+        raise ValidationError(f"{name} must be >= {minimum}, got {value}.")
+    return value
+
+
+def _set(obj, name, value) -> None:
+    object.__setattr__(obj, name, value)
+
+
+class DpEvent:
+    """Base class of every fastdp privacy event.
+
+    Subclasses are frozen dataclasses. Common interface:
+
+    * :attr:`adjacency`: the neighbouring relation of the guarantee;
+    * :attr:`is_private`: False if the tree contains a :class:`NonPrivateEvent`;
+    * :attr:`contains_shuffle`: True if some sub-event is a :class:`ShuffledEvent`;
+    * :attr:`is_sampled`: True if some sub-event is sampled or shuffled;
+    * :meth:`to_dp_accounting`: the equivalent ``dp_accounting`` event;
+    * :meth:`to_replace_one`: the same release analysed under replace-one;
+    * :meth:`to_dict` / :func:`event_from_dict`: JSON-ready round trip.
+    """
+
+    kind: str = "event"
+
+    # -- structure ---------------------------------------------------------
+    @property
+    def adjacency(self) -> Adjacency:
+        raise NotImplementedError
+
+    def children(self) -> tuple:
+        """Direct sub-events (empty for mechanisms)."""
+        return ()
+
+    @property
+    def is_private(self) -> bool:
+        return all(child.is_private for child in self.children())
+
+    @property
+    def contains_shuffle(self) -> bool:
+        return any(child.contains_shuffle for child in self.children())
+
+    @property
+    def is_sampled(self) -> bool:
+        return any(child.is_sampled for child in self.children())
+
+    # -- conversions -------------------------------------------------------
+    def to_dp_accounting(self, *, rdp_equivalent: bool = False,
+                         view: str = "guaranteed"):
+        """Return the equivalent ``dp_accounting.DpEvent``.
+
+        Parameters
+        ----------
+        rdp_equivalent : bool, default False
+            Also accept a ``dp_accounting`` event that has the same Rényi-DP
+            curve as this event but is not known to dominate its full privacy
+            loss distribution (needed for :class:`LineSearchEvent`, whose
+            analysis is RDP only). Only use the result with an RDP accountant.
+        view : {"guaranteed", "poisson_assumed"}
+            See :data:`VIEWS`.
+
+        Raises
+        ------
+        PrivacyAnalysisError
+            If ``dp_accounting`` has no equivalent event.
+        """
+        raise NotImplementedError
+
+    def to_replace_one(self) -> "DpEvent":
+        """This release analysed under replace-one adjacency.
+
+        Add/remove noise parameters are converted with the rule
+        Δ_replace ≤ 2·Δ_add/remove (σ and Laplace scales halve, pure ε
+        doubles). Replace-one events are returned unchanged.
+
+        Raises
+        ------
+        PrivacyAnalysisError
+            For sampled add/remove events (their amplification analysis does
+            not transfer).
+        """
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        """JSON-ready description; inverse of :func:`event_from_dict`."""
+        out = {"kind": self.kind}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, DpEvent):
+                value = value.to_dict()
+            elif isinstance(value, tuple) and value and isinstance(value[0], DpEvent):
+                value = [v.to_dict() for v in value]
+            elif isinstance(value, Adjacency):
+                value = value.value
+            out[f.name] = value
+        return out
+
+
+def iter_events(event: DpEvent) -> Iterator[DpEvent]:
+    """Yield ``event`` and all its sub-events, depth first."""
+    yield event
+    for child in event.children():
+        yield from iter_events(child)
+
+
+# ---------------------------------------------------------------------------
+# Mechanisms (leaves)
+# ---------------------------------------------------------------------------
+class MechanismEvent(DpEvent):
+    """A single noisy release on the whole dataset it is given.
+
+    Subclasses have an ``adjacency`` field (default add/remove) stating which
+    neighbouring relation the sensitivity behind the noise parameter refers to.
+    """
+
+    def pure_epsilon(self) -> float:
+        """ε such that this mechanism is (ε, 0)-DP; ``inf`` if none is known."""
+        return math.inf
+
+    def _post_init_adjacency(self):
+        _set(self, "adjacency", _as_adjacency(self.adjacency))
+
+
+@dataclasses.dataclass(frozen=True)
+class GaussianEvent(MechanismEvent):
+    """Gaussian mechanism: query plus N(0, (σ·Δ₂)²) noise per coordinate.
+
+    What is private: the records behind the query. Adjacency: ``adjacency``
+    (default add/remove); Δ₂ is the L2 sensitivity under it. Released: one
+    noisy vector. RDP: α / (2σ²) at every order α.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        σ = noise standard deviation / L2 sensitivity, > 0.
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    noise_multiplier: float
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "gaussian"
+
+
+    def __post_init__(self):
+        if isinstance(self.noise_multiplier, numbers.Real) and self.noise_multiplier == 0:
+            raise ValidationError(
+                "noise_multiplier must be > 0; a release without noise is not "
+                "private: describe it with NonPrivateEvent()."
+            )
+        _set(self, "noise_multiplier",
+             _positive_float("noise_multiplier", self.noise_multiplier))
+        self._post_init_adjacency()
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        _check_view(view)
+        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+
+    def to_replace_one(self):
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        return GaussianEvent(self.noise_multiplier / 2.0, Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "noise_multiplier": self.noise_multiplier,
+                "adjacency": self.adjacency.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class LaplaceEvent(MechanismEvent):
+    """Laplace mechanism: query plus Lap(0, b·Δ₁) noise per coordinate.
+
+    What is private: the records behind the query. Adjacency: ``adjacency``
+    (default add/remove); Δ₁ is the L1 sensitivity under it. Released: one
+    noisy value or vector. Pure (1/b)-DP; its exact RDP curve is Mironov
+    (2017), Prop. 6.
+
+    Parameters
+    ----------
+    scale : float
+        b = Laplace scale / L1 sensitivity, > 0.
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    scale: float
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "laplace"
+
+
+    def __post_init__(self):
+        _set(self, "scale", _positive_float("scale", self.scale))
+        self._post_init_adjacency()
+
+    def pure_epsilon(self):
+        return 1.0 / self.scale
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        _check_view(view)
+        return dp_accounting.LaplaceDpEvent(self.scale)
+
+    def to_replace_one(self):
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        return LaplaceEvent(self.scale / 2.0, Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "scale": self.scale, "adjacency": self.adjacency.value}
+
+
+def _randomized_response_event(epsilon: float):
+    """dp_accounting event whose privacy loss dominates every ε-DP mechanism.
+
+    Binary randomized response that keeps the true bit with probability
+    e^ε/(1+e^ε) is the dominating pair of pure ε-DP (Kairouz, Oh, Viswanath
+    2015), whatever the adjacency. dp_accounting only accepts it in accountants
+    with a replace-one (or replace-special) neighbouring relation.
+    """
+    import dp_accounting
+
+    return dp_accounting.RandomizedResponseDpEvent(
+        noise_parameter=2.0 / (1.0 + math.exp(epsilon)), num_buckets=2)
+
+
+@dataclasses.dataclass(frozen=True)
+class PureEvent(MechanismEvent):
+    """Any (ε, 0)-DP mechanism, analysed only through its ε.
+
+    What is private: the records the mechanism reads. Adjacency: ``adjacency``
+    (default add/remove). Released: whatever the mechanism outputs. Its RDP
+    curve is that of binary randomized response at ε (the dominating pair of
+    pure DP), at most min(ε, α·ε²/2).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε ≥ 0.
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    epsilon: float
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "pure"
+
+
+    def __post_init__(self):
+        _set(self, "epsilon", _positive_float("epsilon", self.epsilon, allow_zero=True))
+        self._post_init_adjacency()
+
+    def pure_epsilon(self):
+        return self.epsilon
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        """Binary randomized response at ε (dominates any ε-DP mechanism).
+
+        dp_accounting only processes it with a REPLACE_ONE accountant; the
+        numbers are the same under add/remove because the dominating pair
+        does not depend on the adjacency.
+        """
+        import dp_accounting
+
+        _check_view(view)
+        if self.epsilon == 0:
+            return dp_accounting.NoOpDpEvent()
+        return _randomized_response_event(self.epsilon)
+
+    def to_replace_one(self):
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        return type(self)(2.0 * self.epsilon, Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "epsilon": self.epsilon, "adjacency": self.adjacency.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class ExponentialMechanismEvent(PureEvent):
+    """Exponential mechanism (spec 001): samples an output with probability
+    proportional to exp(ε·u(D, r) / (2Δu)); pure ε-DP.
+
+    What is private: the records behind the utility u. Adjacency:
+    ``adjacency`` (default add/remove), Δu is the utility sensitivity under
+    it. Released: one sample. Accounted as a pure ε-DP mechanism.
+    """
+
+    kind = "exponential_mechanism"
+
+
+
+_LINE_SEARCH_FORMS = ("laplace", "gaussian")
+_LINE_SEARCH_ANALYSES = ("paper", "conservative")
+
+
+@dataclasses.dataclass(frozen=True)
+class LineSearchEvent(MechanismEvent):
+    """One call of spec 003's noisy Armijo backtracking line search (NOISYBTLS).
+
+    The call is an AboveThreshold (sparse vector) run with threshold 0 over
+    the Armijo queries q(η_k), k = 0..max_it−1, each of L1/L2 sensitivity
+    Δ_q = C_obj. What is private: the records of the batch the objective is
+    evaluated on. Adjacency: ``adjacency`` (default add/remove, as in the
+    paper). Released: only the index of the first accepted step (or failure).
+
+    Forms and their RDP curves before subsampling (Rényi order a):
+
+    * ``form="laplace"`` with budget ``epsilon_bt`` (threshold noise
+      Lap(2Δ_q/ε_BT), query noise Lap(4Δ_q/ε_BT)); pure ε_BT-DP (Thm 1).
+
+      - ``analysis="paper"`` (default): Theorem 2, eq. (4),
+        ε(a) = (2/(a−1))·log[a/(2a−1)·e^{(a−1)ε_BT/2} + (a−1)/(2a−1)·e^{−aε_BT/2}],
+        i.e. twice the Laplace RDP at ε_BT/2.
+      - ``analysis="conservative"``: the rigorous pure ε_BT-DP bound,
+        accounted as any ε_BT-DP mechanism (randomized-response curve,
+        ≤ min(ε_BT, a·ε_BT²/2)).
+
+    * ``form="gaussian"`` with budget ``rho_bt`` (threshold noise std
+      Δ_q·sqrt(3/(2ρ)), query noise std Δ_q·sqrt(3/ρ)).
+
+      - ``analysis="paper"``: Theorem 3, eq. (5), ε(a) = a·ρ_BT (the curve of a
+        Gaussian with noise multiplier 1/sqrt(2ρ_BT)).
+      - ``analysis="conservative"``: naive composition of the threshold and
+        all ``max_it`` queries, a·ρ_BT·(1/3 + max_it/6); needs ``max_it``.
+
+    The paper's Theorems 2/3 use a non-standard argument (spec 003 §4.6); no
+    violation was found numerically. The conservative analyses are standard.
+
+    Parameters
+    ----------
+    form : {"laplace", "gaussian"}
+    epsilon_bt : float, optional
+        Laplace budget ε_BT > 0 (required for ``form="laplace"``).
+    rho_bt : float, optional
+        Gaussian budget ρ_BT > 0 (required for ``form="gaussian"``).
+    max_it : int, optional
+        Number of candidate steps; required for the conservative Gaussian
+        analysis, recorded otherwise.
+    analysis : {"paper", "conservative"}, default "paper"
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    form: str
+    epsilon_bt: float | None = None
+    rho_bt: float | None = None
+    max_it: int | None = None
+    analysis: str = "paper"
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "line_search"
+
+
+    def __post_init__(self):
+        if self.form not in _LINE_SEARCH_FORMS:
+            raise ValidationError(
+                f"form must be one of {_LINE_SEARCH_FORMS}, got {self.form!r}.")
+        if self.analysis not in _LINE_SEARCH_ANALYSES:
+            raise ValidationError(
+                f"analysis must be one of {_LINE_SEARCH_ANALYSES}, got {self.analysis!r}.")
+        if self.form == "laplace":
+            if self.epsilon_bt is None or self.rho_bt is not None:
+                raise ValidationError(
+                    "the Laplace line search takes epsilon_bt (and no rho_bt).")
+            _set(self, "epsilon_bt", _positive_float("epsilon_bt", self.epsilon_bt))
+        else:
+            if self.rho_bt is None or self.epsilon_bt is not None:
+                raise ValidationError(
+                    "the Gaussian line search takes rho_bt (and no epsilon_bt).")
+            _set(self, "rho_bt", _positive_float("rho_bt", self.rho_bt))
+            if self.analysis == "conservative" and self.max_it is None:
+                raise ValidationError(
+                    "the conservative Gaussian line-search analysis composes every "
+                    "query: pass max_it.")
+        if self.max_it is not None:
+            _set(self, "max_it", _positive_int("max_it", self.max_it))
+        self._post_init_adjacency()
+
+    @classmethod
+    def laplace(cls, epsilon_bt, max_it=None, analysis="paper",
+                adjacency=Adjacency.ADD_REMOVE):
+        """Laplace NOISYBTLS with budget ε_BT."""
+        return cls("laplace", epsilon_bt=epsilon_bt, max_it=max_it,
+                   analysis=analysis, adjacency=adjacency)
+
+    @classmethod
+    def gaussian(cls, rho_bt, max_it=None, analysis="paper",
+                 adjacency=Adjacency.ADD_REMOVE):
+        """Gaussian NOISYBTLS with budget ρ_BT."""
+        return cls("gaussian", rho_bt=rho_bt, max_it=max_it,
+                   analysis=analysis, adjacency=adjacency)
+
+    @property
+    def threshold_noise(self) -> float:
+        """Threshold noise relative to Δ_q: Laplace scale or Gaussian std."""
+        if self.form == "laplace":
+            return 2.0 / self.epsilon_bt
+        return math.sqrt(3.0 / (2.0 * self.rho_bt))
+
+    @property
+    def query_noise(self) -> float:
+        """Per-query noise relative to Δ_q: Laplace scale or Gaussian std."""
+        if self.form == "laplace":
+            return 4.0 / self.epsilon_bt
+        return math.sqrt(3.0 / self.rho_bt)
+
+    def gaussian_equivalent_noise_multiplier(self) -> float:
+        """For the Gaussian form: σ of the Gaussian with the same RDP curve."""
+        if self.form != "gaussian":
+            raise PrivacyAnalysisError("only the Gaussian line search has a Gaussian RDP curve.")
+        rho = self.rho_bt
+        if self.analysis == "conservative":
+            rho = rho * (1.0 / 3.0 + self.max_it / 6.0)
+        return 1.0 / math.sqrt(2.0 * rho)
+
+    def pure_epsilon(self):
+        return self.epsilon_bt if self.form == "laplace" else math.inf
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        """dp_accounting event with the same RDP curve (``rdp_equivalent=True``).
+
+        * Laplace/paper: two Laplace releases at ε_BT/2 each (eq. 4);
+        * Laplace/conservative: randomized response at ε_BT (pure DP); this
+          one dominates the full privacy loss and needs no flag;
+        * Gaussian: a Gaussian with :meth:`gaussian_equivalent_noise_multiplier`.
+        """
+        import dp_accounting
+
+        _check_view(view)
+        if self.form == "laplace" and self.analysis == "conservative":
+            return _randomized_response_event(self.epsilon_bt)
+        if not rdp_equivalent:
+            raise PrivacyAnalysisError(
+                "the line search's paper analysis is an RDP bound only; no "
+                "dp_accounting mechanism is known to dominate its privacy loss "
+                "distribution. Use the RDP accountant, analysis='conservative' "
+                "(Laplace form), or pass rdp_equivalent=True for RDP accounting.")
+        if self.form == "laplace":
+            return dp_accounting.SelfComposedDpEvent(
+                dp_accounting.LaplaceDpEvent(2.0 / self.epsilon_bt), 2)
+        return dp_accounting.GaussianDpEvent(self.gaussian_equivalent_noise_multiplier())
+
+    def to_replace_one(self):
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        if self.form == "laplace":
+            return LineSearchEvent("laplace", epsilon_bt=2.0 * self.epsilon_bt,
+                                   max_it=self.max_it, analysis=self.analysis,
+                                   adjacency=Adjacency.REPLACE_ONE)
+        return LineSearchEvent("gaussian", rho_bt=4.0 * self.rho_bt, max_it=self.max_it,
+                               analysis=self.analysis, adjacency=Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "form": self.form, "epsilon_bt": self.epsilon_bt,
+                "rho_bt": self.rho_bt, "max_it": self.max_it, "analysis": self.analysis,
+                "adjacency": self.adjacency.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class NonPrivateEvent(DpEvent):
+    """A release with no privacy guarantee (ε = ∞; accountants return inf).
+
+    Composable with events of either adjacency; cannot be sampled.
+    """
+
+    kind = "non_private"
+
+    @property
+    def adjacency(self):
+        return None
+
+    @property
+    def is_private(self):
+        return False
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        _check_view(view)
+        return dp_accounting.NonPrivateDpEvent()
+
+    def to_replace_one(self):
+        return self
+
+    def to_dict(self):
+        return {"kind": self.kind}
+
+
+# ---------------------------------------------------------------------------
+# Composition
+# ---------------------------------------------------------------------------
+def _common_adjacency(events) -> Adjacency | None:
+    adjacencies = {e.adjacency for e in events if e.adjacency is not None}
+    if len(adjacencies) > 1:
+        raise PrivacyAnalysisError(
+            "cannot compose add/remove events with replace-one events: their "
+            "guarantees refer to different neighbouring relations. Convert the "
+            "add/remove events with event.to_replace_one() (sensitivity at most "
+            "doubles) and compose those.")
+    return adjacencies.pop() if adjacencies else None
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfComposedEvent(DpEvent):
+    """``count`` adaptive repetitions of ``event`` (each on fresh randomness).
+
+    Adjacency: that of ``event``. Released: all ``count`` outputs.
+    """
+
+    event: DpEvent
+    count: int
+    kind = "self_composed"
+
+    def __post_init__(self):
+        if not isinstance(self.event, DpEvent):
+            raise ValidationError(f"event must be a DpEvent, got {self.event!r}.")
+        _set(self, "count", _positive_int("count", self.count, minimum=0))
+
+    @property
+    def adjacency(self):
+        return self.event.adjacency
+
+    def children(self):
+        return (self.event,)
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        return dp_accounting.SelfComposedDpEvent(
+            self.event.to_dp_accounting(rdp_equivalent=rdp_equivalent, view=view),
+            self.count)
+
+    def to_replace_one(self):
+        return SelfComposedEvent(self.event.to_replace_one(), self.count)
+
+
+@dataclasses.dataclass(frozen=True)
+class ComposedEvent(DpEvent):
+    """Adaptive composition of several events, each released.
+
+    ``events`` is stored as a tuple. Adjacency: the common adjacency of the
+    members; mixing add/remove with replace-one members is refused.
+    """
+
+    events: tuple
+    kind = "composed"
+
+    def __post_init__(self):
+        events = tuple(self.events)
+        for e in events:
+            if not isinstance(e, DpEvent):
+                raise ValidationError(f"events must be DpEvents, got {e!r}.")
+        _set(self, "events", events)
+        _set(self, "_adjacency", _common_adjacency(events))
+
+    @property
+    def adjacency(self):
+        return self._adjacency
+
+    def children(self):
+        return self.events
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        return dp_accounting.ComposedDpEvent([
+            e.to_dp_accounting(rdp_equivalent=rdp_equivalent, view=view)
+            for e in self.events])
+
+    def to_replace_one(self):
+        return ComposedEvent(tuple(e.to_replace_one() for e in self.events))
+
+
+# ---------------------------------------------------------------------------
+# Sampling
+# ---------------------------------------------------------------------------
+class SampledEvent(DpEvent):
+    """Base of the events whose mechanism runs on a random subset of records."""
+
+    @property
+    def is_sampled(self):
+        return True
+
+    def children(self):
+        return (self.event,)
+
+    def _check_inner(self, what: str):
+        if not isinstance(self.event, DpEvent):
+            raise ValidationError(f"event must be a DpEvent, got {self.event!r}.")
+        if not self.event.is_private:
+            raise PrivacyAnalysisError(
+                f"cannot {what} a non-private event: subsampling does not make "
+                "a release with infinite privacy loss private.")
+        if self.event.is_sampled:
+            raise PrivacyAnalysisError(
+                f"cannot {what} an event that is already sampled or shuffled: "
+                "nested sampling has no analysis here. Describe the sampling "
+                "that really ran once, at the outermost level.")
+
+
+@dataclasses.dataclass(frozen=True)
+class PoissonSampledEvent(SampledEvent):
+    """``event`` run on a Poisson sample: each record joins independently with
+    probability ``sample_rate``.
+
+    What is private: every record of the full dataset. Adjacency: add/remove
+    (the inner event must be add/remove). Released: the inner event's output
+    on the sample (the sample itself stays secret). Amplification: exact
+    sampled-Gaussian RDP (Mironov, Talwar, Zhang 2019) when the inner event is
+    made of Gaussians, Zhu & Wang (2019) general upper bound otherwise.
+    """
+
+    sample_rate: float
+    event: DpEvent
+    kind = "poisson_sampled"
+
+    def __post_init__(self):
+        rate = _positive_float("sample_rate", self.sample_rate, allow_zero=True)
+        if rate > 1:
+            raise ValidationError(f"sample_rate must be in [0, 1], got {rate}.")
+        _set(self, "sample_rate", rate)
+        self._check_inner("Poisson-sample")
+        if self.event.adjacency is not Adjacency.ADD_REMOVE:
+            raise PrivacyAnalysisError(
+                "Poisson sampling is analysed under add/remove adjacency; the "
+                "inner event is replace-one. State the inner event's noise "
+                "relative to its add/remove sensitivity.")
+
+    @property
+    def adjacency(self):
+        return Adjacency.ADD_REMOVE
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        return dp_accounting.PoissonSampledDpEvent(
+            self.sample_rate,
+            self.event.to_dp_accounting(rdp_equivalent=rdp_equivalent, view=view))
+
+    def to_replace_one(self):
+        raise PrivacyAnalysisError(
+            "a Poisson-sampled add/remove event cannot be converted to replace-one "
+            "here; account it under add/remove.")
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedSizeSampledEvent(SampledEvent):
+    """``event`` run on a uniformly random subset of exactly ``batch_size`` of the
+    ``n`` records (sampling without replacement).
+
+    What is private: every record of the dataset, whose size ``n`` is public.
+    Adjacency: replace-one. An add/remove inner event is converted with
+    :meth:`DpEvent.to_replace_one` (noise relative to the replace-one
+    sensitivity, at most twice the add/remove one: σ halves); see
+    :attr:`replace_one_event`. Released: the inner event's output on the batch.
+    Amplification: Wang, Balle, Kasiviswanathan (2019), Thm 27 for Gaussians,
+    their general Thm 9 otherwise.
+    """
+
+    n: int
+    batch_size: int
+    event: DpEvent
+    kind = "fixed_size_sampled"
+
+    def __post_init__(self):
+        _set(self, "n", _positive_int("n", self.n))
+        _set(self, "batch_size", _positive_int("batch_size", self.batch_size))
+        if self.batch_size > self.n:
+            raise ValidationError(
+                f"batch_size ({self.batch_size}) must not exceed n ({self.n}).")
+        self._check_inner("sample")
+
+    @property
+    def sample_rate(self) -> float:
+        return self.batch_size / self.n
+
+    @property
+    def replace_one_event(self) -> DpEvent:
+        """The inner event under replace-one adjacency (what is accounted)."""
+        return self.event.to_replace_one()
+
+    @property
+    def adjacency(self):
+        return Adjacency.REPLACE_ONE
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        import dp_accounting
+
+        return dp_accounting.SampledWithoutReplacementDpEvent(
+            self.n, self.batch_size,
+            self.replace_one_event.to_dp_accounting(rdp_equivalent=rdp_equivalent, view=view))
+
+    def to_replace_one(self):
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class ShuffledEvent(SampledEvent):
+    """``epochs`` passes over a dataset reshuffled every epoch and cut into
+    consecutive batches of ``batch_size``; ``event`` runs once per batch.
+
+    No tight analysis of this sampler is known. Accountants report two numbers:
+
+    * **guaranteed** (the only one ``epsilon()`` returns): each record is in at
+      most one batch per epoch, so under replace-one adjacency (same permutation
+      for both datasets) an epoch changes one step only: ``epochs``-fold
+      composition of the inner event, converted to replace-one
+      (:attr:`replace_one_event`; an add/remove inner event has its σ halved).
+      There is no amplification. (Under add/remove, inserting a record shifts
+      every later batch, so the common "once per epoch, add/remove" statement
+      has no proof for fixed-size batches; fastdp does not make it.)
+    * **poisson_assumed**: the ε if the batches had been Poisson samples with
+      rate ``batch_size / n``, composed ``epochs × steps_per_epoch`` times under
+      add/remove. A what-if number for comparison, NOT a guarantee.
+
+    What is private: every record; ``n`` is public. Released: every step's
+    output.
+
+    Parameters
+    ----------
+    n, batch_size : int
+    event : DpEvent
+        The per-step event (noise relative to the sensitivity under its own
+        adjacency).
+    epochs : int
+    drop_last : bool, default False
+        Whether a final partial batch is dropped (sets ``steps_per_epoch``).
+    """
+
+    n: int
+    batch_size: int
+    event: DpEvent
+    epochs: int
+    drop_last: bool = False
+    kind = "shuffled"
+
+    def __post_init__(self):
+        _set(self, "n", _positive_int("n", self.n))
+        _set(self, "batch_size", _positive_int("batch_size", self.batch_size))
+        _set(self, "epochs", _positive_int("epochs", self.epochs, minimum=0))
+        _set(self, "drop_last", bool(self.drop_last))
+        if self.batch_size > self.n:
+            raise ValidationError(
+                f"batch_size ({self.batch_size}) must not exceed n ({self.n}).")
+        self._check_inner("shuffle")
+
+    @property
+    def contains_shuffle(self):
+        return True
+
+    @property
+    def sample_rate(self) -> float:
+        return self.batch_size / self.n
+
+    @property
+    def steps_per_epoch(self) -> int:
+        if self.drop_last:
+            return self.n // self.batch_size
+        return -(-self.n // self.batch_size)
+
+    @property
+    def adjacency(self):
+        return Adjacency.REPLACE_ONE
+
+    @property
+    def replace_one_event(self) -> DpEvent:
+        return self.event.to_replace_one()
+
+    def guaranteed_event(self) -> DpEvent:
+        """The sound analysis: ``epochs`` × inner event, replace-one."""
+        return SelfComposedEvent(self.replace_one_event, self.epochs)
+
+    def poisson_assumed_event(self) -> DpEvent:
+        """What-if Poisson counterpart (add/remove; NOT a guarantee).
+
+        A replace-one inner event is read with the same parameters under
+        add/remove, which overstates the what-if ε; give an add/remove inner
+        event to get the usual comparison number.
+        """
+        inner = self.event
+        if inner.adjacency is Adjacency.REPLACE_ONE:
+            inner = event_from_dict(_relabel(inner.to_dict(), Adjacency.ADD_REMOVE.value))
+        return SelfComposedEvent(PoissonSampledEvent(self.sample_rate, inner),
+                                 self.epochs * self.steps_per_epoch)
+
+    def view(self, view: str) -> DpEvent:
+        _check_view(view)
+        return self.guaranteed_event() if view == "guaranteed" else self.poisson_assumed_event()
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        return self.view(view).to_dp_accounting(rdp_equivalent=rdp_equivalent, view=view)
+
+    def to_replace_one(self):
+        return self
+
+
+def _relabel(d: dict, adjacency: str) -> dict:
+    """Copy of a to_dict() tree with every adjacency replaced."""
+    out = {}
+    for k, v in d.items():
+        if k == "adjacency":
+            out[k] = adjacency
+        elif isinstance(v, dict):
+            out[k] = _relabel(v, adjacency)
+        elif isinstance(v, list):
+            out[k] = [_relabel(x, adjacency) if isinstance(x, dict) else x for x in v]
+        else:
+            out[k] = v
+    return out
+
+
+_KINDS = {
+    "gaussian": GaussianEvent,
+    "laplace": LaplaceEvent,
+    "pure": PureEvent,
+    "exponential_mechanism": ExponentialMechanismEvent,
+    "line_search": LineSearchEvent,
+    "non_private": NonPrivateEvent,
+    "self_composed": SelfComposedEvent,
+    "composed": ComposedEvent,
+    "poisson_sampled": PoissonSampledEvent,
+    "fixed_size_sampled": FixedSizeSampledEvent,
+    "shuffled": ShuffledEvent,
+}
+
+
+def event_from_dict(data: dict) -> DpEvent:
+    """Rebuild an event from :meth:`DpEvent.to_dict` output (validates again)."""
+    if not isinstance(data, dict) or "kind" not in data:
+        raise ValidationError(f"not an event description: {data!r}.")
+    kind = data["kind"]
+    if kind not in _KINDS:
+        raise ValidationError(f"unknown event kind {kind!r}; known: {sorted(_KINDS)}.")
+    cls = _KINDS[kind]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "kind":
+            continue
+        if isinstance(value, dict):
+            value = event_from_dict(value)
+        elif key == "events":
+            value = tuple(event_from_dict(v) for v in value)
+        kwargs[key] = value
+    return cls(**kwargs)
