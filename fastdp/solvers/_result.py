@@ -1,0 +1,95 @@
+"""The record every fastdp solver returns."""
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+__all__ = ["SolverResult"]
+
+
+@dataclass
+class SolverResult:
+    """Outcome of one solver run: the released model, the state, and what was spent.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_features,)
+        The released primal model (for the dual SCD family ``v / (lam N)``,
+        built from the noisy ``v``, never from ``X^T alpha``).
+    alpha : ndarray of shape (n_samples,) or None
+        Final (noisy) dual variables.  Part of the released transcript of the
+        DP-SCD mechanism (spec 000, section 8.19), covered by ``event``.
+    v : ndarray or None
+        Final (noisy) auxiliary vector (``n_features`` for the dual family).
+    n_iter : int
+        Number of mini-batch iterations T that ran (= mechanism invocations).
+    epochs : float
+        Epochs requested; ``T = floor(epochs * n / batch_size)``.
+    algorithm : str
+        ``"dual_dpscd"``, ``"seq_dpscd"``, ``"scd"`` or ``"primal_dpscd"``.
+    loss : str
+        Canonical loss name.
+    lam : float
+        L2 regularisation strength lambda.
+    noise_multiplier : float
+        sigma: noise std = sigma x sensitivity.  0 for non-private runs.
+    sensitivity : float
+        L2 sensitivity of one step under ``adjacency`` (0 when not private).
+    noise_std : float
+        Per-coordinate Gaussian std actually added (``noise_multiplier * sensitivity``).
+    clip : float
+        Scaling bound C of each coordinate update (``inf``: none).
+    batch_size : float
+        (Expected) mini-batch size L.
+    sample_rate : float
+        Probability that an example is in a given batch (L / n).
+    sampler : str
+        Name of the sampler that drew the batches.
+    adjacency : str
+        Neighbouring relation of the privacy analysis (``"add_remove"`` or
+        ``"replace_one"``).
+    event : object
+        Privacy event (``fastdp.privacy.events``) of everything released.
+        Accountants turn it into epsilon.
+    lazy_noise : bool
+        Whether v-noise was drawn lazily (same output distribution).
+    n_noise_draws : int
+        Number of standard normal draws taken (diagnostic of the lazy path).
+    num_threads : int
+        OpenMP threads used for the margins (results do not depend on it).
+    history : list of dict or None
+        Per-epoch objectives when ``record_history=True``.  **Non-private
+        diagnostics**: computing them reads the whole training set, so they
+        must not be published as part of the private output.
+    extra : dict
+        Algorithm-specific details (e.g. ``sigma_prime``, ``seq_sensitivity``).
+    """
+
+    coef: np.ndarray
+    alpha: Optional[np.ndarray]
+    v: Optional[np.ndarray]
+    n_iter: int
+    epochs: float
+    algorithm: str
+    loss: str
+    lam: float
+    noise_multiplier: float
+    sensitivity: float
+    noise_std: float
+    clip: float
+    batch_size: float
+    sample_rate: float
+    sampler: str
+    adjacency: str
+    event: Any
+    lazy_noise: bool
+    n_noise_draws: int
+    num_threads: int
+    history: Optional[list] = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def private(self):
+        """True when noise was added (noise_multiplier > 0)."""
+        return self.noise_multiplier > 0

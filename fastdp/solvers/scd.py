@@ -1,0 +1,517 @@
+"""Stochastic dual coordinate descent: DP-SCD, seqDP-SCD and non-private SCD/SDCA.
+
+The algorithms of spec 000 (Damaskinos et al., "Differentially Private
+Stochastic Coordinate Descent", AAAI 2021) for the problem
+
+    min_theta  P(theta) = (1/N) sum_i loss(x_i^T theta, y_i) + (lam/2) ||theta||^2
+
+solved through its dual (``F*(alpha)`` of :mod:`fastdp.losses`, minimised).
+The released model is ``theta = v / (lam N)``, built from the noisy
+auxiliary vector ``v``.  Every epoch runs inside one call of the compiled
+kernel :func:`fastdp._kernels._scd.run_dual_scd`.
+
+==================  ===============================  =============================
+function            algorithm                        noise std per coordinate
+==================  ===============================  =============================
+:func:`dual_dpscd`  Algorithm 1: independent         sigma * sqrt(2) C
+                    updates in a batch
+:func:`seq_dpscd`   Algorithm 3: sequential updates  sigma * 2C sqrt(L(L+1)) (paper),
+                    in a batch                       sigma * C sqrt(4L^2 - 2) ("repo")
+:func:`scd`         SDCA (L = 1) / mini-batch SCD    none (not private)
+==================  ===============================  =============================
+
+Privacy (dual_dpscd, seq_dpscd)
+-------------------------------
+* Private: the training examples (x_i, y_i).  Rows must have ``||x_i|| <= 1``
+  (checked; normalise per example beforehand, which is private).
+* Adjacency: the noise is calibrated to the add/remove sensitivity of one
+  mini-batch step (one example absent, producing no update): std =
+  sigma x sensitivity, so one step is ``GaussianEvent(sigma)`` (add/remove)
+  on the sampled batch.  The sampler's event then states the adjacency of
+  the guarantee: Poisson sampling is analysed under add/remove; fixed-size
+  sampling and the per-epoch shuffle under replace-one, where the event
+  converts the step to ``GaussianEvent(sigma / 2)`` (replace-one sensitivity
+  <= 2 x add/remove sensitivity; for DP-SCD exactly 2 sqrt(2) C).
+* Released: the whole transcript of noisy ``(alpha, v)`` after every step
+  (the paper's threat model), hence the final ``alpha``, ``v`` and
+  ``coef = v / (lam N)``.  ``result.event`` describes all T steps with the
+  sampler that really ran.  Lazy noise releases the same distribution (see
+  :mod:`fastdp._kernels._scd`).
+* Not covered: the optional per-epoch ``history`` (it reads the data; it is a
+  non-private diagnostic) and anything computed from the data before the call.
+* The solvers take an explicit ``noise_multiplier``; choosing it from a target
+  epsilon is the caller's job (``fastdp.privacy`` calibration).
+"""
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastdp._kernels import _scd
+from fastdp._validation import check_labels, check_random_state, check_X
+from fastdp.exceptions import ValidationError
+from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
+from fastdp.sampling import Sampler, get_sampler
+from fastdp.solvers._result import SolverResult
+
+__all__ = [
+    "dual_dpscd",
+    "seq_dpscd",
+    "scd",
+    "dual_sensitivity",
+    "seq_sensitivity",
+]
+
+_LOSS_CODES = {"squared": _scd.LOSS_RIDGE, "logistic": _scd.LOSS_LOGISTIC, "hinge": _scd.LOSS_HINGE}
+_PARALLEL_MIN_ROWS = 64
+
+
+# --------------------------------------------------------------------------
+# sensitivities (spec 000 sections 3.2 and 3.4)
+# --------------------------------------------------------------------------
+
+
+def dual_sensitivity(clip, adjacency="add_remove"):
+    """L2 sensitivity of one Algorithm-1 step on ``[alpha; v]`` (rows with norm <= 1).
+
+    Add/remove (Lemma 1): the absent example's update ``zeta_k`` (``|zeta_k| <= C``)
+    moves ``alpha_k`` by at most C and ``v`` by at most ``C ||x_k|| <= C``; all
+    other updates read the same public state, so ``S = sqrt(2) C``.
+    Replace-one: ``zeta_k`` and ``zeta'_k`` differ by up to 2C, and
+    ``zeta_k x_k - zeta'_k x'_k`` by up to 2C, so ``S = 2 sqrt(2) C``.
+    """
+    clip = float(clip)
+    if adjacency == "add_remove":
+        return math.sqrt(2.0) * clip
+    if adjacency == "replace_one":
+        return 2.0 * math.sqrt(2.0) * clip
+    raise ValidationError(f"adjacency must be 'add_remove' or 'replace_one'; got {adjacency!r}.")
+
+
+def seq_sensitivity(clip, batch_size, mode="paper"):
+    """Add/remove L2 sensitivity of one seqDP-SCD (Algorithm 3) step of ``batch_size`` updates.
+
+    ``mode="paper"`` (Lemma 5): ``2 C sqrt(L (L + 1))``.  ``mode="repo"``: the
+    reference code's tighter count ``C sqrt(4 L^2 - 2)`` (spec 000 section 2.4:
+    the absent example moves alpha and v by at most C each, every later update
+    in the batch by at most 2C each).  Replace-one samplers' events double it.
+    """
+    clip = float(clip)
+    L = int(batch_size)
+    if mode == "paper":
+        return 2.0 * clip * math.sqrt(L * (L + 1.0))
+    if mode == "repo":
+        return clip * math.sqrt(4.0 * L * L - 2.0)
+    raise ValidationError(f"seq_sensitivity must be 'paper' or 'repo'; got {mode!r}.")
+
+
+# --------------------------------------------------------------------------
+# argument checks
+# --------------------------------------------------------------------------
+
+
+def _real(name, value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValidationError(f"{name} must be a real number; got {value!r}.")
+    value = float(value)
+    if math.isnan(value):
+        raise ValidationError(f"{name} must be a number; got NaN.")
+    return value
+
+
+def _check_lam(lam):
+    lam = _real("lam", lam)
+    if not (0.0 < lam < math.inf):
+        raise ValidationError(f"lam (the L2 strength lambda) must be a finite number > 0; got {lam!r}.")
+    return lam
+
+
+def _check_epochs(epochs):
+    epochs = _real("epochs", epochs)
+    if not (0.0 < epochs < math.inf):
+        raise ValidationError(f"epochs must be a finite number > 0; got {epochs!r}.")
+    return epochs
+
+
+def _check_noise_multiplier(noise_multiplier):
+    sigma = _real("noise_multiplier", noise_multiplier)
+    if not (0.0 <= sigma < math.inf):
+        raise ValidationError(
+            f"noise_multiplier must be a finite number >= 0 (0 = not private); got {noise_multiplier!r}."
+        )
+    return sigma
+
+
+def _check_clip(clip, private):
+    """C > 0; ``None`` or ``inf`` mean "no scaling", which is allowed only without noise."""
+    if clip is None:
+        clip = math.inf
+    clip = _real("clip", clip)
+    if not clip > 0.0:
+        raise ValidationError(
+            f"clip (the scaling bound C of each coordinate update) must be > 0; got {clip!r}. "
+            "Use clip=None for no scaling in a non-private run."
+        )
+    if private and math.isinf(clip):
+        raise ValidationError(
+            "A private run (noise_multiplier > 0) needs a finite clip C: the sensitivity, and "
+            "hence the noise, is proportional to C."
+        )
+    return clip
+
+
+def _check_box_eps(box_eps, loss_name):
+    box_eps = _real("box_eps", box_eps)
+    if loss_name == "squared":
+        return box_eps
+    low_ok = box_eps > 0.0 if loss_name == "logistic" else box_eps >= 0.0
+    if not (low_ok and box_eps < 0.5):
+        interval = "(0, 0.5)" if loss_name == "logistic" else "[0, 0.5)"
+        raise ValidationError(
+            f"box_eps must lie in {interval} for the {loss_name} loss; got {box_eps!r} "
+            "(default 1e-4, as the reference implementation)."
+        )
+    return box_eps
+
+
+def _check_num_threads(num_threads):
+    if num_threads is None:
+        return 1
+    if isinstance(num_threads, (bool, np.bool_)) or not isinstance(num_threads, numbers.Integral):
+        raise ValidationError(f"num_threads must be None or a positive int; got {num_threads!r}.")
+    if num_threads < 1:
+        raise ValidationError(f"num_threads must be >= 1; got {num_threads}.")
+    return int(num_threads)
+
+
+def _prepare_data(X, y, loss, private):
+    """Canonical CSR X (row norms <= 1 when private) and float64 labels."""
+    X = check_X(X, max_row_norm=1.0 if private else None)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        if X.indices.dtype != X.indptr.dtype:
+            X.indptr = X.indptr.astype(X.indices.dtype)
+    y, _ = check_labels(y, loss.task, n_samples=X.shape[0])
+    if loss.task == "binary" and not np.all(np.abs(y) == 1.0):
+        raise ValidationError("logistic and hinge losses need labels in {-1, +1}.")
+    return X, np.ascontiguousarray(y, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------
+# the shared driver
+# --------------------------------------------------------------------------
+
+
+def _privacy_event(sampler, n, n_steps, noise_multiplier):
+    from fastdp.privacy import events
+
+    if noise_multiplier == 0.0:
+        return events.NonPrivateEvent()
+    return sampler.event(n, n_steps, events.GaussianEvent(noise_multiplier))
+
+
+def _history_entry(epoch, n_iter, alpha, v, X, y, loss, lam, private):
+    n = X.shape[0]
+    coef = np.asarray(v, dtype=np.float64) / (lam * n)
+    alpha64 = np.asarray(alpha, dtype=np.float64)
+    primal = primal_objective(coef, X, y, loss, lam)
+    dual = dual_objective(alpha64, X, y, loss, lam)
+    entry = {
+        "epoch": epoch,
+        "n_iter": n_iter,
+        "primal_objective": primal,
+        "dual_objective": dual,
+        "gap_public": primal + dual,
+    }
+    if not private:
+        entry["duality_gap"] = duality_gap(alpha64, X, y, loss, lam)
+    return entry
+
+
+def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, noise_multiplier,
+         sensitivity_fn, sequential, lazy_noise, box_eps, random_state, num_threads,
+         record_history, callback, extra):
+    loss = get_loss(loss)
+    lam = _check_lam(lam)
+    epochs = _check_epochs(epochs)
+    sigma = _check_noise_multiplier(noise_multiplier)
+    private = sigma > 0.0
+    clip = _check_clip(clip, private)
+    box_eps = _check_box_eps(box_eps, loss.name)
+    num_threads = _check_num_threads(num_threads)
+    X, y = _prepare_data(X, y, loss, private)
+    n, m = X.shape
+    sampler.check(n)
+    n_iter = sampler.n_steps(n, epochs)
+    if n_iter < 1:
+        raise ValidationError(
+            f"epochs = {epochs} with batch size {sampler.expected_batch_size(n):g} and n = {n} "
+            "gives no complete mini-batch step; increase epochs."
+        )
+    if sigma_prime is None:
+        sigma_prime = float(sampler.expected_batch_size(n))
+    sensitivity = sensitivity_fn(clip, sampler) if private else 0.0
+    noise_std = sigma * sensitivity
+    rng = check_random_state(random_state)
+    sampling_rng, noise_rng = rng.spawn(2)
+    stream = sampler.stream(n, sampling_rng)
+
+    dtype = X.dtype
+    alpha = np.zeros(n, dtype=dtype)
+    v = np.zeros(m, dtype=dtype)
+    sq_norms = _scd.row_squared_norms(X.data, X.indptr)
+    last_noised = np.zeros(m, dtype=np.int64)
+    zeta_buffer = np.zeros(1, dtype=np.float64)
+    loss_code = _LOSS_CODES[loss.name]
+    lam_n = lam * n
+    history = [] if record_history else None
+    n_draws = 0
+    done = 0
+    bit_generator = noise_rng.bit_generator
+    for epoch, bound in enumerate(sampler.epoch_boundaries(n, epochs), start=1):
+        batch_ptr, batch_idx = stream.take(bound - done)
+        _check_batches(batch_ptr, batch_idx, n)
+        largest = int(np.diff(batch_ptr).max(initial=0))
+        if largest > zeta_buffer.shape[0]:
+            zeta_buffer = np.zeros(largest, dtype=np.float64)
+        with bit_generator.lock:
+            n_draws += _scd.run_dual_scd(
+                X.data, X.indices, X.indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
+                zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,
+                bool(sequential), noise_std, noise_std, bool(lazy_noise), bit_generator,
+                num_threads, _PARALLEL_MIN_ROWS,
+            )
+        done = bound
+        if record_history:
+            history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))
+        if callback is not None:
+            callback({"epoch": epoch, "n_iter": done, "coef": v / (lam_n), "alpha": alpha, "v": v})
+
+    extra = dict(extra, sigma_prime=float(sigma_prime), box_eps=box_eps, dtype=np.dtype(dtype).name)
+    return SolverResult(
+        coef=np.asarray(v, dtype=np.float64) / lam_n,
+        alpha=alpha,
+        v=v,
+        n_iter=int(done),
+        epochs=epochs,
+        algorithm=algorithm,
+        loss=loss.name,
+        lam=lam,
+        noise_multiplier=sigma,
+        sensitivity=sensitivity,
+        noise_std=noise_std,
+        clip=clip,
+        batch_size=float(sampler.expected_batch_size(n)),
+        sample_rate=float(sampler.sample_rate(n)),
+        sampler=sampler.name,
+        adjacency=sampler.adjacency,
+        event=_privacy_event(sampler, n, int(done), sigma),
+        lazy_noise=bool(lazy_noise),
+        n_noise_draws=int(n_draws),
+        num_threads=num_threads,
+        history=history,
+        extra=extra,
+    )
+
+
+def _check_batches(batch_ptr, batch_idx, n):
+    """Guard of the nogil kernel: monotone pointers and indices inside [0, n)."""
+    if batch_ptr.ndim != 1 or batch_ptr.shape[0] < 1 or batch_ptr[0] != 0:
+        raise ValidationError("batch_ptr must be a 1-D array starting at 0.")
+    if batch_ptr[-1] != batch_idx.shape[0] or np.any(np.diff(batch_ptr) < 0):
+        raise ValidationError("batch_ptr must be non-decreasing and end at len(batch_idx).")
+    if batch_idx.size and (batch_idx.min() < 0 or batch_idx.max() >= n):
+        raise ValidationError(f"batch indices must lie in [0, {n}).")
+
+
+def _resolve_sampler(sampler, batch_size):
+    if isinstance(sampler, Sampler):
+        return sampler
+    return get_sampler(sampler, batch_size)
+
+
+# --------------------------------------------------------------------------
+# public solvers
+# --------------------------------------------------------------------------
+
+
+def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
+               sampler="poisson", lazy_noise=True, box_eps=1e-4, random_state=None,
+               num_threads=None, record_history=False, callback=None):
+    """Dual DP-SCD (Algorithm 1 of spec 000): private SDCA with independent mini-batch updates.
+
+    Each of ``T = floor(epochs * n / batch_size)`` steps samples a batch B,
+    computes for every j in B the closed-form coordinate step ``zeta_j`` of
+    the local subproblem with constant ``sigma' = batch_size`` from the same
+    (alpha, v), scales it to ``|zeta_j| <= clip``, adds ``zeta_j`` to
+    ``alpha_j`` and ``zeta_j x_j`` to ``v``, then adds Gaussian noise of std
+    ``noise_multiplier * sensitivity`` to ``alpha_B`` and to every coordinate
+    of ``v``.  Returns ``coef = v / (lam n)``.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix of shape (n, m)
+        Examples as rows; float32 or float64 values (kept), int32 or int64
+        indices.  When ``noise_multiplier > 0`` every row must have L2 norm
+        <= 1.
+    y : array-like of shape (n,)
+        Real labels (``loss="squared"``) or two classes, mapped to -1/+1.
+    loss : {"squared", "ridge", "logistic", "hinge"}
+    lam : float
+        lambda > 0 of the 1/n-averaged objective.
+    epochs : float
+        Number of passes; the number of steps is ``floor(epochs * n / batch_size)``.
+    batch_size : int
+        L, the (expected) mini-batch size; ``1 <= L <= n``.  Also the
+        subproblem constant sigma' (fixed, never the realised batch size, so
+        the other examples' updates do not depend on whether example k is
+        present).
+    clip : float
+        C > 0, the bound on each coordinate update.  ``None`` (no scaling)
+        only when ``noise_multiplier == 0``.
+    noise_multiplier : float
+        sigma >= 0.  Noise std per coordinate = sigma * sqrt(2) C (the
+        add/remove sensitivity, :func:`dual_sensitivity`), whatever the
+        sampler; replace-one samplers' events account it as sigma / 2.  0 gives
+        non-private mini-batch SCD.
+    sampler : {"poisson", "fixed", "shuffle"} or fastdp.sampling.Sampler, default="poisson"
+        How batches are drawn (see :mod:`fastdp.sampling`); the returned event
+        accounts for exactly this sampler.
+    lazy_noise : bool, default=True
+        Draw each v-coordinate's noise lazily (same output distribution,
+        O(nnz + n + m) draws per epoch instead of O(m n / L)).
+    box_eps : float, default=1e-4
+        Margin b of the dual box ``alpha y in [b, 1 - b]`` (logistic: > 0;
+        hinge: >= 0).
+    random_state : None, int or numpy.random.Generator
+        Seeds two independent streams (sampling and noise).  Same seed, same
+        bits, for any ``num_threads``.
+    num_threads : int or None, default=None (1)
+        OpenMP threads for the margins of a batch.
+    record_history : bool, default=False
+        Record per-epoch objectives (non-private diagnostics; reads the data).
+    callback : callable or None
+        Called after every epoch with a dict (``epoch``, ``n_iter``, ``coef``,
+        ``alpha``, ``v``) of the flushed, released state; must not modify it.
+
+    Returns
+    -------
+    SolverResult
+        ``event`` is ``SelfComposedEvent(<sampled GaussianEvent(sigma)>, T)``
+        for the sampler used (``NonPrivateEvent`` when sigma = 0).
+
+    Notes
+    -----
+    Privacy: see the module docstring (add/remove adjacency for Poisson and
+    shuffle, replace-one for fixed-size sampling; released: every noisy
+    (alpha, v) and the final model).
+    """
+    L = _batch_size_arg(batch_size)
+    smp = _resolve_sampler(sampler, L)
+    return _run(
+        X, y, algorithm="dual_dpscd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
+        sigma_prime=None, clip=clip, noise_multiplier=noise_multiplier,
+        sensitivity_fn=lambda c, s: dual_sensitivity(c), sequential=False,
+        lazy_noise=lazy_noise, box_eps=box_eps, random_state=random_state,
+        num_threads=num_threads, record_history=record_history, callback=callback, extra={},
+    )
+
+
+def _batch_size_arg(batch_size):
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
+        raise ValidationError(f"batch_size must be a positive int; got {batch_size!r}.")
+    if batch_size < 1:
+        raise ValidationError(f"batch_size must be >= 1; got {batch_size}.")
+    return int(batch_size)
+
+
+def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
+              sampler="shuffle", sigma_prime=1.0, seq_sensitivity="paper", lazy_noise=True,
+              box_eps=1e-4, random_state=None, num_threads=None, record_history=False,
+              callback=None):
+    """seqDP-SCD (Algorithm 3 of spec 000): sequential updates inside a batch, then noise.
+
+    Inside each batch the updates are applied one after another, so later
+    examples read the updated v; the sensitivity therefore grows with L
+    (:func:`seq_sensitivity`).  Parameters as :func:`dual_dpscd`, plus:
+
+    Parameters
+    ----------
+    sampler : {"shuffle", "fixed"} or Sampler, default="shuffle"
+        Poisson sampling is refused: its batch size is unbounded, and the
+        sensitivity bound needs at most L updates per step.
+    sigma_prime : float, default=1.0
+        Subproblem constant (1 = plain sequential SDCA steps, the reference
+        code's choice; the paper writes L).
+    seq_sensitivity : {"paper", "repo"}, default="paper"
+        ``2 C sqrt(L(L+1))`` (Lemma 5) or the reference code's tighter
+        ``C sqrt(4L^2 - 2)`` (both add/remove sensitivities).
+    num_threads : ignored (the updates are sequential); kept for a uniform API.
+
+    Returns
+    -------
+    SolverResult
+
+    Notes
+    -----
+    Privacy: as :func:`dual_dpscd` with the sensitivity above.
+    """
+    L = _batch_size_arg(batch_size)
+    smp = _resolve_sampler(sampler, L)
+    if not smp.fixed_size:
+        raise ValidationError(
+            "seq_dpscd needs fixed-size batches (sampler='shuffle' or 'fixed'): with Poisson "
+            "sampling the number of sequential updates per step, and so the sensitivity, is unbounded."
+        )
+    sigma_prime = _real("sigma_prime", sigma_prime)
+    if not (0.0 < sigma_prime < math.inf):
+        raise ValidationError(f"sigma_prime must be a finite number > 0; got {sigma_prime!r}.")
+    mode = seq_sensitivity
+    lot = smp.batch_size
+    if mode not in ("paper", "repo"):
+        raise ValidationError(f"seq_sensitivity must be 'paper' or 'repo'; got {mode!r}.")
+    return _run(
+        X, y, algorithm="seq_dpscd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
+        sigma_prime=sigma_prime, clip=clip, noise_multiplier=noise_multiplier,
+        sensitivity_fn=lambda c, s: _seq_sensitivity_value(c, lot, mode),
+        sequential=True, lazy_noise=lazy_noise, box_eps=box_eps, random_state=random_state,
+        num_threads=1, record_history=record_history, callback=callback,
+        extra={"seq_sensitivity": mode},
+    )
+
+
+_seq_sensitivity_value = seq_sensitivity
+
+
+def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle", box_eps=1e-4,
+        random_state=None, num_threads=None, record_history=False, callback=None):
+    """Non-private SCD: SDCA (``batch_size=1``) or mini-batch SCD (``batch_size > 1``).
+
+    The epsilon -> infinity limit of :func:`dual_dpscd` (spec 000 section 2.3):
+    no noise, no scaling by default (``clip=None``), batches from a per-epoch
+    shuffle by default.  With ``batch_size=1`` each step is an exact SDCA
+    coordinate step; with L > 1 the updates of a batch are independent with
+    subproblem constant L (CoCoA+), so ``F*`` never increases for the ridge
+    loss and for the hinge loss with ``box_eps=0``.
+
+    Returns
+    -------
+    SolverResult
+        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
+
+    Notes
+    -----
+    Privacy: none.  The result reveals the training data.
+    """
+    L = _batch_size_arg(batch_size)
+    smp = _resolve_sampler(sampler, L)
+    return _run(
+        X, y, algorithm="scd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
+        sigma_prime=None, clip=clip, noise_multiplier=0.0,
+        sensitivity_fn=lambda c, s: 0.0, sequential=False, lazy_noise=True, box_eps=box_eps,
+        random_state=random_state, num_threads=num_threads, record_history=record_history,
+        callback=callback, extra={},
+    )
