@@ -287,8 +287,12 @@ def row_norms(X, squared=False):
         n_rows = X.shape[0]
         nnz = int(X.indptr[-1])
         data = np.asarray(X.data[:nnz], dtype=np.float64)
-        row_of_entry = np.repeat(np.arange(n_rows), np.diff(X.indptr))
-        sq = np.bincount(row_of_entry, weights=data * data, minlength=n_rows)
+        starts = np.asarray(X.indptr[:-1])
+        nonempty = starts < X.indptr[1:]
+        sq = np.zeros(n_rows)
+        if nnz:
+            # consecutive non-empty row starts delimit exactly one row each
+            sq[nonempty] = np.add.reduceat(data * data, starts[nonempty])
     else:
         X = np.asarray(X)
         if X.ndim != 2:

@@ -417,3 +417,14 @@ def test_check_batch_size():
 def test_errors_are_value_errors():
     with pytest.raises(ValueError):
         check_X(np.full((2, 2), np.nan))
+
+
+def test_row_norms_with_empty_rows_and_untrimmed_storage():
+    # rows 0, 2 and 4 empty; storage holds one unused trailing entry
+    X = _csr([3.0, 4.0, 2.0, 99.0], [0, 2, 1, 0], [0, 0, 2, 2, 3, 3], (5, 3))
+    np.testing.assert_array_equal(row_norms(X), [0.0, 5.0, 0.0, 2.0, 0.0])
+    out = check_X(X)
+    _assert_canonical(out)
+    np.testing.assert_array_equal(out.data, [3.0, 4.0, 2.0])
+    assert len(X.data) == 4  # input untouched
+    np.testing.assert_array_equal(row_norms(sp.csr_matrix((3, 4))), np.zeros(3))
