@@ -49,6 +49,8 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
+from fastdp.privacy import events as ev
+from fastdp.privacy.accountants import Accountant
 
 __all__ = [
     "PAPER_MOMENT_ORDERS",
@@ -424,7 +426,7 @@ def calibrate_moments_sigma(epsilon, delta, sample_rate, steps,
 # ----------------------------------------------------------------------------
 # the accountant on fastdp events
 # ----------------------------------------------------------------------------
-class MomentsAccountant:
+class MomentsAccountant(Accountant):
     """Abadi et al.'s moments accountant on fastdp events (seed-000 flavour).
 
     Accepts ``GaussianEvent`` (q = 1), ``PoissonSampledEvent`` wrapping a
@@ -434,7 +436,9 @@ class MomentsAccountant:
     Everything else (fixed-size or shuffled batches, Laplace, pure ε events,
     replace-one) raises :class:`~fastdp.exceptions.PrivacyAnalysisError`: the
     paper accounted its shuffled lots as if they were Poisson, and fastdp does
-    not repeat that silently.
+    not repeat that silently.  To show the paper's number for shuffled lots,
+    call ``_epsilon(event, delta, "poisson_assumed")`` or
+    :func:`moments_epsilon` directly and label it as the paper's assumption.
 
     Parameters
     ----------
@@ -444,6 +448,8 @@ class MomentsAccountant:
         for reproductions only.
     """
 
+    name = "moments"
+
     def __init__(self, orders=PAPER_MOMENT_ORDERS, arithmetic="stable"):
         self.orders = _check_orders(orders)
         self.arithmetic = _check_arithmetic(arithmetic)
@@ -451,61 +457,56 @@ class MomentsAccountant:
     def __repr__(self):
         return f"MomentsAccountant(orders=1..{max(self.orders)}, arithmetic={self.arithmetic!r})"
 
-    def _steps(self, event):
-        """Flatten an event into a list of (σ, q, count)."""
-        from fastdp.privacy import events as ev
-
-        adjacency = getattr(event, "adjacency", None)
-        if adjacency is not None and adjacency != ev.Adjacency.ADD_REMOVE:
-            raise PrivacyAnalysisError(
-                "the moments accountant covers add/remove adjacency only; got "
-                f"{adjacency!r} in {event!r}. Use the RDP or PLD accountant for "
-                "replace-one events."
-            )
+    def _steps(self, event, view="guaranteed"):
+        """Flatten an event into a list of (σ, q, count); σ = 0 marks non-private."""
+        if isinstance(event, ev.ShuffledEvent):
+            return self._steps(event.view(view), view)
         if isinstance(event, ev.NonPrivateEvent):
             return [(0.0, 1.0, 1)]
+        if event.adjacency is not None and event.adjacency != ev.Adjacency.ADD_REMOVE:
+            raise PrivacyAnalysisError(
+                "the moments accountant covers add/remove adjacency only; got "
+                f"{event.adjacency.value} in {event!r}. Use the RDP accountant for "
+                "replace-one events."
+            )
         if isinstance(event, ev.GaussianEvent):
             return [(float(event.noise_multiplier), 1.0, 1)]
         if isinstance(event, ev.PoissonSampledEvent) and isinstance(event.event, ev.GaussianEvent):
             return [(float(event.event.noise_multiplier), float(event.sample_rate), 1)]
         if isinstance(event, ev.SelfComposedEvent):
-            return [(s, q, c * int(event.count)) for s, q, c in self._steps(event.event)]
+            return [(s, q, c * int(event.count)) for s, q, c in self._steps(event.event, view)]
         if isinstance(event, ev.ComposedEvent):
-            return [step for inner in event.events for step in self._steps(inner)]
+            return [step for inner in event.events for step in self._steps(inner, view)]
         raise PrivacyAnalysisError(
             f"the moments accountant only analyses (Poisson-subsampled) Gaussian "
             f"events and their compositions; got {type(event).__name__}. Use "
             "accountant='rdp' or 'pld' (or 'pure' for pure-DP events)."
         )
 
-    def log_moments(self, event):
+    def log_moments(self, event, view="guaranteed"):
         """Accumulated log moments Σ_t α_t(λ) of ``event`` at ``self.orders``.
 
         Returns ``None`` when the event contains a non-private step (ε = ∞).
         """
         total = np.zeros(len(self.orders))
-        for sigma, q, count in self._steps(event):
-            if count == 0:
+        for sigma, q, count in self._steps(event, view):
+            if count == 0 or q == 0.0:
                 continue
             if sigma == 0.0:
                 return None
             total = total + count * moments_log_moments(sigma, q, self.orders, self.arithmetic)
         return total
 
-    def epsilon(self, event, delta):
-        """ε at ``delta`` for ``event`` (classic moments-accountant conversion)."""
-        delta = _check_delta(delta)
-        log_moments = self.log_moments(event)
-        if log_moments is None:
+    def _epsilon(self, event, delta, view):
+        log_moments = self.log_moments(event, view)
+        if log_moments is None or delta == 0.0:
             return math.inf
+        if delta >= 1.0:
+            return 0.0
         return _epsilon_from_log_moments(log_moments, self.orders, delta)
 
-    def delta(self, event, epsilon):
-        """δ at ``epsilon`` for ``event``: ``min_λ exp(Σα(λ) − λε)``, capped at 1."""
-        epsilon = float(epsilon)
-        if not epsilon >= 0:
-            raise ValidationError(f"epsilon must be >= 0; got {epsilon!r}")
-        log_moments = self.log_moments(event)
+    def _delta(self, event, epsilon, view):
+        log_moments = self.log_moments(event, view)
         if log_moments is None:
             return 1.0
         return _delta_from_log_moments(log_moments, self.orders, epsilon)
