@@ -1,0 +1,436 @@
+"""Noise calibration and the convenience privacy API.
+
+* :func:`compute_epsilon`: ε of noisy SGD-style training (Gaussian noise,
+  ``steps`` steps, a given sampling scheme).
+* :func:`calibrate_noise_multiplier`: the smallest noise multiplier whose ε
+  does not exceed a target, to a relative tolerance of 1e-6 in σ.
+* :func:`calibrate`: the same search for any one-parameter family of events
+  (Laplace scale, line-search budgets, ...).
+
+The search is conservative by construction: it keeps a bracket [lo, hi] of
+parameters whose ε has been *evaluated* on both sides of the target and only
+ever returns the end whose evaluated ε is at or below the target. It brackets
+by geometric expansion and then shrinks the bracket with a safeguarded
+regula falsi (Illinois) on log ε against log parameter, falling back to
+bisection in log space, until hi/lo − 1 ≤ ``rtol``.
+"""
+
+from __future__ import annotations
+
+import fractions
+import math
+import numbers
+from typing import Callable
+
+from fastdp.exceptions import ValidationError
+from fastdp.privacy.accountants import EpsilonReport, check_delta, get_accountant
+from fastdp.privacy.events import (
+    DpEvent,
+    FixedSizeSampledEvent,
+    GaussianEvent,
+    PoissonSampledEvent,
+    SelfComposedEvent,
+    ShuffledEvent,
+)
+
+__all__ = [
+    "SAMPLING_SCHEMES",
+    "CalibrationResult",
+    "calibrate",
+    "calibrate_noise_multiplier",
+    "compute_epsilon",
+    "compute_epsilon_report",
+    "dp_sgd_event",
+]
+
+SAMPLING_SCHEMES = ("poisson", "fixed_size", "shuffle", "none")
+
+_DEFAULT_RTOL = 1e-6
+_MAX_EVALUATIONS = 200
+_MAX_EXPANSIONS = 60
+
+
+# ---------------------------------------------------------------------------
+# Validation helpers
+# ---------------------------------------------------------------------------
+def _real(name, value, *, low=None, high=None, low_open=False, allow_inf=False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise ValidationError(f"{name} must be a real number, got {value!r}.")
+    value = float(value)
+    if math.isinf(value) and not allow_inf:
+        raise ValidationError(f"{name} must be finite, got {value}.")
+    if low is not None and (value < low or (low_open and value == low)):
+        op = ">" if low_open else ">="
+        raise ValidationError(f"{name} must be {op} {low}, got {value}.")
+    if high is not None and value > high:
+        raise ValidationError(f"{name} must be <= {high}, got {value}.")
+    return value
+
+
+def _steps(steps) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Real) or not float(steps).is_integer():
+        raise ValidationError(f"steps must be a non-negative integer, got {steps!r}.")
+    steps = int(steps)
+    if steps < 0:
+        raise ValidationError(f"steps must be >= 0, got {steps}.")
+    return steps
+
+
+def _dataset_and_batch(sample_rate: float, dataset_size) -> tuple[int, int]:
+    """(n, batch) with batch/n == sample_rate, for the samplers that need sizes."""
+    if dataset_size is not None:
+        if isinstance(dataset_size, bool) or not isinstance(dataset_size, numbers.Integral) \
+                or dataset_size < 1:
+            raise ValidationError(f"dataset_size must be a positive integer, got {dataset_size!r}.")
+        n = int(dataset_size)
+        batch = round(sample_rate * n)
+        if batch < 1 or abs(batch / n - sample_rate) > 1e-9 * sample_rate:
+            raise ValidationError(
+                f"sample_rate={sample_rate} is not batch/dataset_size for an integer batch "
+                f"with dataset_size={n}.")
+        return n, batch
+    frac = fractions.Fraction(sample_rate).limit_denominator(10 ** 9)
+    if frac.numerator < 1 or abs(float(frac) - sample_rate) > 1e-12 * sample_rate:
+        raise ValidationError(
+            f"cannot write sample_rate={sample_rate} as batch/n; pass dataset_size=n.")
+    return frac.denominator, frac.numerator
+
+
+def dp_sgd_event(noise_multiplier, sample_rate, steps, sampling="poisson", *,
+                 noise_multiplier_adjacency="add_remove", dataset_size=None) -> DpEvent:
+    """The event of ``steps`` noisy-gradient steps with Gaussian noise.
+
+    Each step adds Gaussian noise with standard deviation σ·Δ₂ to a query on
+    the batch (e.g. a sum of per-example gradients clipped to norm C).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        σ = noise std / L2 sensitivity, where the sensitivity is measured under
+        ``noise_multiplier_adjacency`` (for a clipped sum: ``C`` under
+        add/remove, ``2C`` under replace-one).
+    sample_rate : float
+        q = expected batch / n in (0, 1].
+    steps : int
+    sampling : {"poisson", "fixed_size", "shuffle", "none"}
+        * ``"poisson"``: each record joins each batch independently with
+          probability q; add/remove adjacency; amplification by subsampling.
+        * ``"fixed_size"``: batches of exactly q·n records drawn without
+          replacement; replace-one adjacency (σ under add/remove is halved).
+        * ``"shuffle"``: one shuffle per epoch, consecutive batches; no
+          amplification (see :class:`~fastdp.privacy.events.ShuffledEvent`);
+          ``epochs = ceil(steps / steps_per_epoch)``.
+        * ``"none"``: no amplification whatever the batches: every step is
+          accounted as a full Gaussian release (``sample_rate`` is ignored).
+    noise_multiplier_adjacency : {"add_remove", "replace_one"}
+    dataset_size : int, optional
+        n, for ``"fixed_size"``/``"shuffle"`` (derived from ``sample_rate``
+        as a fraction if omitted).
+    """
+    if sampling not in SAMPLING_SCHEMES:
+        raise ValidationError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}.")
+    q = _real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
+    steps = _steps(steps)
+    gaussian = GaussianEvent(noise_multiplier, noise_multiplier_adjacency)
+    if sampling == "poisson":
+        return SelfComposedEvent(PoissonSampledEvent(q, gaussian), steps)
+    if sampling == "none":
+        return SelfComposedEvent(gaussian, steps)
+    n, batch = _dataset_and_batch(q, dataset_size)
+    if sampling == "fixed_size":
+        return SelfComposedEvent(FixedSizeSampledEvent(n, batch, gaussian), steps)
+    per_epoch = -(-n // batch)
+    return ShuffledEvent(n, batch, gaussian, epochs=-(-steps // per_epoch))
+
+
+# ---------------------------------------------------------------------------
+# ε of DP-SGD-style training
+# ---------------------------------------------------------------------------
+_SHARED = {}
+
+
+def _accountant(accountant):
+    """Shared default instances (accountants are stateless apart from caches)."""
+    if isinstance(accountant, str) and accountant.lower() == "rdp":
+        if "rdp" not in _SHARED:
+            _SHARED["rdp"] = get_accountant("rdp")
+        return _SHARED["rdp"]
+    return get_accountant(accountant)
+
+
+def compute_epsilon(noise_multiplier, sample_rate, steps, delta, accountant="rdp",
+                    sampling="poisson", *, noise_multiplier_adjacency="add_remove",
+                    dataset_size=None) -> float:
+    """Guaranteed ε of ``steps`` Gaussian noisy steps at ``delta``.
+
+    What is private: every record of the training set. Adjacency: add/remove
+    for ``"poisson"``/``"none"``, replace-one for ``"fixed_size"``/``"shuffle"``.
+    Released: every step's noisy output (all iterates). See
+    :func:`dp_sgd_event` for the parameters. For ``"shuffle"`` this is the
+    guaranteed number (no amplification); :func:`compute_epsilon_report`
+    also gives the labelled Poisson what-if.
+
+    Returns
+    -------
+    float
+        ε (``inf`` if not private at this δ).
+    """
+    event = dp_sgd_event(noise_multiplier, sample_rate, steps, sampling,
+                         noise_multiplier_adjacency=noise_multiplier_adjacency,
+                         dataset_size=dataset_size)
+    return _accountant(accountant).epsilon(event, check_delta(delta))
+
+
+def compute_epsilon_report(noise_multiplier, sample_rate, steps, delta, accountant="rdp",
+                           sampling="poisson", *, noise_multiplier_adjacency="add_remove",
+                           dataset_size=None) -> EpsilonReport:
+    """Like :func:`compute_epsilon` but returns an
+    :class:`~fastdp.privacy.accountants.EpsilonReport` (guaranteed ε and, for
+    ``sampling="shuffle"``, the ε if Poisson sampling were assumed)."""
+    event = dp_sgd_event(noise_multiplier, sample_rate, steps, sampling,
+                         noise_multiplier_adjacency=noise_multiplier_adjacency,
+                         dataset_size=dataset_size)
+    return _accountant(accountant).report(event, check_delta(delta))
+
+
+# ---------------------------------------------------------------------------
+# Generic calibration
+# ---------------------------------------------------------------------------
+class CalibrationResult(float):
+    """The calibrated parameter (a float) with the search record attached.
+
+    Attributes
+    ----------
+    epsilon : float
+        ε at the returned parameter (≤ target).
+    infeasible_bound : float
+        The closest evaluated parameter on the other side (ε > target).
+    evaluations : int
+        Number of accountant calls.
+    """
+
+    def __new__(cls, value, epsilon, infeasible_bound, evaluations):
+        obj = super().__new__(cls, value)
+        obj.epsilon = epsilon
+        obj.infeasible_bound = infeasible_bound
+        obj.evaluations = evaluations
+        return obj
+
+    def __repr__(self):
+        return (f"CalibrationResult({float(self)!r}, epsilon={self.epsilon!r}, "
+                f"evaluations={self.evaluations})")
+
+
+def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
+              accountant="rdp", lower=None, upper=None, increasing_privacy=True,
+              *, rtol=_DEFAULT_RTOL, initial_guess=1.0) -> CalibrationResult:
+    """Extremal parameter of a one-parameter event family within an ε budget.
+
+    With ``increasing_privacy=True`` (ε falls as the parameter grows: noise
+    multipliers, Laplace scales) the result is the smallest parameter x with
+    ε(make_event(x)) ≤ target; with ``False`` (ε grows with the parameter:
+    per-call budgets such as ε_BT or ρ_BT) the largest. Parameters are > 0.
+
+    The returned x has been evaluated and satisfies ε ≤ target; the evaluated
+    neighbour on the other side (``result.infeasible_bound``) has ε > target
+    and differs from x by a factor of at most 1 + ``rtol``. (If ``lower``
+    is feasible for ``increasing_privacy=True`` it is returned as is, and
+    likewise ``upper`` otherwise.)
+
+    Parameters
+    ----------
+    make_event : callable float -> DpEvent
+    target_epsilon : float
+        > 0.
+    delta : float
+        In [0, 1].
+    accountant : str or accountant instance, default "rdp"
+    lower, upper : float, optional
+        Search range; found by geometric expansion from ``initial_guess``
+        when omitted.
+    increasing_privacy : bool, default True
+    rtol : float, default 1e-6
+        Relative tolerance in the parameter.
+    initial_guess : float, default 1.0
+
+    Raises
+    ------
+    ValidationError
+        If no parameter in range meets the target.
+    """
+    if not callable(make_event):
+        raise ValidationError("make_event must be a callable taking the parameter value.")
+    target = _real("target_epsilon", target_epsilon, low=0.0, low_open=True)
+    delta = check_delta(delta)
+    rtol = _real("rtol", rtol, low=0.0, low_open=True)
+    acc = _accountant(accountant)
+    evaluations = 0
+    sign = 1.0 if increasing_privacy else -1.0
+
+    def gap(u: float) -> float:
+        """log ε − log target at parameter e^u (> 0: over budget)."""
+        nonlocal evaluations
+        evaluations += 1
+        if evaluations > _MAX_EVALUATIONS:
+            raise ValidationError("calibration did not converge; check that ε is monotone "
+                                  "in the parameter.")
+        eps = acc.epsilon(make_event(math.exp(u)), delta)
+        if eps <= 0:
+            return -math.inf
+        return math.log(eps) - math.log(target) if math.isfinite(eps) else math.inf
+
+    log_lo = None if lower is None else math.log(_real("lower", lower, low=0.0, low_open=True))
+    log_hi = None if upper is None else math.log(_real("upper", upper, low=0.0, low_open=True))
+    if log_lo is not None and log_hi is not None and log_lo >= log_hi:
+        raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
+
+    # Work with v = sign·u so that ε always decreases in v; a bracket is
+    # (v_bad, g_bad) with gap > 0 and (v_ok, g_ok) with gap <= 0, v_bad < v_ok.
+    v_min = None if (log_lo if sign > 0 else log_hi) is None else sign * (log_lo if sign > 0 else log_hi)
+    v_max = None if (log_hi if sign > 0 else log_lo) is None else sign * (log_hi if sign > 0 else log_lo)
+    G = lambda v: gap(sign * v)  # noqa: E731
+
+    if v_min is not None and v_max is not None:
+        v_bad, g_bad = v_min, G(v_min)
+        if g_bad <= 0:
+            return CalibrationResult(math.exp(sign * v_bad), _eps_of(g_bad, target),
+                                     math.exp(sign * v_bad), evaluations)
+        v_ok, g_ok = v_max, G(v_max)
+        if g_ok > 0:
+            raise ValidationError(
+                f"even the {'upper' if sign > 0 else 'lower'} end of the range has "
+                f"epsilon above the target {target}; widen the range.")
+    else:
+        start = math.log(_real("initial_guess", initial_guess, low=0.0, low_open=True)) * sign
+        if v_min is not None:
+            start = max(start, v_min)
+        if v_max is not None:
+            start = min(start, v_max)
+        g0 = G(start)
+        step = math.log(2.0)
+        if g0 > 0:
+            v_bad, g_bad = start, g0
+            v_ok = None
+            for _ in range(_MAX_EXPANSIONS):
+                v = v_bad + step
+                if v_max is not None and v >= v_max:
+                    v = v_max
+                g = G(v)
+                if g <= 0:
+                    v_ok, g_ok = v, g
+                    break
+                if v == v_max:
+                    break
+                v_bad, g_bad = v, g
+                step *= 2.0
+            if v_ok is None:
+                raise ValidationError(
+                    f"no parameter within the search range reaches epsilon <= {target} "
+                    f"at delta = {delta}; the target may be unreachable.")
+        else:
+            v_ok, g_ok = start, g0
+            v_bad = None
+            for _ in range(_MAX_EXPANSIONS):
+                v = v_ok - step
+                if v_min is not None and v <= v_min:
+                    v = v_min
+                g = G(v)
+                if g > 0:
+                    v_bad, g_bad = v, g
+                    break
+                v_ok, g_ok = v, g
+                if v == v_min:
+                    break
+                step *= 2.0
+            if v_bad is None:
+                # every parameter down to the limit meets the target
+                return CalibrationResult(math.exp(sign * v_ok), _eps_of(g_ok, target),
+                                         math.exp(sign * v_ok), evaluations)
+
+    v_ok, g_ok, v_bad, g_bad = _shrink_bracket(G, v_ok, g_ok, v_bad, g_bad, math.log1p(rtol))
+    return CalibrationResult(math.exp(sign * v_ok), _eps_of(g_ok, target),
+                             math.exp(sign * v_bad), evaluations)
+
+
+def _eps_of(g: float, target: float) -> float:
+    return target * math.exp(g) if g > -math.inf else 0.0
+
+
+def _shrink_bracket(G, v_ok, g_ok, v_bad, g_bad, tol):
+    """Safeguarded Illinois regula falsi on a decreasing function G.
+
+    Invariant: v_bad < v_ok, G(v_bad) > 0 >= G(v_ok). Stops when
+    v_ok − v_bad <= tol.
+    """
+    fa, fb = g_bad, g_ok          # Illinois-scaled copies used for interpolation
+    last_side = 0
+    while v_ok - v_bad > tol:
+        width = v_ok - v_bad
+        if math.isfinite(fa) and math.isfinite(fb) and fa != fb:
+            v = v_ok - fb * (v_ok - v_bad) / (fb - fa)
+        else:
+            v = 0.5 * (v_bad + v_ok)
+        # keep at least a fraction of the tolerance away from both ends, so the
+        # bracket can close from either side
+        margin = min(0.5 * tol, 0.25 * width)
+        v = min(max(v, v_bad + margin), v_ok - margin)
+        g = G(v)
+        if g > 0:
+            v_bad, g_bad, fa = v, g, g
+            fb = fb * 0.5 if last_side == -1 else fb
+            last_side = -1
+        else:
+            v_ok, g_ok, fb = v, g, g
+            fa = fa * 0.5 if last_side == 1 else fa
+            last_side = 1
+        if v_ok - v_bad > 0.5 * width and last_side != 0:
+            # slow progress: take a bisection step
+            mid = 0.5 * (v_bad + v_ok)
+            gm = G(mid)
+            if gm > 0:
+                v_bad, g_bad, fa = mid, gm, gm
+            else:
+                v_ok, g_ok, fb = mid, gm, gm
+    return v_ok, g_ok, v_bad, g_bad
+
+
+# ---------------------------------------------------------------------------
+# Noise multiplier
+# ---------------------------------------------------------------------------
+def calibrate_noise_multiplier(target_epsilon, delta, sample_rate, steps, accountant="rdp",
+                               sampling="poisson", *, noise_multiplier_adjacency="add_remove",
+                               dataset_size=None, rtol=_DEFAULT_RTOL) -> CalibrationResult:
+    """Smallest noise multiplier σ whose ε does not exceed ``target_epsilon``.
+
+    The event is :func:`dp_sgd_event` (``steps`` Gaussian steps with the given
+    sampling); see :func:`compute_epsilon` for the privacy meaning. The
+    result σ satisfies ε(σ) ≤ target and ε(σ/(1 + rtol)) > target (it is
+    within a relative ``rtol`` of the exact smallest σ, never below it).
+    For ``sampling="shuffle"`` the guaranteed ε is used, never the Poisson
+    what-if.
+
+    Returns
+    -------
+    CalibrationResult
+        A float subclass carrying ``epsilon`` and ``evaluations``.
+    """
+    q = _real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
+    steps = _steps(steps)
+    if steps == 0:
+        raise ValidationError("steps must be >= 1 to calibrate noise (0 steps release nothing).")
+    # warm start: the Gaussian-approximation guess σ ≈ q·sqrt(T·log(1/δ))/ε,
+    # clipped to a sensible range (only affects speed)
+    d = check_delta(delta)
+    guess = 1.0
+    if 0 < d < 1 and _real("target_epsilon", target_epsilon, low=0.0, low_open=True) > 0:
+        eff_q = 1.0 if sampling == "none" else q
+        guess = eff_q * math.sqrt(steps * 2.0 * math.log(1.0 / d)) / float(target_epsilon)
+        guess = min(max(guess, 0.3), 1e4)
+
+    def make(sigma):
+        return dp_sgd_event(sigma, q, steps, sampling,
+                            noise_multiplier_adjacency=noise_multiplier_adjacency,
+                            dataset_size=dataset_size)
+
+    return calibrate(make, target_epsilon, delta, accountant=accountant,
+                     increasing_privacy=True, rtol=rtol, initial_guess=guess)
