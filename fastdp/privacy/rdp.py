@@ -721,7 +721,8 @@ class RdpAccountant(Accountant):
     def _epsilon_and_order(self, event, delta, view):
         if not event.is_private:
             return math.inf, float("nan")
-        if not _has_exact_convex_curve(event) or self._stage1.size < 2:
+        exact = self.fractional_series == "exact" and _has_exact_convex_curve(event)
+        if not exact or self._stage1.size < 2:
             curve = self._curve(event, self.orders, view)
             eps, order = epsilon_from_rdp(self.orders, curve, delta, self.conversion)
             return eps, order
