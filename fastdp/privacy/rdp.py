@@ -128,13 +128,20 @@ def _integer_segments_cached(key: bytes):
 
 
 def _segment_logsumexp(terms: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """log Σ exp(terms) over consecutive segments beginning at ``starts``."""
+    """log Σ exp(terms) over consecutive segments beginning at ``starts``.
+
+    Computed as max + log1p(Σ of the other terms / max), so sums that are
+    1 + tiny keep their relative precision.
+    """
     maxima = np.maximum.reduceat(terms, starts)
     finite = np.isfinite(maxima)
     safe = np.where(finite, maxima, 0.0)
     lengths = np.diff(starts, append=terms.size)
-    sums = np.add.reduceat(np.exp(terms - np.repeat(safe, lengths)), starts)
-    out = safe + np.log(np.where(finite, sums, 1.0))
+    shifted = terms - np.repeat(safe, lengths)
+    is_max = shifted == 0.0
+    ties = np.add.reduceat(is_max.astype(float), starts)
+    rest = np.add.reduceat(np.where(is_max, 0.0, np.exp(shifted)), starts) + (ties - 1.0)
+    out = safe + np.log1p(np.where(finite, rest, 0.0))
     out[~finite] = maxima[~finite]
     return out
 
