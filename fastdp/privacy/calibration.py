@@ -48,6 +48,7 @@ SAMPLING_SCHEMES = ("poisson", "fixed_size", "shuffle", "none")
 _DEFAULT_RTOL = 1e-6
 _MAX_EVALUATIONS = 200
 _MAX_EXPANSIONS = 60
+_MAX_LOG_RANGE = math.log(1e12)   # default search: initial guess × 1e±12
 
 
 # ---------------------------------------------------------------------------
@@ -274,13 +275,25 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
         if evaluations > _MAX_EVALUATIONS:
             raise ValidationError("calibration did not converge; check that ε is monotone "
                                   "in the parameter.")
-        eps = acc.epsilon(make_event(math.exp(u)), delta)
+        eps = acc.epsilon(make_event(param(u)), delta)
         if eps <= 0:
             return -math.inf
         return math.log(eps) - math.log(target) if math.isfinite(eps) else math.inf
 
-    log_lo = None if lower is None else math.log(_real("lower", lower, low=0.0, low_open=True))
-    log_hi = None if upper is None else math.log(_real("upper", upper, low=0.0, low_open=True))
+    if lower is not None:
+        lower = _real("lower", lower, low=0.0, low_open=True)
+    if upper is not None:
+        upper = _real("upper", upper, low=0.0, low_open=True)
+    log_lo = None if lower is None else math.log(lower)
+    log_hi = None if upper is None else math.log(upper)
+
+    def param(u: float) -> float:
+        """Parameter value at log-parameter u (the user's bounds exactly)."""
+        if u == log_lo:
+            return lower
+        if u == log_hi:
+            return upper
+        return math.exp(u)
     if log_lo is not None and log_hi is not None and log_lo >= log_hi:
         raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
 
@@ -293,8 +306,8 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
     if v_min is not None and v_max is not None:
         v_bad, g_bad = v_min, G(v_min)
         if g_bad <= 0:
-            return CalibrationResult(math.exp(sign * v_bad), _eps_of(g_bad, target),
-                                     math.exp(sign * v_bad), evaluations)
+            return CalibrationResult(param(sign * v_bad), _eps_of(g_bad, target),
+                                     param(sign * v_bad), evaluations)
         v_ok, g_ok = v_max, G(v_max)
         if g_ok > 0:
             raise ValidationError(
@@ -306,6 +319,10 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
             start = max(start, v_min)
         if v_max is not None:
             start = min(start, v_max)
+        if v_min is None:
+            v_min = start - _MAX_LOG_RANGE
+        if v_max is None:
+            v_max = start + _MAX_LOG_RANGE
         g0 = G(start)
         step = math.log(2.0)
         if g0 > 0:
@@ -344,12 +361,12 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
                 step *= 2.0
             if v_bad is None:
                 # every parameter down to the limit meets the target
-                return CalibrationResult(math.exp(sign * v_ok), _eps_of(g_ok, target),
-                                         math.exp(sign * v_ok), evaluations)
+                return CalibrationResult(param(sign * v_ok), _eps_of(g_ok, target),
+                                         param(sign * v_ok), evaluations)
 
     v_ok, g_ok, v_bad, g_bad = _shrink_bracket(G, v_ok, g_ok, v_bad, g_bad, math.log1p(rtol))
-    return CalibrationResult(math.exp(sign * v_ok), _eps_of(g_ok, target),
-                             math.exp(sign * v_bad), evaluations)
+    return CalibrationResult(param(sign * v_ok), _eps_of(g_ok, target),
+                             param(sign * v_bad), evaluations)
 
 
 def _eps_of(g: float, target: float) -> float:
@@ -421,6 +438,8 @@ def calibrate_noise_multiplier(target_epsilon, delta, sample_rate, steps, accoun
     # warm start: the Gaussian-approximation guess σ ≈ q·sqrt(T·log(1/δ))/ε,
     # clipped to a sensible range (only affects speed)
     d = check_delta(delta)
+    if d == 0:
+        raise ValidationError("Gaussian noise cannot give delta = 0; choose delta > 0.")
     guess = 1.0
     if 0 < d < 1 and _real("target_epsilon", target_epsilon, low=0.0, low_open=True) > 0:
         eff_q = 1.0 if sampling == "none" else q

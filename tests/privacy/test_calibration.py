@@ -1,0 +1,219 @@
+"""Tests for fastdp.privacy.calibration: conservative and tight calibration,
+the convenience API, and the sampling schemes."""
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting import rdp as dp_rdp
+
+from fastdp.exceptions import PrivacyAnalysisError, ValidationError
+from fastdp.privacy import (
+    GaussianEvent,
+    LaplaceEvent,
+    LineSearchEvent,
+    PoissonSampledEvent,
+    RdpAccountant,
+    SelfComposedEvent,
+    calibrate,
+    calibrate_noise_multiplier,
+    compute_epsilon,
+    compute_epsilon_report,
+    dp_sgd_event,
+    get_accountant,
+)
+
+# anchors §2.3: id -> q, T, target ε, δ, dp_accounting RDP calibrate_dp_mechanism σ, PLD-tight σ
+K_ROWS = {
+    "K1": (256 / 60000, 14_063, 1.0, 1e-5, 2.1784894, 2.0252105),
+    "K2": (256 / 60000, 14_063, 8.0, 1e-5, 0.6780978, 0.6558166),
+    "K3": (0.01, 10_000, 0.1, 1e-3, 20.5908469, 17.4273883),
+    "K4": (1e-3, 100_000, 2.0, 1e-7, 1.0586362, 1.0186756),
+}
+
+
+def assert_conservative_and_tight(sigma, target, eps_of, rtol=1e-6):
+    assert eps_of(sigma) <= target
+    assert eps_of(sigma * (1 - 2 * rtol)) > target
+
+
+@pytest.mark.parametrize("row", sorted(K_ROWS))
+def test_reference_calibrations(row):
+    q, steps, target, delta, dp_acc_sigma, tight_sigma = K_ROWS[row]
+    sigma = calibrate_noise_multiplier(target, delta, q, steps)
+    assert_conservative_and_tight(sigma, target, lambda s: compute_epsilon(s, q, steps, delta))
+    assert sigma.epsilon == pytest.approx(compute_epsilon(float(sigma), q, steps, delta), rel=1e-12)
+    assert sigma.infeasible_bound < sigma <= sigma.infeasible_bound * (1 + 1e-6)
+    # RDP can never beat the PLD-tight σ, and is never looser than dp_accounting's RDP
+    assert sigma > tight_sigma
+    assert sigma <= dp_acc_sigma * (1 + 2e-6)
+    if row != "K2":   # K2's optimum sits at a fractional order where the exact series is tighter
+        assert sigma == pytest.approx(dp_acc_sigma, rel=2e-6)
+
+
+def test_matches_dp_accounting_calibration_with_the_same_series():
+    q, steps, target, delta, dp_acc_sigma, _ = K_ROWS["K2"]
+    sigma = calibrate_noise_multiplier(target, delta, q, steps,
+                                       accountant=RdpAccountant(fractional_series="absolute"))
+    assert sigma == pytest.approx(dp_acc_sigma, rel=2e-6)
+
+
+def test_random_settings_conservative_and_tight():
+    rng = np.random.default_rng(11)
+    for _ in range(12):
+        q = 10 ** rng.uniform(-4, -0.5)
+        steps = int(10 ** rng.uniform(1, 5))
+        target = 10 ** rng.uniform(-1, 1)
+        delta = 10 ** rng.uniform(-9, -3)
+        sigma = calibrate_noise_multiplier(target, delta, q, steps)
+        assert_conservative_and_tight(sigma, target, lambda s: compute_epsilon(s, q, steps, delta))
+
+
+def test_monotone_in_target_and_sampling():
+    sigmas = [calibrate_noise_multiplier(eps, 1e-5, 0.01, 1000) for eps in (0.5, 1, 2, 4)]
+    assert all(a > b for a, b in zip(sigmas, sigmas[1:]))
+    by_q = [calibrate_noise_multiplier(1.0, 1e-5, q, 1000) for q in (0.001, 0.01, 0.1)]
+    assert all(a < b for a, b in zip(by_q, by_q[1:]))
+
+
+def test_dp_accounting_independent_check_of_returned_sigma():
+    """Calibrate on integer orders, then check the answer with dp_accounting."""
+    q, steps, target, delta = 0.02, 3000, 1.5, 1e-6
+    orders = list(range(2, 64)) + [128, 256, 512, 1024]
+    sigma = calibrate_noise_multiplier(target, delta, q, steps, accountant=RdpAccountant(orders=orders))
+
+    def theirs(s):
+        event = dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(float(s))), steps)
+        return dp_rdp.RdpAccountant(orders=orders).compose(event).get_epsilon(delta)
+
+    assert theirs(sigma) <= target * (1 + 1e-9)
+    assert theirs(sigma * (1 - 2e-6)) > target
+
+
+# ---------------------------------------------------------------------------
+# sampling schemes
+# ---------------------------------------------------------------------------
+def test_sampling_schemes_in_compute_epsilon():
+    q, steps, delta = 256 / 60000, 14_063, 1e-5
+    poisson = compute_epsilon(1.1, q, steps, delta)
+    assert poisson == pytest.approx(2.5966555287, rel=1e-8)
+    wor = compute_epsilon(1.1, q, steps, delta, sampling="fixed_size",
+                          noise_multiplier_adjacency="replace_one")
+    assert wor == pytest.approx(5.2434669088, rel=1e-9)
+    # σ stated w.r.t. the add/remove sensitivity C is halved for replace-one (2C)
+    assert compute_epsilon(2.2, q, steps, delta, sampling="fixed_size") == pytest.approx(wor, rel=1e-12)
+    assert compute_epsilon(1.1, q, steps, delta, sampling="fixed_size", dataset_size=60000) == \
+        pytest.approx(compute_epsilon(1.1, q, steps, delta, sampling="fixed_size"), rel=1e-12)
+    none = compute_epsilon(1.1, 0.5, 60, delta, sampling="none")
+    assert none == pytest.approx(56.9504531554, rel=1e-9)
+
+
+def test_shuffle_is_never_accounted_as_poisson():
+    q, delta = 256 / 60000, 1e-5
+    steps = 60 * 235
+    shuffle = compute_epsilon(1.1, q, steps, delta, sampling="shuffle",
+                              noise_multiplier_adjacency="replace_one")
+    assert shuffle == pytest.approx(56.9504531554, rel=1e-9)
+    report = compute_epsilon_report(1.1, q, steps, delta, sampling="shuffle",
+                                    noise_multiplier_adjacency="replace_one")
+    assert report.epsilon_guaranteed == shuffle
+    assert report.epsilon_if_poisson_assumed == pytest.approx(compute_epsilon(1.1, q, steps, delta))
+    assert report.epsilon_if_poisson_assumed < shuffle
+    sigma = calibrate_noise_multiplier(60.0, delta, q, steps, sampling="shuffle",
+                                       noise_multiplier_adjacency="replace_one")
+    assert compute_epsilon(sigma, q, steps, delta, sampling="shuffle",
+                           noise_multiplier_adjacency="replace_one") <= 60.0
+    assert sigma > calibrate_noise_multiplier(60.0, delta, q, steps)
+
+
+def test_dp_sgd_event_shapes():
+    ev = dp_sgd_event(1.0, 0.01, 500, "shuffle", dataset_size=1000)
+    assert ev.epochs == 5 and ev.batch_size == 10 and ev.n == 1000
+    ev = dp_sgd_event(1.0, 0.01, 501, "shuffle", dataset_size=1000)
+    assert ev.epochs == 6
+    with pytest.raises(ValidationError):
+        dp_sgd_event(1.0, 0.01, 10, "fixed_size", dataset_size=1234)   # 12.34 not an integer batch
+    with pytest.raises(ValidationError):
+        dp_sgd_event(1.0, 0.01, 10, "bootstrap")
+    with pytest.raises(PrivacyAnalysisError):
+        dp_sgd_event(1.0, 0.01, 10, "poisson", noise_multiplier_adjacency="replace_one")
+
+
+# ---------------------------------------------------------------------------
+# generic calibrate
+# ---------------------------------------------------------------------------
+def test_calibrate_laplace_scale():
+    # 10 Laplace releases: pure composition gives ε ≤ 10/b, the RDP route less
+    def make(b):
+        return SelfComposedEvent(LaplaceEvent(b), 10)
+
+    b = calibrate(make, 2.0, 1e-6)
+    acc = RdpAccountant()
+    assert_conservative_and_tight(b, 2.0, lambda x: acc.epsilon(make(x), 1e-6))
+    assert b < 10 / 2.0
+
+
+def test_calibrate_budget_parameter_decreasing_privacy():
+    # largest line-search budget ε_BT such that 200 subsampled calls stay within ε = 1
+    def make(eps_bt):
+        return SelfComposedEvent(PoissonSampledEvent(0.1, LineSearchEvent.laplace(eps_bt)), 200)
+
+    acc = RdpAccountant()
+    x = calibrate(make, 1.0, 1e-8, increasing_privacy=False, initial_guess=0.01)
+    assert acc.epsilon(make(x), 1e-8) <= 1.0
+    assert acc.epsilon(make(x * (1 + 2e-6)), 1e-8) > 1.0
+
+
+def test_calibrate_with_explicit_range():
+    def make(s):
+        return SelfComposedEvent(GaussianEvent(s), 10)
+
+    acc = RdpAccountant()
+    s = calibrate(make, 3.0, 1e-5, lower=0.1, upper=100.0)
+    assert_conservative_and_tight(s, 3.0, lambda x: acc.epsilon(make(x), 1e-5))
+    # a feasible lower end is returned as is
+    assert calibrate(make, 3.0, 1e-5, lower=50.0, upper=100.0) == 50.0
+    with pytest.raises(ValidationError, match="widen"):
+        calibrate(make, 3.0, 1e-5, lower=0.1, upper=1.0)
+    with pytest.raises(ValidationError):
+        calibrate(make, 3.0, 1e-5, lower=2.0, upper=1.0)
+
+
+def test_unreachable_targets_and_bad_input():
+    with pytest.raises(ValidationError):
+        calibrate_noise_multiplier(1.0, 0.0, 0.01, 100)     # δ = 0: Gaussian never reaches it
+    with pytest.raises(ValidationError):
+        calibrate_noise_multiplier(0.0, 1e-5, 0.01, 100)
+    with pytest.raises(ValidationError):
+        calibrate_noise_multiplier(1.0, 1e-5, 0.0, 100)
+    with pytest.raises(ValidationError):
+        calibrate_noise_multiplier(1.0, 1e-5, 0.01, 0)
+    with pytest.raises(ValidationError):
+        calibrate_noise_multiplier(1.0, 1e-5, 0.01, -3)
+    with pytest.raises(ValidationError):
+        compute_epsilon(1.0, 1.5, 100, 1e-5)
+    with pytest.raises(ValidationError):
+        calibrate("not callable", 1.0, 1e-5)
+    with pytest.raises(ValidationError):
+        compute_epsilon(1.0, 0.01, 100, 1e-5, accountant="oracle")
+
+
+def test_get_accountant_registry():
+    assert isinstance(get_accountant("rdp"), RdpAccountant)
+    acc = RdpAccountant(conversion="classic")
+    assert get_accountant(acc) is acc
+    assert get_accountant("rdp", conversion="classic").conversion == "classic"
+    with pytest.raises(ValidationError):
+        get_accountant(acc, conversion="classic")
+    with pytest.raises(ValidationError):
+        get_accountant(42)
+
+
+def test_classic_conversion_needs_more_noise():
+    improved = calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000)
+    classic = calibrate_noise_multiplier(1.0, 1e-5, 0.01, 1000,
+                                         accountant=RdpAccountant(conversion="classic"))
+    assert classic > improved
+    assert math.isfinite(classic)
