@@ -141,10 +141,11 @@ def uniform_subsets(rng, n, sizes):
 
     Notes
     -----
-    Small subsets are drawn with replacement and their repeated entries are
-    redrawn until all are distinct.  The procedure commutes with every
-    relabelling of ``range(n)``, so each subset is uniform over the subsets of
-    its size; subsets of different steps are independent.
+    Small subsets are drawn with replacement as sorted keys ``step * n + index``;
+    repeated keys are redrawn (within their step) until all are distinct.  The
+    procedure commutes with every relabelling of ``range(n)``, so each subset
+    is uniform over the subsets of its size; subsets of different steps are
+    independent.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
@@ -153,22 +154,19 @@ def uniform_subsets(rng, n, sizes):
     if total == 0:
         return ptr, np.zeros(0, dtype=np.int64)
     if int(sizes.max()) * 8 > n:
-        parts = [rng.choice(n, size=int(k), replace=False) for k in sizes]
-        idx = np.concatenate(parts).astype(np.int64, copy=False)
-    else:
-        step = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        idx = rng.integers(0, n, size=total, dtype=np.int64)
-        while True:
-            key = step * np.int64(n) + idx
-            order = np.argsort(key, kind="stable")
-            sorted_key = key[order]
-            repeated = np.zeros(total, dtype=bool)
-            repeated[order[1:]] = sorted_key[1:] == sorted_key[:-1]
-            count = int(repeated.sum())
-            if count == 0:
-                break
-            idx[repeated] = rng.integers(0, n, size=count, dtype=np.int64)
-    return ptr, _sort_within_batches(ptr, idx, n)
+        parts = [np.sort(rng.choice(n, size=int(k), replace=False)) for k in sizes]
+        return ptr, np.concatenate(parts).astype(np.int64, copy=False)
+    step_base = np.repeat(np.arange(len(sizes), dtype=np.int64) * np.int64(n), sizes)
+    keys = step_base + rng.integers(0, n, size=total, dtype=np.int64)
+    keys.sort()
+    while True:
+        repeated = np.flatnonzero(keys[1:] == keys[:-1]) + 1
+        if repeated.size == 0:
+            break
+        base = keys[repeated] - keys[repeated] % np.int64(n)
+        keys[repeated] = base + rng.integers(0, n, size=repeated.size, dtype=np.int64)
+        keys.sort()
+    return ptr, keys - step_base
 
 
 class Sampler:

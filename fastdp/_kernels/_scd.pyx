@@ -76,6 +76,17 @@ cdef enum:
     _HINGE = 2
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define FASTDP_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define FASTDP_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void FASTDP_PREFETCH(const void* p) nogil
+
+
 ctypedef fused real_t:
     float
     double
@@ -136,6 +147,69 @@ cdef inline double _scaled_row_step(int loss, const real_t* data, const index_t*
     return zeta
 
 
+cdef inline double _scaled_row_step_flushing(int loss, const real_t* data, const index_t* indices,
+                                             const index_t* indptr, const double* y,
+                                             const double* sq_norms, const real_t* alpha,
+                                             real_t* v, int64_t j, double lam_n,
+                                             double sigma_prime, double clip, double box_eps,
+                                             int32_t* last, int32_t t_prev,
+                                             const double* noise_scale, bitgen_t* rng,
+                                             int64_t* n_draws) noexcept nogil:
+    """As ``_scaled_row_step``, first bringing each column of row j up to step ``t_prev``.
+
+    Draws in storage order, exactly as a separate flush pass would.
+    """
+    cdef double dot = 0.0
+    cdef double zeta, ratio, vc
+    cdef index_t k
+    cdef int64_t c
+    cdef int32_t pending
+    for k in range(indptr[j], indptr[j + 1]):
+        c = indices[k]
+        pending = t_prev - last[c]
+        if pending > 0:
+            v[c] = <real_t>(<double>v[c] + noise_scale[pending] * random_standard_normal(rng))
+            last[c] = t_prev
+            n_draws[0] += 1
+        dot = dot + <double>data[k] * <double>v[c]
+    zeta = _coordinate_step(loss, <double>alpha[j], y[j], dot / lam_n,
+                            sigma_prime * sq_norms[j] / lam_n, box_eps)
+    ratio = fabs(zeta) / clip
+    if ratio > 1.0:
+        zeta = zeta / ratio
+    return zeta
+
+
+cdef inline void _flush_row(const index_t* indices, const index_t* indptr, real_t* v,
+                            int64_t j, int32_t* last, int32_t t_prev,
+                            const double* noise_scale, bitgen_t* rng,
+                            int64_t* n_draws) noexcept nogil:
+    """Bring every column of row j up to step ``t_prev`` (lazy noise), in storage order."""
+    cdef index_t k
+    cdef int64_t c
+    cdef int32_t pending
+    for k in range(indptr[j], indptr[j + 1]):
+        c = indices[k]
+        pending = t_prev - last[c]
+        if pending > 0:
+            v[c] = <real_t>(<double>v[c] + noise_scale[pending] * random_standard_normal(rng))
+            last[c] = t_prev
+            n_draws[0] += 1
+
+
+cdef inline void _prefetch_ahead(const real_t* data, const index_t* indices,
+                                 const index_t* indptr, const int64_t* batch, int64_t p,
+                                 int64_t end) noexcept nogil:
+    """Hint the cache: the row pointer 8 rows ahead, the row start 4 rows ahead."""
+    cdef index_t start
+    if p + 8 < end:
+        FASTDP_PREFETCH(&indptr[batch[p + 8]])
+    if p + 4 < end:
+        start = indptr[batch[p + 4]]
+        FASTDP_PREFETCH(&data[start])
+        FASTDP_PREFETCH(&indices[start])
+
+
 cdef inline void _apply_row(double zeta, const real_t* data, const index_t* indices,
                             const index_t* indptr, real_t* alpha, real_t* v,
                             int64_t j) noexcept nogil:
@@ -149,7 +223,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                  const index_t[::1] indptr, const double[::1] y,
                  const double[::1] sq_norms, real_t[::1] alpha, real_t[::1] v,
                  const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
-                 double[::1] zeta_buffer, int64_t[::1] last_noised,
+                 double[::1] zeta_buffer, int32_t[::1] last_noised,
                  int loss, double lam_n, double sigma_prime, double clip,
                  double box_eps, bint sequential, double noise_std_alpha,
                  double noise_std_v, bint lazy_noise, object bit_generator,
@@ -170,7 +244,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     batch_ptr, batch_idx : the batches as flat int64 arrays: batch t holds
         ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
     zeta_buffer : float64 scratch of length >= the largest batch.
-    last_noised : int64 scratch of length M (lazy mode), overwritten.
+    last_noised : int32 scratch of length M (lazy mode), overwritten.
     loss : 0 ridge, 1 logistic, 2 hinge.
     lam_n : lambda * N.
     sigma_prime : the subproblem constant (L for Algorithm 1, 1 for SDCA).
@@ -196,7 +270,8 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef bint v_noisy = noise_std_v > 0.0
     cdef bint a_noisy = noise_std_alpha > 0.0
     cdef int64_t n_draws = 0
-    cdef int64_t t, p, b0, b1, j, c, pending
+    cdef int64_t t, p, b0, b1, j, c
+    cdef int32_t pending
     cdef Py_ssize_t q
     cdef index_t k
     cdef int nt = num_threads if num_threads > 0 else 1
@@ -209,11 +284,21 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef real_t* vp
     cdef const int64_t* bi
     cdef double* zp = &zeta_buffer[0]
-    cdef int64_t* lp = &last_noised[0]
+    cdef int32_t* lp = &last_noised[0]
+    cdef double* sp_
+    cdef bint lazy_v
     cdef double zeta
 
     if n_steps <= 0:
         return 0
+    if n_steps >= 2**31 - 1:
+        raise ValueError("at most 2**31 - 2 steps per call")
+    # noise_scale[p] = noise_std_v * sqrt(p): the std of p pending steps of v-noise
+    import numpy as np
+    scale_arr = noise_std_v * np.sqrt(np.arange(n_steps + 1, dtype=np.float64))
+    cdef double[::1] scale_view = scale_arr
+    sp_ = &scale_view[0]
+    lazy_v = lazy_noise and v_noisy
     if noisy:
         capsule = bit_generator.capsule
         if not PyCapsule_IsValid(capsule, b"BitGenerator"):
@@ -234,20 +319,12 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         for t in range(1, n_steps + 1):
             b0 = batch_ptr[t - 1]
             b1 = batch_ptr[t]
-            # 1. lazy noise: bring every column the batch reads up to step t-1
-            if lazy_noise and v_noisy:
-                for p in range(b0, b1):
-                    j = bi[p]
-                    for k in range(pp[j], pp[j + 1]):
-                        c = ip[k]
-                        pending = (t - 1) - lp[c]
-                        if pending > 0:
-                            vp[c] = <real_t>(<double>vp[c] + noise_std_v * sqrt(<double>pending)
-                                             * random_standard_normal(rng))
-                            n_draws += 1
-                            lp[c] = t - 1
-            # 2. coordinate steps
+            # 1.+2. lazy noise (bring every column the batch reads up to step t-1) and
+            # the coordinate steps
             if sequential:
+                if lazy_v:
+                    for p in range(b0, b1):
+                        _flush_row(ip, pp, vp, bi[p], lp, <int32_t>(t - 1), sp_, rng, &n_draws)
                 for p in range(b0, b1):
                     j = bi[p]
                     zeta = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, j, lam_n,
@@ -255,12 +332,25 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     _apply_row(zeta, dp, ip, pp, ap, vp, j)
             else:
                 if nt > 1 and b1 - b0 >= parallel_min_rows:
+                    if lazy_v:
+                        for p in range(b0, b1):
+                            _flush_row(ip, pp, vp, bi[p], lp, <int32_t>(t - 1), sp_, rng,
+                                       &n_draws)
                     for q in prange(b1 - b0, num_threads=nt, schedule="static"):
                         zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
                                                  bi[b0 + q], lam_n, sigma_prime, clip,
                                                  box_eps)
+                elif lazy_v:
+                    # fused flush + margin: the same draws in the same order, one pass
+                    for q in range(b1 - b0):
+                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1)
+                        zp[q] = _scaled_row_step_flushing(
+                            loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q], lam_n,
+                            sigma_prime, clip, box_eps, lp, <int32_t>(t - 1), sp_, rng,
+                            &n_draws)
                 else:
                     for q in range(b1 - b0):
+                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1)
                         zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
                                                  bi[b0 + q], lam_n, sigma_prime, clip,
                                                  box_eps)
@@ -278,14 +368,13 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     vp[c] = <real_t>(<double>vp[c] + noise_std_v * random_standard_normal(rng))
                     n_draws += 1
         # final flush: nothing leaves this call with pending noise
-        if lazy_noise and v_noisy:
+        if lazy_v:
             for c in range(n_features):
-                pending = n_steps - lp[c]
+                pending = <int32_t>n_steps - lp[c]
                 if pending > 0:
-                    vp[c] = <real_t>(<double>vp[c] + noise_std_v * sqrt(<double>pending)
-                                     * random_standard_normal(rng))
+                    vp[c] = <real_t>(<double>vp[c] + sp_[pending] * random_standard_normal(rng))
                     n_draws += 1
-                    lp[c] = n_steps
+                    lp[c] = <int32_t>n_steps
     return n_draws
 
 

@@ -263,7 +263,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     alpha = np.zeros(n, dtype=dtype)
     v = np.zeros(m, dtype=dtype)
     sq_norms = _scd.row_squared_norms(X.data, X.indptr)
-    last_noised = np.zeros(m, dtype=np.int64)
+    last_noised = np.zeros(m, dtype=np.int32)
     zeta_buffer = np.zeros(1, dtype=np.float64)
     loss_code = _LOSS_CODES[loss.name]
     lam_n = lam * n

@@ -69,7 +69,7 @@ def run_kernel(X, y, batches, *, loss, lam_n, sigma_prime, clip=np.inf, box_eps=
     with gen.bit_generator.lock:
         draws = _scd.run_dual_scd(
             X.data, X.indices, X.indptr, np.asarray(y, np.float64), sq, alpha, v, ptr, idx, buf,
-            np.zeros(m, np.int64), LOSSES[loss], lam_n, sigma_prime, clip, box_eps, sequential,
+            np.zeros(m, np.int32), LOSSES[loss], lam_n, sigma_prime, clip, box_eps, sequential,
             std_alpha, std_v, lazy, gen.bit_generator, num_threads, parallel_min_rows)
     return alpha, v, draws
 

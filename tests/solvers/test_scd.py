@@ -85,7 +85,7 @@ def _stepwise(X, y, loss, lam, L, box_eps, steps, seed, clip=np.inf):
     values, worst = [dual_objective(alpha, X, y, loss, lam)], 0.0
     for t in range(steps):
         _scd.run_dual_scd(Xc.data, Xc.indices, Xc.indptr, y, sq, alpha, v, ptr[t:t + 2] - ptr[t],
-                          idx[ptr[t]:ptr[t + 1]], np.zeros(L), np.zeros(m, np.int64), code,
+                          idx[ptr[t]:ptr[t + 1]], np.zeros(L), np.zeros(m, np.int32), code,
                           lam * n, float(L), clip, box_eps, False, 0.0, 0.0, True, None, 1, 64)
         values.append(dual_objective(alpha, X, y, loss, lam))
         worst = max(worst, np.abs(v - X.T @ alpha).max())
