@@ -634,6 +634,10 @@ class RdpAccountant(Accountant):
         return (f"RdpAccountant(orders=<{self.orders.size} orders>, conversion={self.conversion!r}, "
                 f"fractional_series={self.fractional_series!r})")
 
+    def clear_cache(self) -> None:
+        """Forget cached curves (for benchmarks; results do not change)."""
+        self._cache.clear()
+
     # -- curves ------------------------------------------------------------
     def rdp_curve(self, event: DpEvent, view: str = "guaranteed", orders=None) -> np.ndarray:
         """RDP of ``event`` at ``orders`` (default: the accountant's grid)."""
