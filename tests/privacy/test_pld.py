@@ -48,6 +48,14 @@ def test_anchor_values_default_grid(name):
     assert eps == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["B", "C", "D"])
+def test_anchor_values_default_grid_slow(name):
+    q, sigma, steps, delta, expected, _ = SETTINGS[name]
+    eps = PLDAccountant().epsilon(sgm_event(q, sigma, steps), delta)
+    assert eps == pytest.approx(expected, rel=1e-6)
+
+
 def test_setting_e_matches_analytic_gaussian():
     """100 Gaussians with σ = 10 are one Gaussian with σ = 1: ε = 4.377178095681."""
     eps = PLDAccountant().epsilon(sgm_event(1.0, 10.0, 100), 1e-5)
