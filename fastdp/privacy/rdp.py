@@ -224,13 +224,17 @@ def _sgm_log_a_integer(q: float, sigma: float, int_orders: np.ndarray) -> np.nda
     return _segment_logsumexp(terms, starts)
 
 
-@functools.lru_cache(maxsize=32)
-def _frac_binomials(frac_orders: tuple, n_terms: int):
-    a = np.asarray(frac_orders, dtype=float)[:, None]
-    i = np.arange(n_terms, dtype=float)[None, :]
-    log_binom = gammaln(a + 1) - gammaln(i + 1) - gammaln(a - i + 1)
-    sign = gammasgn(a - i + 1)
-    return log_binom, sign
+@functools.lru_cache(maxsize=4096)
+def _frac_binomial_row(order: float, n_terms: int):
+    """log|C(α, i)| and sign C(α, i) for i = 0..n_terms−1 (generalised binomials)."""
+    i = np.arange(n_terms, dtype=float)
+    log_binom = gammaln(order + 1) - gammaln(i + 1) - gammaln(order - i + 1)
+    return log_binom, gammasgn(order - i + 1)
+
+
+def _frac_binomials(frac_orders, n_terms: int):
+    rows = [_frac_binomial_row(float(a), n_terms) for a in frac_orders]
+    return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
 
 
 def _sgm_log_a_fractional(q: float, sigma: float, frac_orders: np.ndarray,
@@ -252,7 +256,7 @@ def _sgm_log_a_fractional(q: float, sigma: float, frac_orders: np.ndarray,
     n_terms = _FRAC_BLOCK
     while pending.size and n_terms <= _FRAC_MAX_TERMS:
         a = frac_orders[pending]
-        log_binom, sign = _frac_binomials(tuple(a), n_terms + 1)
+        log_binom, sign = _frac_binomials(a, n_terms + 1)
         i = np.arange(n_terms + 1, dtype=float)[None, :]
         j = a[:, None] - i
         s0 = (log_binom + i * log_q + j * log_1mq + (i * i - i) * inv_2s2
