@@ -603,6 +603,11 @@ class RdpAccountant(Accountant):
     fractional_series : {"exact", "absolute"}, default "exact"
         Sampled-Gaussian series at fractional orders: exact signed sum, or
         the magnitude sum (upper bound) dp_accounting uses.
+    poisson_amplification : {"best", "zhu_wang_general"}, default "best"
+        ``"best"``: exact sampled-Gaussian RDP for Gaussians, Zhu-Wang's
+        general bound for other mechanisms. ``"zhu_wang_general"``: the
+        general bound (with its factor 3) for every Poisson-sampled event,
+        as spec 003's paper does (valid but looser; for reproductions).
 
     Notes
     -----
@@ -616,7 +621,7 @@ class RdpAccountant(Accountant):
     name = "rdp"
 
     def __init__(self, orders=None, conversion: str = "improved",
-                 fractional_series: str = "exact"):
+                 fractional_series: str = "exact", poisson_amplification: str = "best"):
         self.orders = DEFAULT_ORDERS.copy() if orders is None else np.sort(np.unique(_as_orders(orders)))
         if conversion not in _CONVERSIONS:
             raise ValidationError(f"conversion must be one of {_CONVERSIONS}, got {conversion!r}.")
@@ -624,6 +629,10 @@ class RdpAccountant(Accountant):
             raise ValidationError("fractional_series must be 'exact' or 'absolute'.")
         self.conversion = conversion
         self.fractional_series = fractional_series
+        if poisson_amplification not in ("best", "zhu_wang_general"):
+            raise ValidationError(
+                "poisson_amplification must be 'best' or 'zhu_wang_general'.")
+        self.poisson_amplification = poisson_amplification
         is_int = _is_integer(self.orders)
         ints = self.orders[is_int]
         # Stage 1 of the search: integer orders up to 64 (all integers if the
@@ -636,7 +645,8 @@ class RdpAccountant(Accountant):
 
     def __repr__(self):
         return (f"RdpAccountant(orders=<{self.orders.size} orders>, conversion={self.conversion!r}, "
-                f"fractional_series={self.fractional_series!r})")
+                f"fractional_series={self.fractional_series!r}, "
+                f"poisson_amplification={self.poisson_amplification!r})")
 
     def clear_cache(self) -> None:
         """Forget cached curves (for benchmarks; results do not change)."""
@@ -685,7 +695,7 @@ class RdpAccountant(Accountant):
             return self._curve(event.view(view), orders, view)
         if isinstance(event, PoissonSampledEvent):
             sigma = _effective_gaussian(event.event)
-            if sigma is not None:
+            if sigma is not None and self.poisson_amplification == "best":
                 return rdp_poisson_gaussian(event.sample_rate, sigma, orders, self.fractional_series)
             return rdp_poisson_general(
                 event.sample_rate, lambda o: self._curve(event.event, np.asarray(o, float), view), orders)
@@ -736,7 +746,8 @@ class RdpAccountant(Accountant):
     def _epsilon_and_order(self, event, delta, view):
         if not event.is_private:
             return math.inf, float("nan")
-        exact = self.fractional_series == "exact" and _has_exact_convex_curve(event)
+        exact = (self.fractional_series == "exact" and self.poisson_amplification == "best"
+                 and _has_exact_convex_curve(event))
         if not exact or self._stage1.size < 2:
             curve = self._curve(event, self.orders, view)
             eps, order = epsilon_from_rdp(self.orders, curve, delta, self.conversion)

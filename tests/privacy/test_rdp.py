@@ -247,6 +247,15 @@ def test_zhu_wang_general_bound_table(rho, order, expected):
     assert RdpAccountant().rdp_curve(event, orders=[order])[0] == pytest.approx(expected, rel=1e-6)
 
 
+def test_zhu_wang_general_for_gaussians_reproduces_spec_003_table():
+    acc = RdpAccountant(poisson_amplification="zhu_wang_general")
+    rho = 1e-3
+    event = PoissonSampledEvent(0.1, GaussianEvent(1 / math.sqrt(2 * rho)))
+    assert acc.rdp_curve(event, orders=[100])[0] == pytest.approx(1.210432e-02, rel=1e-6)
+    exact = RdpAccountant().rdp_curve(event, orders=[100])[0]
+    assert exact == pytest.approx(1.019090e-03, rel=1e-6)      # "sgm exact" column
+
+
 def test_zhu_wang_closed_form_at_order_two_and_fractional_orders():
     curve = lambda a: np.ones_like(np.asarray(a, dtype=float))  # noqa: E731  ε(2) = 1
     assert rdp_poisson_general(0.1, curve, [2.0])[0] == pytest.approx(
@@ -357,6 +366,8 @@ def test_validation():
         RdpAccountant(orders=[0.5, 2])
     with pytest.raises(ValidationError):
         RdpAccountant(conversion="tight")
+    with pytest.raises(ValidationError):
+        RdpAccountant(poisson_amplification="magic")
     with pytest.raises(ValidationError):
         RdpAccountant().epsilon(sgm(0.1, 1, 1), 1.5)
     with pytest.raises(ValidationError):
