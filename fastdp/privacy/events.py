@@ -604,7 +604,9 @@ class LineSearchEvent(MechanismEvent):
 class NonPrivateEvent(DpEvent):
     """A release with no privacy guarantee (ε = ∞; accountants return inf).
 
-    Composable with events of either adjacency; cannot be sampled.
+    What is private: nothing. Adjacency: none (composable with events of
+    either adjacency). Released: anything computed from the data. Cannot be
+    sampled: subsampling does not make it private.
     """
 
     kind = "non_private"
@@ -648,7 +650,9 @@ def _common_adjacency(events) -> Adjacency | None:
 class SelfComposedEvent(DpEvent):
     """``count`` adaptive repetitions of ``event`` (each on fresh randomness).
 
-    Adjacency: that of ``event``. Released: all ``count`` outputs.
+    What is private: the same records as ``event``. Adjacency: that of
+    ``event``. Released: all ``count`` outputs (each repetition may depend on
+    the earlier outputs).
     """
 
     event: DpEvent
@@ -682,8 +686,10 @@ class SelfComposedEvent(DpEvent):
 class ComposedEvent(DpEvent):
     """Adaptive composition of several events, each released.
 
-    ``events`` is stored as a tuple. Adjacency: the common adjacency of the
-    members; mixing add/remove with replace-one members is refused.
+    What is private: the records all members read (one dataset). Adjacency:
+    the common adjacency of the members; mixing add/remove with replace-one
+    members is refused. Released: every member's output. ``events`` is stored
+    as a tuple.
     """
 
     events: tuple
