@@ -65,6 +65,8 @@ from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal
 
+import numpy as np
+
 
 LOSS_RIDGE = 0
 LOSS_LOGISTIC = 1
@@ -210,6 +212,39 @@ cdef inline void _prefetch_ahead(const real_t* data, const index_t* indices,
         FASTDP_PREFETCH(&indices[start])
 
 
+cdef inline index_t _lower_bound(const index_t* indices, index_t lo, index_t hi,
+                                 int64_t c) noexcept nogil:
+    """First k in [lo, hi) with indices[k] >= c (indices sorted within the row)."""
+    cdef index_t mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if indices[mid] < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline void _apply_columns(const double* zeta, const real_t* data, const index_t* indices,
+                                const index_t* indptr, real_t* v, const int64_t* batch,
+                                int64_t count, int64_t c_lo, int64_t c_hi) noexcept nogil:
+    """v[c] += zeta_q x_{j_q, c} for the columns c in [c_lo, c_hi), rows in batch order.
+
+    Every column receives its updates in the same order as in the sequential
+    apply, so splitting the columns among threads changes no bit.
+    """
+    cdef int64_t q, j
+    cdef index_t k, k0, k1
+    cdef double z
+    for q in range(count):
+        j = batch[q]
+        z = zeta[q]
+        k0 = _lower_bound(indices, indptr[j], indptr[j + 1], c_lo)
+        k1 = _lower_bound(indices, k0, indptr[j + 1], c_hi)
+        for k in range(k0, k1):
+            v[indices[k]] = <real_t>(<double>v[indices[k]] + z * <double>data[k])
+
+
 cdef inline void _apply_row(double zeta, const real_t* data, const index_t* indices,
                             const index_t* indptr, real_t* alpha, real_t* v,
                             int64_t j) noexcept nogil:
@@ -227,7 +262,8 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                  int loss, double lam_n, double sigma_prime, double clip,
                  double box_eps, bint sequential, double noise_std_alpha,
                  double noise_std_v, bint lazy_noise, object bit_generator,
-                 int num_threads, Py_ssize_t parallel_min_rows):
+                 int num_threads, Py_ssize_t parallel_min_rows,
+                 const int64_t[::1] column_splits=None):
     """Run ``len(batch_ptr) - 1`` mini-batch steps of (DP-)SCD in place.
 
     Private wrapper target: the caller (``fastdp.solvers.scd``) validates
@@ -257,6 +293,10 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         caller); ignored when both stds are 0.
     num_threads : OpenMP threads for the margins of a batch.
     parallel_min_rows : smallest batch computed in parallel.
+    column_splits : int64 array of length ``num_threads + 1`` (0, ..., M), optional
+        Column ranges of the threads in the parallel apply of Delta v (balance
+        them by column counts); default: equal ranges.  The parallel apply
+        needs column indices sorted within rows (canonical CSR).
 
     Returns
     -------
@@ -288,17 +328,27 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef double* sp_
     cdef bint lazy_v
     cdef double zeta
+    cdef int tid
+    cdef const int64_t* cs
 
     if n_steps <= 0:
         return 0
     if n_steps >= 2**31 - 1:
         raise ValueError("at most 2**31 - 2 steps per call")
     # noise_scale[p] = noise_std_v * sqrt(p): the std of p pending steps of v-noise
-    import numpy as np
     scale_arr = noise_std_v * np.sqrt(np.arange(n_steps + 1, dtype=np.float64))
     cdef double[::1] scale_view = scale_arr
     sp_ = &scale_view[0]
     lazy_v = lazy_noise and v_noisy
+    if column_splits is None:
+        splits_arr = (np.arange(nt + 1, dtype=np.int64) * n_features) // nt
+    else:
+        splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
+        if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0
+                or splits_arr[nt] != n_features or np.any(np.diff(splits_arr) < 0)):
+            raise ValueError("column_splits must be non-decreasing from 0 to M, length num_threads + 1")
+    cdef const int64_t[::1] splits_view = splits_arr
+    cs = &splits_view[0]
     if noisy:
         capsule = bit_generator.capsule
         if not PyCapsule_IsValid(capsule, b"BitGenerator"):
@@ -340,6 +390,12 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                         zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
                                                  bi[b0 + q], lam_n, sigma_prime, clip,
                                                  box_eps)
+                    for tid in prange(nt, num_threads=nt, schedule="static"):
+                        _apply_columns(zp, dp, ip, pp, vp, &bi[b0], b1 - b0, cs[tid],
+                                       cs[tid + 1])
+                    for q in range(b1 - b0):
+                        j = bi[b0 + q]
+                        ap[j] = <real_t>(<double>ap[j] + zp[q])
                 elif lazy_v:
                     # fused flush + margin: the same draws in the same order, one pass
                     for q in range(b1 - b0):
@@ -354,8 +410,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                         zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
                                                  bi[b0 + q], lam_n, sigma_prime, clip,
                                                  box_eps)
-                for q in range(b1 - b0):
-                    _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
+                if not (nt > 1 and b1 - b0 >= parallel_min_rows):
+                    for q in range(b1 - b0):
+                        _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
             # 3. noise on the alpha coordinates of the batch
             if a_noisy:
                 for p in range(b0, b1):
@@ -380,7 +437,6 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
 
 def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
     """Squared L2 norm of every CSR row, accumulated in float64 in storage order."""
-    import numpy as np
     cdef Py_ssize_t n = indptr.shape[0] - 1
     out_arr = np.zeros(max(n, 0), dtype=np.float64)
     cdef double[::1] out = out_arr

@@ -265,6 +265,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     sq_norms = _scd.row_squared_norms(X.data, X.indptr)
     last_noised = np.zeros(m, dtype=np.int32)
     zeta_buffer = np.zeros(1, dtype=np.float64)
+    column_splits = _balanced_column_splits(X, num_threads)
     loss_code = _LOSS_CODES[loss.name]
     lam_n = lam * n
     history = [] if record_history else None
@@ -282,7 +283,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
                 X.data, X.indices, X.indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
                 zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,
                 bool(sequential), noise_std, noise_std, bool(lazy_noise), bit_generator,
-                num_threads, _PARALLEL_MIN_ROWS,
+                num_threads, _PARALLEL_MIN_ROWS, column_splits,
             )
         done = bound
         if record_history:
@@ -315,6 +316,20 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         history=history,
         extra=extra,
     )
+
+
+def _balanced_column_splits(X, num_threads):
+    """Column ranges with about equal numbers of stored entries, one per thread.
+
+    Used only to share the work of applying Delta v; it does not change results.
+    """
+    if num_threads <= 1:
+        return None
+    m = X.shape[1]
+    cum = np.cumsum(np.bincount(X.indices, minlength=m))
+    targets = cum[-1] * np.arange(1, num_threads) / num_threads
+    inner = np.searchsorted(cum, targets, side="right")
+    return np.concatenate([[0], inner, [m]]).astype(np.int64)
 
 
 def _check_batches(batch_ptr, batch_idx, n):
