@@ -308,7 +308,21 @@ def rdp_poisson_gaussian(sample_rate: float, noise_multiplier: float, orders,
         out[is_int] = _sgm_log_a_integer(q, sigma, orders[is_int]) / (orders[is_int] - 1)
     if np.any(~is_int):
         frac = orders[~is_int]
-        out[~is_int] = _sgm_log_a_fractional(q, sigma, frac, fractional_series == "absolute") / (frac - 1)
+        log_a = _sgm_log_a_fractional(q, sigma, frac, fractional_series == "absolute")
+        stuck = ~np.isfinite(log_a)
+        if np.any(stuck):
+            # Series too slow (e.g. σ ≫ 1 at q near 1/2): the cumulant
+            # log A_α is convex with log A_1 = 0, so interpolating it between
+            # the neighbouring integer orders is a valid upper bound.
+            lo, hi = np.floor(frac[stuck]), np.ceil(frac[stuck])
+            ends = np.unique(np.concatenate([lo, hi]))
+            ends = ends[ends >= 2]
+            at = dict(zip(ends.tolist(), _sgm_log_a_integer(q, sigma, ends).tolist())) if ends.size else {}
+            at[1.0] = 0.0
+            t = frac[stuck] - lo
+            log_a[stuck] = (1 - t) * np.array([at[x] for x in lo.tolist()]) + \
+                t * np.array([at[x] for x in hi.tolist()])
+        out[~is_int] = log_a / (frac - 1)
     return np.minimum(out, rdp_gaussian(sigma, orders))
 
 
