@@ -120,6 +120,14 @@ def test_fractional_series_against_quadrature():
         assert ours >= exact * (1 - 1e-10)
 
 
+def test_slow_fractional_series_falls_back_to_a_valid_bound():
+    # q = 1/2, σ = 1000: the series at α = 1.4 converges too slowly; the
+    # interpolated cumulant is used. Exact value ≈ q²α/(2σ²) = 1.75e-7.
+    value = rdp_poisson_gaussian(0.5, 1000.0, [1.4])[0]
+    assert 1.75e-7 <= value <= rdp_poisson_gaussian(0.5, 1000.0, [2.0])[0] * (1 + 1e-9)
+    assert rdp_poisson_gaussian(0.5, 1000.0, [1.5])[0] == pytest.approx(1.875e-7, rel=1e-4)
+
+
 def test_replace_one_and_no_amplification_values():
     acc = RdpAccountant()
     wor_b = SelfComposedEvent(FixedSizeSampledEvent(60000, 256, GaussianEvent(1.1, R1)), 14_063)
