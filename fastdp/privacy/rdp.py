@@ -274,7 +274,10 @@ def _sgm_log_a_fractional(q: float, sigma: float, frac_orders: np.ndarray,
             log_total = m[:, 0] + np.log(total + 2.0 * next_mag)
         last = np.maximum(s0[:, -2:], s1[:, -2:])
         decreasing = (s0[:, -1] < s0[:, -2]) & (s1[:, -1] < s1[:, -2])
-        converged = decreasing & (last[:, -1] < log_total - _FRAC_TAIL_LOG_TOL) & (total > 0)
+        # the tail bound needs the alternating part of the series (i > α + 1)
+        alternating = n_terms > a + 2.0
+        converged = (decreasing & alternating & (last[:, -1] < log_total - _FRAC_TAIL_LOG_TOL)
+                     & (total > 0))
         out[pending[converged]] = log_total[converged]
         pending = pending[~converged]
         n_terms *= 2
