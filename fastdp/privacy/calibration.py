@@ -374,40 +374,47 @@ def _eps_of(g: float, target: float) -> float:
 
 
 def _shrink_bracket(G, v_ok, g_ok, v_bad, g_bad, tol):
-    """Safeguarded Illinois regula falsi on a decreasing function G.
+    """Shrink a bracket of a decreasing function G to width ``tol``.
 
-    Invariant: v_bad < v_ok, G(v_bad) > 0 >= G(v_ok). Stops when
-    v_ok − v_bad <= tol.
+    Invariant: v_bad < v_ok, G(v_bad) > 0 >= G(v_ok); every bracket end has
+    been evaluated. Steps: secant through the two most recent evaluations
+    (superlinear on the nearly linear log ε vs log σ), bisection when the
+    secant leaves the bracket or progress stalls, and, once the secant step is
+    below the tolerance, two evaluations straddling the root estimate that
+    close the bracket from both sides.
     """
-    fa, fb = g_bad, g_ok          # Illinois-scaled copies used for interpolation
-    last_side = 0
-    while v_ok - v_bad > tol:
-        width = v_ok - v_bad
-        if math.isfinite(fa) and math.isfinite(fb) and fa != fb:
-            v = v_ok - fb * (v_ok - v_bad) / (fb - fa)
-        else:
-            v = 0.5 * (v_bad + v_ok)
-        # keep at least a fraction of the tolerance away from both ends, so the
-        # bracket can close from either side
-        margin = min(0.5 * tol, 0.25 * width)
-        v = min(max(v, v_bad + margin), v_ok - margin)
-        g = G(v)
+    v1, g1, v2, g2 = v_bad, g_bad, v_ok, g_ok      # the two most recent points
+    stalled_width, stalled_steps = v_ok - v_bad, 0
+
+    def update(v, g):
+        nonlocal v_ok, g_ok, v_bad, g_bad, v1, g1, v2, g2
         if g > 0:
-            v_bad, g_bad, fa = v, g, g
-            fb = fb * 0.5 if last_side == -1 else fb
-            last_side = -1
+            v_bad, g_bad = v, g
         else:
-            v_ok, g_ok, fb = v, g, g
-            fa = fa * 0.5 if last_side == 1 else fa
-            last_side = 1
-        if v_ok - v_bad > 0.5 * width and last_side != 0:
-            # slow progress: take a bisection step
-            mid = 0.5 * (v_bad + v_ok)
-            gm = G(mid)
-            if gm > 0:
-                v_bad, g_bad, fa = mid, gm, gm
-            else:
-                v_ok, g_ok, fb = mid, gm, gm
+            v_ok, g_ok = v, g
+        v1, g1, v2, g2 = v2, g2, v, g
+
+    while v_ok - v_bad > tol:
+        mid = 0.5 * (v_bad + v_ok)
+        if math.isfinite(g1) and math.isfinite(g2) and g1 != g2:
+            root = v2 - g2 * (v2 - v1) / (g2 - g1)
+        else:
+            root = mid
+        if not v_bad < root < v_ok or stalled_steps >= 3:
+            root, stalled_steps = mid, 0
+            update(root, G(root))
+        elif abs(root - v2) < 0.5 * tol:
+            lo, hi = root - 0.45 * tol, root + 0.45 * tol
+            if lo > v_bad:
+                update(lo, G(lo))
+            if hi < v_ok and v_ok - v_bad > tol:
+                update(hi, G(hi))
+        else:
+            update(root, G(root))
+        if v_ok - v_bad < 0.5 * stalled_width:
+            stalled_width, stalled_steps = v_ok - v_bad, 0
+        else:
+            stalled_steps += 1
     return v_ok, g_ok, v_bad, g_bad
 
 
