@@ -10,9 +10,10 @@
 The search is conservative by construction: it keeps a bracket [lo, hi] of
 parameters whose ε has been *evaluated* on both sides of the target and only
 ever returns the end whose evaluated ε is at or below the target. It brackets
-by geometric expansion and then shrinks the bracket with a safeguarded
-regula falsi (Illinois) on log ε against log parameter, falling back to
-bisection in log space, until hi/lo − 1 ≤ ``rtol``.
+by geometric expansion from a warm-start guess, then shrinks the bracket with
+secant steps on log ε against log parameter (safeguarded by bisection) and
+closes it with two evaluations straddling the converged root estimate, until
+hi/lo − 1 ≤ ``rtol``. Typically 7-10 accountant calls.
 """
 
 from __future__ import annotations
@@ -404,7 +405,7 @@ def _shrink_bracket(G, v_ok, g_ok, v_bad, g_bad, tol):
             root, stalled_steps = mid, 0
             update(root, G(root))
         elif abs(root - v2) < 0.5 * tol:
-            lo, hi = root - 0.45 * tol, root + 0.45 * tol
+            lo, hi = root - 0.05 * tol, root + 0.05 * tol
             if lo > v_bad:
                 update(lo, G(lo))
             if hi < v_ok and v_ok - v_bad > tol:
