@@ -217,3 +217,19 @@ def test_classic_conversion_needs_more_noise():
                                          accountant=RdpAccountant(conversion="classic"))
     assert classic > improved
     assert math.isfinite(classic)
+
+
+def test_every_registered_accountant_plugs_into_the_convenience_api():
+    """Independent accountants bracket the RDP value: PLD (tighter, exact
+    discretised loss) ≤ RDP ≤ the paper-era moments accountant (classic
+    conversion, integer orders)."""
+    from fastdp.privacy import ACCOUNTANT_NAMES
+
+    assert set(ACCOUNTANT_NAMES) == {"rdp", "pld", "pure", "moments"}
+    args = (1.0, 0.01, 100, 1e-5)
+    rdp = compute_epsilon(*args)
+    pld = compute_epsilon(*args, accountant=get_accountant("pld", value_discretization_interval=1e-3))
+    moments = compute_epsilon(*args, accountant="moments")
+    assert pld < rdp < moments
+    with pytest.raises(PrivacyAnalysisError):
+        compute_epsilon(*args, accountant="pure")     # Gaussian noise has no pure-DP guarantee
