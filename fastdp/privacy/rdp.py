@@ -589,6 +589,41 @@ def _pure_epsilon_of(event: DpEvent) -> float:
     return math.inf
 
 
+def _divergence_lower_bound(event: DpEvent) -> float:
+    """A lower bound on the event's RDP at every order α ≥ 1 (0 if unknown).
+
+    RDP is non-decreasing in α, so it is at least the KL divergence (α = 1):
+    exact for Gaussian (1/(2σ²)), Laplace (ε + e^{−ε} − 1) and randomized
+    response (ε·tanh(ε/2)); Pinsker's 2·TV² with TV = q·(2Φ(1/(2σ)) − 1)
+    for the Poisson-subsampled Gaussian. Used only to prune orders.
+    """
+    if isinstance(event, GaussianEvent):
+        return 0.5 / event.noise_multiplier ** 2
+    if isinstance(event, LaplaceEvent):
+        eps = 1.0 / event.scale
+        return eps + math.expm1(-eps)
+    if isinstance(event, LineSearchEvent):
+        if event.form == "gaussian":
+            return 0.5 / event.gaussian_equivalent_noise_multiplier() ** 2
+        if event.analysis == "paper":
+            half = event.epsilon_bt / 2.0
+            return 2.0 * (half + math.expm1(-half))
+        return event.epsilon_bt * math.tanh(event.epsilon_bt / 2.0)
+    if isinstance(event, PureEvent):
+        return event.epsilon * math.tanh(event.epsilon / 2.0)
+    if isinstance(event, PoissonSampledEvent):
+        sigma = _effective_gaussian(event.event)
+        if sigma is None:
+            return 0.0
+        tv = event.sample_rate * math.erf(1.0 / (2.0 * math.sqrt(2.0) * sigma))
+        return 2.0 * tv * tv
+    if isinstance(event, SelfComposedEvent):
+        return event.count * _divergence_lower_bound(event.event)
+    if isinstance(event, ComposedEvent):
+        return float(sum(_divergence_lower_bound(e) for e in event.events))
+    return 0.0
+
+
 def _has_exact_convex_curve(event: DpEvent) -> bool:
     """True if the accountant's curve for ``event`` is an exact Rényi curve.
 
@@ -774,7 +809,8 @@ class RdpAccountant(Accountant):
         i = int(np.argmin(eps1))
         best, best_order = float(eps1[i]), float(self._stage1[i])
         if self._stage2.size and np.all(np.isfinite(curve1)):
-            lower = self._lower_bounds((self._stage1 - 1.0) * curve1)
+            lower = np.maximum(self._lower_bounds((self._stage1 - 1.0) * curve1),
+                               _divergence_lower_bound(event))
             eps_lower = _epsilon_per_order(self._stage2, lower, delta, self.conversion)
             candidates = self._stage2[eps_lower < best]
             if candidates.size:
