@@ -168,14 +168,14 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     raw = _read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
 
-    n_rows, max_entries = _kernel.count_rows_and_tokens(buf)
-    indptr = np.empty(n_rows + 1, dtype=np.int64)
+    max_rows, max_entries = _kernel.count_rows_and_tokens(buf)
+    indptr = np.empty(max_rows + 1, dtype=np.int64)
     indices = np.empty(max_entries, dtype=np.int64)
     data = np.empty(max_entries, dtype=np.float64)
-    labels = np.empty(n_rows, dtype=np.float64)
-    qids = np.empty(n_rows, dtype=np.int64)
-    has_qid = np.empty(n_rows, dtype=np.uint8)
-    err, err_line, nnz, hard, qid_err_line, min_index, max_index = _kernel.fill_csr(
+    labels = np.empty(max_rows, dtype=np.float64)
+    qids = np.empty(max_rows, dtype=np.int64)
+    has_qid = np.empty(max_rows, dtype=np.uint8)
+    err, err_line, n_rows, nnz, hard, qid_err_line, min_index, max_index = _kernel.fill_csr(
         buf,
         zero_based is not False,
         indptr,
@@ -184,9 +184,6 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
         labels,
         qids,
         has_qid,
-        _kernel.POW5_HI,
-        _kernel.POW5_LO,
-        _kernel.POW10,
     )
     stop_line = err_line if err != _kernel.ERR_NONE else np.iinfo(np.int64).max
     if return_qid and qid_err_line:
@@ -197,9 +194,14 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     if return_qid and qid_err_line:
         raise LibsvmParseError("a 'qid:' value is not a 64-bit integer", qid_err_line)
 
-    if nnz < max_entries:
+    if nnz < max_entries:  # qid tokens or colons inside comments
         indices = indices[:nnz].copy()
         data = data[:nnz].copy()
+    if n_rows < max_rows:  # blank and comment lines, final newline
+        indptr = indptr[: n_rows + 1].copy()
+        labels = labels[:n_rows].copy()
+        qids = qids[:n_rows]
+        has_qid = has_qid[:n_rows]
     if zero_based is False or (zero_based == "auto" and nnz > 0 and min_index > 0):
         indices -= 1
         max_index -= 1

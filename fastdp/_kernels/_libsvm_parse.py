@@ -31,8 +31,6 @@ Python caller converts those with ``float()`` itself, which both gives the exact
 value and decides validity the way scikit-learn does.
 """
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -79,7 +77,7 @@ ERROR_MESSAGES = {
     ERR_BAD_QID: "a 'qid' token has no ':' (expected 'qid:<int>')",
 }
 
-# Status of parse_float_token.
+# Status of _eisel_lemire.
 FLOAT_OK = 0
 FLOAT_HARD = 1
 
@@ -120,6 +118,9 @@ def _powers_of_five_128():
 
 POW5_HI, POW5_LO = _powers_of_five_128()
 POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)  # exact doubles
+# numba freezes global arrays into the compiled code as constants
+_POW5_HI, _POW5_LO, _POW10 = POW5_HI, POW5_LO, POW10
+_POW2 = np.ldexp(1.0, np.arange(-1074, 972))  # exact powers of two (a frozen numba constant)
 
 _U0 = np.uint64(0)
 _U1 = np.uint64(1)
@@ -132,12 +133,6 @@ _TWO52 = np.uint64(1 << 52)
 
 
 @njit(cache=True, inline="always")
-def _is_space(c):
-    # bytes.split() whitespace: \t \n \v \f \r and space
-    return c == 32 or (c >= 9 and c <= 13)
-
-
-@njit(cache=True)
 def _full_multiply(a, b):
     """Exact 64 x 64 -> 128-bit product of two uint64, as (high, low)."""
     a_lo = a & _MASK32
@@ -154,7 +149,7 @@ def _full_multiply(a, b):
     return high, low
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _leading_zeros(w):
     """Number of leading zero bits of a non-zero uint64."""
     n = 0
@@ -178,7 +173,7 @@ def _leading_zeros(w):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _eisel_lemire(w, q, pow5_hi, pow5_lo):
     """Correctly rounded w * 10**q for 0 < w < 10**19 and a normal, finite result.
 
@@ -212,28 +207,57 @@ def _eisel_lemire(w, q, pow5_hi, pow5_lo):
         power2 += 1
     if power2 >= 0x7FF:
         return FLOAT_HARD, 0.0
-    return FLOAT_OK, math.ldexp(float(mantissa), power2 - 1075)
+    # mantissa * 2**(power2 - 1075) is a normal double: the product is exact
+    return FLOAT_OK, float(mantissa) * _POW2[power2 - 1075 + 1074]
+
+
+@njit(cache=True, inline="always")
+def _scale_decimal(w, exp10, negative, pow5_hi, pow5_lo, pow10):
+    """Correctly rounded (-1)**negative * w * 10**exp10 for w < 10**19; NaN = fall back."""
+    if w == _U0:
+        return -0.0 if negative else 0.0
+    if w <= _TWO53 and exp10 >= -22 and exp10 <= 22:
+        value = float(w)
+        if exp10 >= 0:
+            value = value * pow10[exp10]
+        else:
+            value = value / pow10[-exp10]
+    elif exp10 >= -307 and exp10 <= 288:
+        status, value = _eisel_lemire(w, exp10, pow5_hi, pow5_lo)
+        if status != FLOAT_OK:
+            return np.nan
+    else:
+        return np.nan
+    return -value if negative else value
+
+
+@njit(cache=True, inline="always")
+def _parse_exponent(buf, i, end):
+    """Parse ``[eE][+-]digits`` filling ``buf[i:end]`` exactly; returns (ok, exponent)."""
+    if i >= end or (buf[i] != 101 and buf[i] != 69):
+        return False, 0
+    i += 1
+    negative = False
+    if i < end and (buf[i] == 45 or buf[i] == 43):
+        negative = buf[i] == 45
+        i += 1
+    if i >= end:
+        return False, 0
+    e = 0
+    while i < end:
+        c = buf[i]
+        if c < 48 or c > 57:
+            return False, 0
+        if e < 100000:
+            e = e * 10 + (c - 48)
+        i += 1
+    return True, -e if negative else e
 
 
 @njit(cache=True)
-def parse_float_token(buf, start, end, pow5_hi, pow5_lo, pow10):
-    """Parse ``buf[start:end]`` as a decimal float.
-
-    Returns ``(status, value)``. ``FLOAT_OK``: ``value`` is the correctly rounded
-    double. ``FLOAT_HARD``: the token is empty, not a plain decimal, has more than
-    19 significant digits or an extreme exponent; the caller must decide with
-    Python ``float()``.
-    """
-    i = start
-    if i >= end:
-        return FLOAT_HARD, 0.0
-    negative = False
-    c = buf[i]
-    if c == 45:  # '-'
-        negative = True
-        i += 1
-    elif c == 43:  # '+'
-        i += 1
+def _parse_float_long(buf, i, end, negative, pow5_hi, pow5_lo, pow10):
+    """Slow path for more than 19 digits: skip leading zeros, allow up to 19
+    significant digits; NaN when the token needs Python's ``float()``."""
     w = _U0
     n_sig = 0
     exp10 = 0
@@ -245,11 +269,11 @@ def parse_float_token(buf, start, end, pow5_hi, pow5_lo, pow10):
         n_digits += 1
         if w != _U0 or c != 48:
             if n_sig == 19:
-                return FLOAT_HARD, 0.0
+                return np.nan
             w = w * np.uint64(10) + np.uint64(c - 48)
             n_sig += 1
         i += 1
-    if i < end and buf[i] == 46:  # '.'
+    if i < end and buf[i] == 46:
         i += 1
         while i < end:
             c = buf[i]
@@ -258,52 +282,94 @@ def parse_float_token(buf, start, end, pow5_hi, pow5_lo, pow10):
             n_digits += 1
             if w != _U0 or c != 48:
                 if n_sig == 19:
-                    return FLOAT_HARD, 0.0
+                    return np.nan
                 w = w * np.uint64(10) + np.uint64(c - 48)
                 n_sig += 1
             exp10 -= 1
             i += 1
     if n_digits == 0:
-        return FLOAT_HARD, 0.0
-    if i < end and (buf[i] == 101 or buf[i] == 69):  # 'e' / 'E'
+        return np.nan
+    if i < end:
+        ok, e = _parse_exponent(buf, i, end)
+        if not ok:
+            return np.nan
+        exp10 += e
+    return _scale_decimal(w, exp10, negative, pow5_hi, pow5_lo, pow10)
+
+
+@njit(cache=True, inline="always")
+def _load_eight(buf, i):
+    """Little-endian uint64 of buf[i:i+8]."""
+    v = np.uint64(buf[i])
+    for k in range(1, 8):
+        v |= np.uint64(buf[i + k]) << np.uint64(8 * k)
+    return v
+
+
+@njit(cache=True, inline="always")
+def _eight_digits_value(v):
+    """Value of 8 ASCII digits packed little-endian in a uint64 (SWAR)."""
+    v = v - np.uint64(0x3030303030303030)
+    v = v * np.uint64(10) + (v >> np.uint64(8))
+    v = ((v & np.uint64(0x000000FF000000FF)) * np.uint64(0x000F424000000064)
+         + ((v >> np.uint64(16)) & np.uint64(0x000000FF000000FF)) * np.uint64(0x0000271000000001))
+    return v >> np.uint64(32)
+
+
+@njit(cache=True, inline="always")
+def _accumulate_digits(buf, i, stop, w):
+    """w * 10**(stop - i) + value of the (validated) digits buf[i:stop]."""
+    while stop - i >= 8:
+        w = w * np.uint64(100000000) + _eight_digits_value(_load_eight(buf, i))
+        i += 8
+    while i < stop:
+        w = w * np.uint64(10) + np.uint64(buf[i] - np.uint8(48))
         i += 1
-        exp_negative = False
-        if i < end and (buf[i] == 45 or buf[i] == 43):
-            exp_negative = buf[i] == 45
-            i += 1
-        n_exp_digits = 0
-        e = 0
-        while i < end:
-            c = buf[i]
-            if c < 48 or c > 57:
-                break
-            if e < 100000:
-                e = e * 10 + (c - 48)
-            n_exp_digits += 1
-            i += 1
-        if n_exp_digits == 0:
-            return FLOAT_HARD, 0.0
-        exp10 += -e if exp_negative else e
-    if i != end:
-        return FLOAT_HARD, 0.0
-    if w == _U0:
-        return FLOAT_OK, -0.0 if negative else 0.0
-    if w <= _TWO53 and exp10 >= -22 and exp10 <= 22:
-        value = float(w)
-        if exp10 >= 0:
-            value = value * pow10[exp10]
-        else:
-            value = value / pow10[-exp10]
-    elif exp10 >= -307 and exp10 <= 288:
-        status, value = _eisel_lemire(w, exp10, pow5_hi, pow5_lo)
-        if status != FLOAT_OK:
-            return status, 0.0
+    return w
+
+
+@njit(cache=True, inline="always")
+def parse_float_token(buf, start, end, pow5_hi, pow5_lo, pow10):
+    """Parse ``buf[start:end]`` as a decimal float.
+
+    Returns the correctly rounded double, or NaN when the token is empty, not a
+    plain decimal, has more than 19 significant digits or an extreme exponent
+    (``nan`` itself is never a plain decimal): the caller must then decide with
+    Python ``float()``.
+
+    The common case ``[+-]digits[.digits]`` with at most 19 digits is validated
+    by one branch-light loop, then its digits are accumulated eight at a time
+    (SWAR); everything else goes through :func:`_parse_float_long`.
+    """
+    i = start
+    if i >= end:
+        return np.nan
+    negative = buf[i] == 45
+    if negative or buf[i] == 43:
+        i += 1
+    first = i
+    dot = -1
+    plain = True
+    while i < end:
+        c = buf[i]
+        if c - np.uint8(48) > np.uint8(9):  # not a digit (uint8 arithmetic wraps)
+            if c == 46 and dot < 0:
+                dot = i
+            else:
+                plain = False
+        i += 1
+    n_fraction = 0 if dot < 0 else end - dot - 1
+    n_digits = end - first - (1 if dot >= 0 else 0)
+    if not plain or n_digits == 0 or n_digits > 19:
+        return _parse_float_long(buf, first, end, negative, pow5_hi, pow5_lo, pow10)
+    if dot < 0:
+        w = _accumulate_digits(buf, first, end, _U0)
     else:
-        return FLOAT_HARD, 0.0
-    return FLOAT_OK, -value if negative else value
+        w = _accumulate_digits(buf, dot + 1, end, _accumulate_digits(buf, first, dot, _U0))
+    return _scale_decimal(w, -n_fraction, negative, pow5_hi, pow5_lo, pow10)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _parse_int_token(buf, start, end):
     """Parse ``buf[start:end]`` like Python ``int()`` (sign, digits, single
     underscores between digits).
@@ -347,34 +413,15 @@ def _parse_int_token(buf, start, end):
 
 @njit(cache=True)
 def count_rows_and_tokens(buf):
-    """First pass: number of rows (lines with a token before any ``#``) and an
-    upper bound on the number of stored entries (tokens after the label)."""
-    n = buf.size
-    i = 0
-    n_rows = 0
-    n_features = 0
-    while i < n:
-        line_tokens = 0
-        in_token = False
-        while i < n:
-            c = buf[i]
-            if c == 10:
-                break
-            if c == 35:  # comment: skip to end of line
-                while i < n and buf[i] != 10:
-                    i += 1
-                break
-            if _is_space(c):
-                in_token = False
-            elif not in_token:
-                in_token = True
-                line_tokens += 1
-            i += 1
-        i += 1  # past the newline
-        if line_tokens > 0:
-            n_rows += 1
-            n_features += line_tokens - 1
-    return n_rows, n_features
+    """First pass: upper bounds on the number of rows (newlines + 1) and of
+    stored entries (colons: every feature token holds one)."""
+    newlines = 0
+    colons = 0
+    for k in range(buf.size):
+        c = buf[k]
+        newlines += c == 10
+        colons += c == 58
+    return newlines + 1, colons
 
 
 @njit(cache=True)
@@ -390,9 +437,74 @@ def _append_hard(hard, n_hard, start, end, slot, line):
     return hard, n_hard + 1
 
 
+@njit(cache=True, inline="always")
+def _general_index(buf, start, colon):
+    """Index of a feature token that is not plain ``digits:``, like ``int()``;
+    returns (error code or ERR_NONE, index)."""
+    if colon < 0:
+        return ERR_MISSING_COLON, 0
+    ok, index, overflow = _parse_int_token(buf, start, colon)
+    if not ok:
+        return ERR_BAD_INDEX, 0
+    if overflow or index > _MAX_INDEX or index < 0:
+        return (ERR_NEGATIVE_INDEX if buf[start] == 45 else ERR_INDEX_OVERFLOW), 0
+    return ERR_NONE, index
+
+
+@njit(cache=True, inline="always")
+def _is_separator(c):
+    """End of a token: ASCII whitespace (as ``bytes.split``), '#' or newline."""
+    return c == 32 or c == 35 or (c >= 9 and c <= 13)
+
+
+@njit(cache=True, inline="always")
+def _scan_number(buf, i, n):
+    """Scan one token from ``i`` to its end while reading it as a plain decimal.
+
+    Returns ``(end, value)``: ``value`` is the correctly rounded double when the
+    token is ``[+-]digits[.digits]`` with 1 to 19 digits, else the result of
+    :func:`_parse_float_long` (NaN when Python's ``float()`` must decide).
+    Scanning and accumulating in one loop is what makes the parser fast.
+    """
+    start = i
+    negative = False
+    if i < n:
+        c = buf[i]
+        if c == 45:
+            negative = True
+            i += 1
+        elif c == 43:
+            i += 1
+    first = i
+    w = _U0
+    n_digits = 0
+    dot = -1
+    plain = True
+    while i < n:
+        c = buf[i]
+        d = c - np.uint8(48)  # wraps for bytes below '0'
+        if d <= np.uint8(9):
+            w = w * np.uint64(10) + np.uint64(d)
+            n_digits += 1
+        elif c == 46 and dot < 0:
+            dot = i
+        elif _is_separator(c):
+            break
+        else:
+            plain = False
+        i += 1
+    end = i
+    if not plain or n_digits == 0 or n_digits > 19:
+        if end == start:
+            return end, np.nan
+        return end, _parse_float_long(buf, first, end, negative, _POW5_HI, _POW5_LO, _POW10)
+    n_fraction = 0 if dot < 0 else end - dot - 1
+    return end, _scale_decimal(w, -n_fraction, negative, _POW5_HI, _POW5_LO, _POW10)
+
+
 @njit(cache=True)
-def fill_csr(buf, zero_based, indptr, indices, data, labels, qids, has_qid, pow5_hi, pow5_lo, pow10):
-    """Second pass: fill preallocated CSR arrays.
+def fill_csr(buf, zero_based, indptr, indices, data, labels, qids, has_qid):
+    """Second pass: fill preallocated CSR arrays in one sweep over the bytes.
 
     Parameters
     ----------
@@ -400,15 +512,16 @@ def fill_csr(buf, zero_based, indptr, indices, data, labels, qids, has_qid, pow5
         The whole (decompressed) file.
     zero_based : bool
         When False, index 0 is an error (scikit-learn's ``zero_based=False``).
-    indptr, labels, qids, has_qid : arrays of length n_rows + 1, n_rows, n_rows, n_rows
-    indices, data : arrays of the token upper bound from :func:`count_rows_and_tokens`
+    indptr, labels, qids, has_qid : arrays sized from :func:`count_rows_and_tokens`
+        (``n_rows_bound + 1``, ``n_rows_bound``, ``n_rows_bound``, ``n_rows_bound``)
+    indices, data : arrays of the entry bound from :func:`count_rows_and_tokens`
 
     Returns
     -------
     err_code, err_line : int
         ``ERR_NONE`` and 0, or the first structural error and its 1-based line.
-    nnz : int
-        Number of stored entries.
+    n_rows, nnz : int
+        Rows (lines with a token) and stored entries actually read.
     hard : int64[n_hard, 4]
         (start, end, slot, line) of tokens the caller must convert with
         ``float()``; ``slot >= 0`` is a position in ``data``, ``slot < 0`` is the
@@ -432,82 +545,92 @@ def fill_csr(buf, zero_based, indptr, indices, data, labels, qids, has_qid, pow5
     indptr[0] = 0
     while i < n:
         line += 1
-        # content end: first '#' or newline
-        line_end = i
-        content_end = -1
-        while line_end < n and buf[line_end] != 10:
-            if buf[line_end] == 35 and content_end < 0:
-                content_end = line_end
-            line_end += 1
-        if content_end < 0:
-            content_end = line_end
         token_number = 0
         prev_index = -1
-        j = i
         while True:
-            while j < content_end and _is_space(buf[j]):
-                j += 1
-            if j >= content_end:
+            # skip blanks (whitespace other than newline)
+            while i < n:
+                c = buf[i]
+                if c == 32 or c == 9 or c == 11 or c == 12 or c == 13:
+                    i += 1
+                else:
+                    break
+            if i >= n:
                 break
-            start = j
-            colon = -1
-            while j < content_end and not _is_space(buf[j]):
-                if buf[j] == 58 and colon < 0:
-                    colon = j
-                j += 1
-            end = j
+            c = buf[i]
+            if c == 10:
+                break
+            if c == 35:  # comment: skip the rest of the line
+                while i < n and buf[i] != 10:
+                    i += 1
+                break
+            start = i
             if token_number == 0:
-                status, value = parse_float_token(buf, start, end, pow5_hi, pow5_lo, pow10)
+                i, value = _scan_number(buf, i, n)
                 labels[row] = value
                 has_qid[row] = 0
                 qids[row] = 0
-                if status != FLOAT_OK:
-                    hard, n_hard = _append_hard(hard, n_hard, start, end, -row - 1, line)
-            elif (
-                token_number == 1
-                and end - start >= 3
-                and buf[start] == 113
-                and buf[start + 1] == 105
-                and buf[start + 2] == 100
-            ):  # 'qid'
-                if colon < 0:
-                    return ERR_BAD_QID, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                ok, qid_value, overflow = _parse_int_token(buf, colon + 1, end)
-                if ok and not overflow:
-                    qids[row] = qid_value
-                    has_qid[row] = 1
-                elif qid_err_line == 0:
-                    qid_err_line = line
+                if value != value:
+                    hard, n_hard = _append_hard(hard, n_hard, start, i, -row - 1, line)
+                token_number = 1
+                continue
+            # fast path for the index: plain digits followed by ':'
+            index = 0
+            while i < n:
+                d = buf[i] - np.uint8(48)
+                if d > np.uint8(9) or index > _MAX_INDEX:
+                    break
+                index = index * 10 + np.int64(d)
+                i += 1
+            if i < n and buf[i] == 58 and i > start and index <= _MAX_INDEX:
+                colon = i
             else:
-                if colon < 0:
-                    return ERR_MISSING_COLON, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                ok, index, overflow = _parse_int_token(buf, start, colon)
-                if not ok:
-                    return ERR_BAD_INDEX, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                if overflow or index > _MAX_INDEX:
-                    if buf[start] == 45:
-                        return ERR_NEGATIVE_INDEX, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                    return ERR_INDEX_OVERFLOW, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                if index < 0:
-                    return ERR_NEGATIVE_INDEX, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                if index == 0 and not zero_based:
-                    return ERR_ZERO_INDEX, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                if index <= prev_index:
-                    return ERR_INDEX_ORDER, line, nnz, hard[:n_hard], qid_err_line, min_index, max_index
-                prev_index = index
-                if index < min_index:
-                    min_index = index
-                if index > max_index:
-                    max_index = index
-                indices[nnz] = index
-                status, value = parse_float_token(buf, colon + 1, end, pow5_hi, pow5_lo, pow10)
-                data[nnz] = value
-                if status != FLOAT_OK:
-                    hard, n_hard = _append_hard(hard, n_hard, colon + 1, end, nnz, line)
-                nnz += 1
+                # general path: find the token and its first colon, then decide
+                i = start
+                colon = -1
+                while i < n and not _is_separator(buf[i]):
+                    if buf[i] == 58 and colon < 0:
+                        colon = i
+                    i += 1
+                end = i
+                if (
+                    token_number == 1
+                    and end - start >= 3
+                    and buf[start] == 113
+                    and buf[start + 1] == 105
+                    and buf[start + 2] == 100
+                ):  # 'qid'
+                    if colon < 0:
+                        return ERR_BAD_QID, line, row, nnz, hard[:n_hard], qid_err_line, min_index, max_index
+                    ok, qid_value, overflow = _parse_int_token(buf, colon + 1, end)
+                    if ok and not overflow:
+                        qids[row] = qid_value
+                        has_qid[row] = 1
+                    elif qid_err_line == 0:
+                        qid_err_line = line
+                    token_number += 1
+                    continue
+                err, index = _general_index(buf, start, colon)
+                if err != ERR_NONE:
+                    return err, line, row, nnz, hard[:n_hard], qid_err_line, min_index, max_index
+            if index == 0 and not zero_based:
+                return ERR_ZERO_INDEX, line, row, nnz, hard[:n_hard], qid_err_line, min_index, max_index
+            if index <= prev_index:
+                return ERR_INDEX_ORDER, line, row, nnz, hard[:n_hard], qid_err_line, min_index, max_index
+            prev_index = index
+            if index < min_index:
+                min_index = index
+            if index > max_index:
+                max_index = index
+            indices[nnz] = index
+            i, value = _scan_number(buf, colon + 1, n)
+            data[nnz] = value
+            if value != value:
+                hard, n_hard = _append_hard(hard, n_hard, colon + 1, i, nnz, line)
+            nnz += 1
             token_number += 1
         if token_number > 0:
             row += 1
             indptr[row] = nnz
-        i = line_end + 1
-    return ERR_NONE, 0, nnz, hard[:n_hard], qid_err_line, min_index, max_index
+        i += 1  # past the newline
+    return ERR_NONE, 0, row, nnz, hard[:n_hard], qid_err_line, min_index, max_index
