@@ -149,67 +149,71 @@ cdef inline double _scaled_row_step(int loss, const real_t* data, const index_t*
     return zeta
 
 
-cdef inline double _scaled_row_step_flushing(int loss, const real_t* data, const index_t* indices,
-                                             const index_t* indptr, const double* y,
-                                             const double* sq_norms, const real_t* alpha,
-                                             real_t* v, int64_t j, double lam_n,
-                                             double sigma_prime, double clip, double box_eps,
-                                             int32_t* last, int32_t t_prev,
-                                             const double* noise_scale, bitgen_t* rng,
-                                             int64_t* n_draws) noexcept nogil:
-    """As ``_scaled_row_step``, first bringing each column of row j up to step ``t_prev``.
+cdef inline void _prefetch_row(const real_t* data, const index_t* indices,
+                               const index_t* indptr, int64_t j) noexcept nogil:
+    """Hint every cache line of row j (its column indices and values)."""
+    cdef index_t k
+    cdef index_t step = <index_t>(64 // sizeof(index_t))
+    k = indptr[j]
+    while k < indptr[j + 1]:
+        FASTDP_PREFETCH(&indices[k])
+        k = k + step
+    step = <index_t>(64 // sizeof(real_t))
+    k = indptr[j]
+    while k < indptr[j + 1]:
+        FASTDP_PREFETCH(&data[k])
+        k = k + step
 
-    Draws in storage order, exactly as a separate flush pass would.
+
+cdef inline int64_t _collect_pending(const real_t* data, const index_t* indices,
+                                     const index_t* indptr,
+                                     const int64_t* batch, int64_t count, int32_t* last,
+                                     int32_t t_prev, int64_t* columns,
+                                     int32_t* pending) noexcept nogil:
+    """List the columns the batch reads that still owe v-noise, and how many steps each owes.
+
+    Columns are listed once, at their first occurrence in batch order and
+    storage order, and marked as brought up to ``t_prev``.  Branch-free: every
+    entry is written, the count only advances for a column that owes noise.
+    ``columns`` and ``pending`` need room for M + 1 entries.
     """
-    cdef double dot = 0.0
-    cdef double zeta, ratio, vc
+    cdef int64_t q, j, c, n_owing = 0
     cdef index_t k
-    cdef int64_t c
-    cdef int32_t pending
-    for k in range(indptr[j], indptr[j + 1]):
-        c = indices[k]
-        pending = t_prev - last[c]
-        if pending > 0:
-            v[c] = <real_t>(<double>v[c] + noise_scale[pending] * random_standard_normal(rng))
+    cdef int32_t owed
+    for q in range(count):
+        j = batch[q]
+        if q + 8 < count:
+            FASTDP_PREFETCH(&indptr[batch[q + 8]])
+        if q + 4 < count:
+            _prefetch_row(data, indices, indptr, batch[q + 4])
+        for k in range(indptr[j], indptr[j + 1]):
+            c = indices[k]
+            owed = t_prev - last[c]
+            columns[n_owing] = c
+            pending[n_owing] = owed
+            n_owing += owed > 0
             last[c] = t_prev
-            n_draws[0] += 1
-        dot = dot + <double>data[k] * <double>v[c]
-    zeta = _coordinate_step(loss, <double>alpha[j], y[j], dot / lam_n,
-                            sigma_prime * sq_norms[j] / lam_n, box_eps)
-    ratio = fabs(zeta) / clip
-    if ratio > 1.0:
-        zeta = zeta / ratio
-    return zeta
+    return n_owing
 
 
-cdef inline void _flush_row(const index_t* indices, const index_t* indptr, real_t* v,
-                            int64_t j, int32_t* last, int32_t t_prev,
-                            const double* noise_scale, bitgen_t* rng,
-                            int64_t* n_draws) noexcept nogil:
-    """Bring every column of row j up to step ``t_prev`` (lazy noise), in storage order."""
-    cdef index_t k
-    cdef int64_t c
-    cdef int32_t pending
-    for k in range(indptr[j], indptr[j + 1]):
-        c = indices[k]
-        pending = t_prev - last[c]
-        if pending > 0:
-            v[c] = <real_t>(<double>v[c] + noise_scale[pending] * random_standard_normal(rng))
-            last[c] = t_prev
-            n_draws[0] += 1
+cdef inline void _draw_pending(real_t* v, const int64_t* columns, const int32_t* pending,
+                               int64_t n_owing, const double* noise_scale,
+                               bitgen_t* rng) noexcept nogil:
+    """v[c] += noise_std_v * sqrt(p_c) * z for the listed columns, in list order."""
+    cdef int64_t i, c
+    for i in range(n_owing):
+        c = columns[i]
+        v[c] = <real_t>(<double>v[c] + noise_scale[pending[i]] * random_standard_normal(rng))
 
 
 cdef inline void _prefetch_ahead(const real_t* data, const index_t* indices,
                                  const index_t* indptr, const int64_t* batch, int64_t p,
                                  int64_t end) noexcept nogil:
-    """Hint the cache: the row pointer 8 rows ahead, the row start 4 rows ahead."""
-    cdef index_t start
+    """Hint the cache: the row pointer 8 rows ahead, all of the row 4 rows ahead."""
     if p + 8 < end:
         FASTDP_PREFETCH(&indptr[batch[p + 8]])
     if p + 4 < end:
-        start = indptr[batch[p + 4]]
-        FASTDP_PREFETCH(&data[start])
-        FASTDP_PREFETCH(&indices[start])
+        _prefetch_row(data, indices, indptr, batch[p + 4])
 
 
 cdef inline index_t _lower_bound(const index_t* indices, index_t lo, index_t hi,
@@ -330,6 +334,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef double zeta
     cdef int tid
     cdef const int64_t* cs
+    cdef int64_t n_owing
+    cdef int64_t* colp
+    cdef int32_t* pendp
 
     if n_steps <= 0:
         return 0
@@ -349,6 +356,12 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
             raise ValueError("column_splits must be non-decreasing from 0 to M, length num_threads + 1")
     cdef const int64_t[::1] splits_view = splits_arr
     cs = &splits_view[0]
+    columns_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int64)
+    pending_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int32)
+    cdef int64_t[::1] columns_view = columns_arr
+    cdef int32_t[::1] pending_view = pending_arr
+    colp = &columns_view[0]
+    pendp = &pending_view[0]
     if noisy:
         capsule = bit_generator.capsule
         if not PyCapsule_IsValid(capsule, b"BitGenerator"):
@@ -369,50 +382,35 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         for t in range(1, n_steps + 1):
             b0 = batch_ptr[t - 1]
             b1 = batch_ptr[t]
-            # 1.+2. lazy noise (bring every column the batch reads up to step t-1) and
-            # the coordinate steps
+            # 1. lazy noise: bring every column the batch reads up to step t-1
+            if lazy_v:
+                n_owing = _collect_pending(dp, ip, pp, &bi[b0] if b1 > b0 else bi, b1 - b0, lp,
+                                           <int32_t>(t - 1), colp, pendp)
+                _draw_pending(vp, colp, pendp, n_owing, sp_, rng)
+                n_draws += n_owing
+            # 2. the coordinate steps
             if sequential:
-                if lazy_v:
-                    for p in range(b0, b1):
-                        _flush_row(ip, pp, vp, bi[p], lp, <int32_t>(t - 1), sp_, rng, &n_draws)
                 for p in range(b0, b1):
                     j = bi[p]
                     zeta = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, j, lam_n,
                                             sigma_prime, clip, box_eps)
                     _apply_row(zeta, dp, ip, pp, ap, vp, j)
+            elif nt > 1 and b1 - b0 >= parallel_min_rows:
+                for q in prange(b1 - b0, num_threads=nt, schedule="static"):
+                    zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
+                                             lam_n, sigma_prime, clip, box_eps)
+                for tid in prange(nt, num_threads=nt, schedule="static"):
+                    _apply_columns(zp, dp, ip, pp, vp, &bi[b0], b1 - b0, cs[tid], cs[tid + 1])
+                for q in range(b1 - b0):
+                    j = bi[b0 + q]
+                    ap[j] = <real_t>(<double>ap[j] + zp[q])
             else:
-                if nt > 1 and b1 - b0 >= parallel_min_rows:
-                    if lazy_v:
-                        for p in range(b0, b1):
-                            _flush_row(ip, pp, vp, bi[p], lp, <int32_t>(t - 1), sp_, rng,
-                                       &n_draws)
-                    for q in prange(b1 - b0, num_threads=nt, schedule="static"):
-                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
-                                                 bi[b0 + q], lam_n, sigma_prime, clip,
-                                                 box_eps)
-                    for tid in prange(nt, num_threads=nt, schedule="static"):
-                        _apply_columns(zp, dp, ip, pp, vp, &bi[b0], b1 - b0, cs[tid],
-                                       cs[tid + 1])
-                    for q in range(b1 - b0):
-                        j = bi[b0 + q]
-                        ap[j] = <real_t>(<double>ap[j] + zp[q])
-                elif lazy_v:
-                    # fused flush + margin: the same draws in the same order, one pass
-                    for q in range(b1 - b0):
-                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1)
-                        zp[q] = _scaled_row_step_flushing(
-                            loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q], lam_n,
-                            sigma_prime, clip, box_eps, lp, <int32_t>(t - 1), sp_, rng,
-                            &n_draws)
-                else:
-                    for q in range(b1 - b0):
-                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1)
-                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp,
-                                                 bi[b0 + q], lam_n, sigma_prime, clip,
-                                                 box_eps)
-                if not (nt > 1 and b1 - b0 >= parallel_min_rows):
-                    for q in range(b1 - b0):
-                        _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
+                for q in range(b1 - b0):
+                    _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1)
+                    zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
+                                             lam_n, sigma_prime, clip, box_eps)
+                for q in range(b1 - b0):
+                    _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
             # 3. noise on the alpha coordinates of the batch
             if a_noisy:
                 for p in range(b0, b1):
