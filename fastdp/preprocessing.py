@@ -1,0 +1,335 @@
+"""Preprocessing, with what each step means for privacy.
+
+DP guarantees in fastdp hold for neighbouring datasets that differ in one
+example (row of ``X`` and its label). A preprocessing step keeps a mechanism's
+guarantee when it is applied to each example *on its own*, with parameters that
+do not depend on the data: then neighbouring datasets stay neighbours after the
+step, and the mechanism's analysis applies unchanged. Such steps spend no
+privacy budget and release nothing.
+
+* :func:`normalize_rows` and :func:`clip_rows` are per-example maps:
+  private-safe, and they give the row-norm bound the mechanisms need.
+* :func:`scale_features_public` scales features with bounds the *user* gives
+  (public knowledge, e.g. from a data dictionary): private-safe.
+* :func:`paper_preprocess` is the seed-000 (DP-SCD) pipeline: max-abs scaling
+  fitted on the data and labels centred by the data's mean. These statistics
+  depend on every example, so the pipeline is **not private**: it is there to
+  reproduce the paper and warns when used.
+
+All functions accept a dense array or a scipy sparse matrix (handled as CSR,
+never densified) and return new arrays; the input is not modified.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastdp.exceptions import ValidationError
+
+__all__ = [
+    "row_norms",
+    "normalize_rows",
+    "clip_rows",
+    "scale_features_public",
+    "paper_preprocess",
+    "PaperPreprocessed",
+    "NotPrivateWarning",
+]
+
+
+class NotPrivateWarning(UserWarning):
+    """A step fitted on the private data ran: its output is not differentially private."""
+
+
+def _as_float_matrix(X, name="X"):
+    """Dense float ndarray or CSR copy-free view of X; rejects NaN/inf."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        values = X.data
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValidationError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        values = X
+    if not np.all(np.isfinite(values)):
+        raise ValidationError(f"{name} contains NaN or infinite values; remove or impute them first")
+    return X
+
+
+def _csr_row_ids(X):
+    return np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+
+
+def row_norms(X):
+    """L2 norm of every row of a dense array or sparse matrix (float64).
+
+    Privacy: a per-example statistic of the private data; not for release.
+    """
+    X = _as_float_matrix(X)
+    if sp.issparse(X):
+        squares = np.asarray(X.data, dtype=np.float64) ** 2
+        return np.sqrt(np.bincount(_csr_row_ids(X), weights=squares, minlength=X.shape[0]))
+    return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+
+
+def _scale_rows(X, factors):
+    """New matrix with row i multiplied by factors[i] (same type and dtype)."""
+    if sp.issparse(X):
+        out = X.copy()
+        out.data = (out.data * np.repeat(factors, np.diff(out.indptr))).astype(X.dtype, copy=False)
+        return out
+    return (X * factors[:, None]).astype(X.dtype, copy=False)
+
+
+def normalize_rows(X):
+    """Scale every row to unit L2 norm (zero rows stay zero).
+
+    Same result as ``sklearn.preprocessing.normalize(X, norm="l2")`` up to the
+    last bit of rounding: each row is divided by its norm.
+
+    Privacy: a per-example map with no data-dependent parameters, so it is
+    private-safe: neighbouring datasets (one example added, removed or
+    replaced) stay neighbouring, and a DP mechanism run on the output keeps its
+    guarantee. It spends no budget and releases nothing. It changes the data
+    (the direction of each example is kept, its magnitude is discarded).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or sparse matrix
+
+    Returns
+    -------
+    X_unit : ndarray or csr_matrix, same dtype as ``X`` (float32 or float64)
+        Row norms are 1 up to floating-point rounding (a few ulp).
+    """
+    X = _as_float_matrix(X)
+    norms = row_norms(X)
+    norms[norms == 0.0] = 1.0
+    if sp.issparse(X):
+        out = X.copy()
+        out.data = (out.data / np.repeat(norms, np.diff(out.indptr))).astype(X.dtype, copy=False)
+        return out
+    return (X / norms[:, None]).astype(X.dtype, copy=False)
+
+
+def clip_rows(X, max_norm=1.0):
+    """Scale down every row whose L2 norm exceeds ``max_norm``; keep the others.
+
+    Privacy: a per-example map, private-safe *when ``max_norm`` is public*
+    (chosen without looking at the data). It spends no budget and releases
+    nothing; afterwards every row satisfies ``||x_i|| <= max_norm``, the bound
+    the mechanisms' sensitivity analyses use. Unlike :func:`normalize_rows` it
+    keeps the magnitude of small examples.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or sparse matrix
+    max_norm : float, default=1.0
+        Public bound, > 0.
+
+    Returns
+    -------
+    X_clipped : ndarray or csr_matrix, same dtype as ``X``
+        Row norms are at most ``max_norm`` exactly (computed in float64): a
+        row that rounding would push above the bound is shrunk by a few ulp.
+    """
+    if not (np.isscalar(max_norm) and np.isfinite(max_norm) and max_norm > 0):
+        raise ValidationError(f"max_norm must be a finite number > 0, got {max_norm!r}")
+    X = _as_float_matrix(X)
+    norms = row_norms(X)
+    factors = np.ones_like(norms)
+    over = norms > max_norm
+    factors[over] = max_norm / norms[over]
+    out = _scale_rows(X, factors)
+    for _ in range(8):  # rounding can leave a norm a few ulp above the bound
+        still_over = over & (row_norms(out) > max_norm)
+        if not still_over.any():
+            break
+        factors[still_over] = np.nextafter(factors[still_over], 0.0) * (1.0 - 2.0**-50)
+        out = _scale_rows(X, factors)
+    return out
+
+
+def _public_bounds(bound, n_features, name):
+    bound = np.asarray(bound, dtype=np.float64)
+    if bound.ndim == 0:
+        bound = np.full(n_features, float(bound))
+    if bound.shape != (n_features,):
+        raise ValidationError(
+            f"{name} must be a number or an array of shape ({n_features},), got shape {bound.shape}"
+        )
+    if not np.all(np.isfinite(bound)):
+        raise ValidationError(f"{name} must be finite")
+    return bound
+
+
+def scale_features_public(X, lower, upper, clip=True):
+    """Scale each feature by a public bound: ``x_j / max(|lower_j|, |upper_j|)``.
+
+    With ``clip=True`` values are first clipped to ``[lower_j, upper_j]``, so
+    the output lies in ``[-1, 1]`` whatever the data. Zeros stay zeros, so
+    sparse input stays sparse.
+
+    Privacy: private-safe **only because the bounds are public**: they must
+    come from outside the private data (a data dictionary, the measurement
+    range, domain knowledge), never from the data's own minimum or maximum
+    (that would be :func:`paper_preprocess`, which is not private). Applied to
+    each example on its own, it spends no budget and releases nothing. Rows are
+    not normalised: follow with :func:`normalize_rows` or :func:`clip_rows` to
+    get the row-norm bound the mechanisms need.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or sparse matrix
+    lower, upper : float or array of shape (n_features,)
+        Public bounds with ``lower <= upper``. For sparse ``X`` they must
+        contain 0 (``lower <= 0 <= upper``) so that clipping keeps zeros.
+    clip : bool, default=True
+        Clip to the bounds before scaling (recommended: a bound that the data
+        violate would otherwise break the ``[-1, 1]`` guarantee).
+
+    Returns
+    -------
+    X_scaled : ndarray or csr_matrix, same dtype as ``X``
+    """
+    X = _as_float_matrix(X)
+    n_features = X.shape[1]
+    lower = _public_bounds(lower, n_features, "lower")
+    upper = _public_bounds(upper, n_features, "upper")
+    if np.any(lower > upper):
+        j = int(np.flatnonzero(lower > upper)[0])
+        raise ValidationError(f"lower must be <= upper for every feature; feature {j}: {lower[j]} > {upper[j]}")
+    if sp.issparse(X) and (np.any(lower > 0) or np.any(upper < 0)):
+        raise ValidationError(
+            "for sparse X the public bounds must contain 0 (lower <= 0 <= upper), otherwise clipping "
+            "would fill in every implicit zero; densify X first if that is what you want"
+        )
+    scale = np.maximum(np.abs(lower), np.abs(upper))
+    scale[scale == 0.0] = 1.0
+    if sp.issparse(X):
+        out = X.copy()
+        columns = out.indices
+        values = out.data.astype(np.float64)
+        if clip:
+            values = np.clip(values, lower[columns], upper[columns])
+        out.data = (values / scale[columns]).astype(X.dtype, copy=False)
+        return out
+    values = np.clip(X, lower, upper) if clip else X
+    return (values / scale).astype(X.dtype, copy=False)
+
+
+@dataclass
+class PaperPreprocessed:
+    """Output of :func:`paper_preprocess`.
+
+    Attributes
+    ----------
+    X, y : training data after the pipeline
+    X_test, y_test : the test data transformed with the statistics of the
+        training data (None when no test data were given)
+    max_abs : ndarray of shape (n_features,)
+        Per-feature scale fitted on the training data (1 where a column is 0).
+    label_offset : float
+        Training label mean subtracted from ``y`` (regression), 0 otherwise.
+    private : bool
+        Always False: the fitted statistics depend on every training example.
+    """
+
+    X: object
+    y: np.ndarray
+    X_test: object
+    y_test: object
+    max_abs: np.ndarray
+    label_offset: float
+    private: bool = False
+
+
+def _max_abs(X):
+    if sp.issparse(X):
+        result = np.asarray(abs(X).max(axis=0).toarray()).ravel().astype(np.float64)
+    else:
+        result = np.abs(X).max(axis=0).astype(np.float64) if X.shape[0] else np.zeros(X.shape[1])
+    result[result == 0.0] = 1.0
+    return result
+
+
+def _paper_labels(y, task, offset):
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if task == "regression":
+        return y - offset
+    values = np.unique(y)
+    if np.all(np.isin(values, [0.0, 1.0])):
+        return np.where(y == 1.0, 1.0, -1.0)
+    if np.all(np.isin(values, [-1.0, 1.0])):
+        return y.copy()
+    raise ValidationError(f"classification labels must be in {{0, 1}} or {{-1, +1}}, got {values[:5]}")
+
+
+def paper_preprocess(X, y, task, X_test=None, y_test=None, warn=True):
+    """Seed-000 (DP-SCD paper) preprocessing — NOT differentially private.
+
+    As in ``shared/specs/000.md`` section 6.1: each feature is divided by its
+    maximum absolute value on the training data (scikit-learn ``MaxAbsScaler``
+    fitted on ``X``), then every example is scaled to unit L2 norm; for
+    regression the labels are centred by the *training* mean, for
+    classification labels {0, 1} are mapped to {-1, +1}. Test data, if given,
+    are transformed with the training statistics.
+
+    Privacy: **not private.** ``max_abs`` and the label mean are computed from
+    every training example and are not accounted for by any mechanism (the
+    paper leaves them out of its analysis too). Use it only to reproduce the
+    paper; for a private pipeline use :func:`scale_features_public` with public
+    bounds and :func:`normalize_rows`. A :class:`NotPrivateWarning` is emitted
+    (``warn=False`` silences it) and the result carries ``private=False``.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+    task : {"classification", "regression"}
+    X_test, y_test : optional test data, transformed with the training statistics
+    warn : bool, default=True
+
+    Returns
+    -------
+    PaperPreprocessed
+    """
+    if task not in ("classification", "regression"):
+        raise ValidationError(f"task must be 'classification' or 'regression', got {task!r}")
+    if warn:
+        warnings.warn(
+            "paper_preprocess fits max-abs scaling (and the label mean) on the private data: the "
+            "result is NOT differentially private. Use scale_features_public + normalize_rows for a "
+            "private pipeline.",
+            NotPrivateWarning,
+            stacklevel=2,
+        )
+    X = _as_float_matrix(X)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if y.shape[0] != X.shape[0]:
+        raise ValidationError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+    max_abs = _max_abs(X)
+    offset = float(y.mean()) if task == "regression" else 0.0
+
+    def transform(data):
+        data = _as_float_matrix(data, "X_test")
+        if data.shape[1] != max_abs.shape[0]:
+            raise ValidationError(f"X_test has {data.shape[1]} features, X has {max_abs.shape[0]}")
+        if sp.issparse(data):
+            scaled = data.copy()
+            scaled.data = (scaled.data / max_abs[scaled.indices]).astype(data.dtype, copy=False)
+        else:
+            scaled = (data / max_abs).astype(data.dtype, copy=False)
+        return normalize_rows(scaled)
+
+    X_out = transform(X)
+    y_out = _paper_labels(y, task, offset)
+    X_test_out = transform(X_test) if X_test is not None else None
+    y_test_out = _paper_labels(y_test, task, offset) if y_test is not None else None
+    return PaperPreprocessed(X_out, y_out, X_test_out, y_test_out, max_abs, offset)
