@@ -72,7 +72,7 @@ def _target_dtype(current, accepted):
         return current
     if current.kind == "c":
         raise ValidationError(
-            f"X has complex dtype {current}; fastdp works with real numbers. "
+            f"X has complex dtype {current}: Complex data not supported; fastdp works with real numbers. "
             "Pass the real part (X.real) or another real-valued representation."
         )
     if np.dtype(np.float64) in accepted:
@@ -494,8 +494,8 @@ def check_labels(y, task, *, n_samples=None):
                 "(for example one-vs-rest) first."
             )
         raise ValidationError(
-            f"Binary classification needs exactly 2 classes in y; found "
-            f"{classes.shape[0]}: {found}{' ...' if classes.shape[0] > 10 else ''}. {hint}"
+            f"Only binary classification is supported: y needs exactly 2 classes; found "
+            f"{classes.shape[0]} class{'es' if classes.shape[0] != 1 else ''}: {found}{' ...' if classes.shape[0] > 10 else ''}. {hint}"
         )
     y_pm = np.where(codes.reshape(-1) == 1, 1.0, -1.0)
     return y_pm, classes

@@ -1,0 +1,399 @@
+"""scikit-learn estimators for differentially private linear models.
+
+:class:`DPRidge`, :class:`DPLogisticRegression` and :class:`DPLinearSVC`
+minimise the 1/N-averaged, L2-regularised objective
+
+    P(theta) = (1/N) sum_i loss(x_i^T theta, y_i) + (alpha/2) ||theta||^2
+
+with a differentially private solver (``solver="dpscd"``: dual DP-SCD of
+spec 000, Algorithm 1; ``"seq_dpscd"``: its sequential variant) and release
+``coef_`` only.
+
+Privacy
+-------
+* Private: the training examples ``(x_i, y_i)``.  The number of examples N and
+  the number of features are treated as public (they fix the sampling rate
+  and the default delta).
+* Adjacency: add/remove one example for ``sampler="poisson"`` (the default,
+  and the only sampler whose accounting is exact); replace-one for
+  ``"fixed"`` (sampling without replacement) and ``"shuffle"`` (the paper's
+  per-epoch shuffle, accounted *without* amplification, since no tight
+  analysis exists; the Poisson what-if is reported separately, labelled).
+* Requirement: every row has L2 norm <= 1.  Rows above are rejected unless
+  ``normalize=True``, which rescales each row to norm 1 (per example, so it
+  costs no privacy).
+* Released: ``coef_`` (and the solver's noisy transcript, covered by the same
+  event).  ``history_`` (when ``record_history=True``) reads the data and is a
+  **non-private** diagnostic.
+* Spent: the noise multiplier is calibrated so that the chosen accountant's
+  epsilon for the exact event that runs is at most ``epsilon`` at ``delta``.
+  ``epsilon_`` is that accountant's epsilon for the event that ran, never the
+  target.  A ``ledger`` is charged before anything is trained; a fit that would
+  exceed the ledger's budget raises :class:`~fastdp.exceptions.BudgetExceededError`
+  and trains nothing.
+"""
+
+import math
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from fastdp._validation import check_labels, check_random_state, check_X
+from fastdp.exceptions import ValidationError
+from fastdp.preprocessing import normalize_rows
+from fastdp.privacy.accountants import get_accountant
+from fastdp.privacy.calibration import calibrate
+from fastdp.privacy.events import GaussianEvent, NonPrivateEvent
+from fastdp.sampling import get_sampler
+from fastdp.solvers import scd as scd_solvers
+
+__all__ = ["DPRidge", "DPLogisticRegression", "DPLinearSVC"]
+
+_SOLVERS = ("dpscd", "seq_dpscd")
+_DEFAULT_BATCH_SIZE = 1000
+
+
+def default_delta(n_samples):
+    """The default delta: ``min(1e-5, 1 / (10 n))``, always below ``1/n``.
+
+    A delta of order ``1/n`` permits releasing one whole example; fastdp's
+    default stays an order of magnitude below that.
+    """
+    return min(1e-5, 1.0 / (10.0 * n_samples))
+
+
+class _DPLinearModel(BaseEstimator):
+    """Shared fitting logic of the DP linear estimators (not public)."""
+
+    _loss = None
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=None,
+        alpha=1e-4,
+        solver="dpscd",
+        batch_size=None,
+        clip=1.0,
+        epochs=10,
+        sampler="poisson",
+        accountant="rdp",
+        noise_multiplier=None,
+        normalize=False,
+        ledger=None,
+        record_history=False,
+        lazy_noise=True,
+        num_threads=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.solver = solver
+        self.batch_size = batch_size
+        self.clip = clip
+        self.epochs = epochs
+        self.sampler = sampler
+        self.accountant = accountant
+        self.noise_multiplier = noise_multiplier
+        self.normalize = normalize
+        self.ledger = ledger
+        self.record_history = record_history
+        self.lazy_noise = lazy_noise
+        self.num_threads = num_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ tags
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = False
+        return tags
+
+    # ---------------------------------------------------------------- checks
+    def _private(self):
+        """True unless the user asked for a non-private fit (epsilon=inf)."""
+        if self.noise_multiplier is not None:
+            return float(self.noise_multiplier) > 0.0
+        return not (isinstance(self.epsilon, numbers.Real) and math.isinf(self.epsilon)
+                    and self.epsilon > 0)
+
+    def _check_params(self, n_samples):
+        if self.solver not in _SOLVERS:
+            raise ValidationError(f"solver must be one of {_SOLVERS}; got {self.solver!r}.")
+        eps = self.epsilon
+        if (isinstance(eps, bool) or not isinstance(eps, numbers.Real) or math.isnan(eps)
+                or eps <= 0):
+            raise ValidationError(
+                f"epsilon must be a number > 0 (np.inf for a non-private fit); got {eps!r}.")
+        delta = default_delta(n_samples) if self.delta is None else self.delta
+        if (isinstance(delta, bool) or not isinstance(delta, numbers.Real)
+                or not (0.0 < delta < 1.0)):
+            raise ValidationError(f"delta must lie in the open interval (0, 1); got {delta!r}.")
+        if self.noise_multiplier is not None:
+            nm = self.noise_multiplier
+            if (isinstance(nm, bool) or not isinstance(nm, numbers.Real) or not math.isfinite(nm)
+                    or nm < 0):
+                raise ValidationError(
+                    f"noise_multiplier must be a finite number >= 0 or None; got {nm!r}.")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not (
+                0 < self.alpha < math.inf):
+            raise ValidationError(f"alpha must be a finite number > 0; got {self.alpha!r}.")
+        if self.batch_size is None:
+            batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
+        else:
+            batch_size = self.batch_size
+            if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                    or not (1 <= batch_size <= n_samples)):
+                raise ValidationError(
+                    f"batch_size must be an int in [1, n_samples={n_samples}]; got {batch_size!r}.")
+        return float(delta), int(batch_size)
+
+    def _validate_X(self, X, y="no_validation", *, reset):
+        """scikit-learn's checks (feature names and counts, messages), then fastdp's.
+
+        ``validate_data`` keeps CSR float32/float64 input as it is; fastdp's
+        :func:`~fastdp._validation.check_X` then canonicalises the indices.
+        Errors are re-raised as :class:`~fastdp.exceptions.ValidationError`.
+        """
+        kwargs = dict(reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
+                      accept_large_sparse=True)
+        try:
+            if isinstance(y, str) and y == "no_validation":
+                X = validate_data(self, X, **kwargs)
+            else:
+                X, y = validate_data(self, X, y, y_numeric=self._task == "regression", **kwargs)
+                if self._task == "binary":
+                    check_classification_targets(y)
+        except ValidationError:
+            raise
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from exc
+        X = check_X(X)
+        return X if isinstance(y, str) and y == "no_validation" else (X, y)
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Train the model with differential privacy.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training examples (rows).  CSR float32/float64 with int32/int64
+            indices is used without a copy.  Rows must have L2 norm <= 1
+            unless ``normalize=True``.
+        y : array-like of shape (n_samples,)
+            Targets (regression) or two class labels (classification).
+
+        Returns
+        -------
+        self
+        """
+        started = time.perf_counter()
+        X, y = self._validate_X(X, y, reset=True)
+        y, classes = check_labels(y, self._task, n_samples=X.shape[0])
+        n_samples = X.shape[0]
+        delta, batch_size = self._check_params(n_samples)
+        private = self._private()
+        if self.normalize:
+            X = normalize_rows(X)
+        elif private:
+            X = check_X(X, max_row_norm=1.0)
+
+        sampler = get_sampler(self.sampler, batch_size)
+        sampler.check(n_samples)
+        n_steps = sampler.n_steps(n_samples, self.epochs)
+        accountant = get_accountant(self.accountant)
+        if private:
+            if self.noise_multiplier is not None:
+                sigma = float(self.noise_multiplier)
+            else:
+                sigma = float(calibrate(
+                    lambda s: sampler.event(n_samples, n_steps, GaussianEvent(s)),
+                    self.epsilon, delta, accountant=accountant))
+            planned_event = sampler.event(n_samples, n_steps, GaussianEvent(sigma))
+        else:
+            sigma = 0.0
+            planned_event = NonPrivateEvent()
+        if self.ledger is not None:
+            self.ledger.charge(planned_event, label=type(self).__name__)
+
+        result = self._run_solver(X, y, sampler, sigma, batch_size)
+        if result.event != planned_event:  # pragma: no cover - internal consistency guard
+            raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
+
+        self.coef_ = self._shape_coef(result.coef)
+        self.intercept_ = self._shape_intercept()
+        if classes is not None:
+            self.classes_ = classes
+        self.noise_multiplier_ = sigma
+        self.delta_ = delta if private else 0.0
+        self.epsilon_ = accountant.epsilon(result.event, delta) if private else math.inf
+        self.privacy_event_ = result.event
+        self.privacy_report_ = accountant.report(result.event, delta) if private else None
+        self.sampler_ = result.sampler
+        self.sample_rate_ = result.sample_rate
+        self.n_iter_ = result.n_iter
+        self.history_ = result.history
+        self.solver_result_ = result
+        self.fit_time_ = time.perf_counter() - started
+        if self.verbose:
+            print(self._describe())
+        return self
+
+    def _run_solver(self, X, y, sampler, sigma, batch_size):
+        common = dict(
+            loss=self._loss, lam=float(self.alpha), epochs=self.epochs, batch_size=batch_size,
+            clip=self.clip, noise_multiplier=sigma, sampler=sampler, lazy_noise=self.lazy_noise,
+            random_state=check_random_state(self.random_state), record_history=self.record_history,
+        )
+        if self.solver == "dpscd":
+            return scd_solvers.dual_dpscd(X, y, num_threads=self.num_threads, **common)
+        return scd_solvers.seq_dpscd(X, y, **common)
+
+    def _describe(self):
+        eps = "inf (not private)" if math.isinf(self.epsilon_) else f"{self.epsilon_:.6g}"
+        return (f"{type(self).__name__}: solver={self.solver}, sampler={self.sampler_}, "
+                f"sigma={self.noise_multiplier_:.6g}, T={self.n_iter_}, q={self.sample_rate_:.4g}, "
+                f"epsilon={eps}, delta={self.delta_:.3g}, time={self.fit_time_:.3f}s")
+
+
+class DPRidge(RegressorMixin, _DPLinearModel):
+    """Ridge regression trained with differential privacy (DP-SCD by default).
+
+    Minimises ``(1/N) sum_i (x_i^T theta - y_i)^2 / 2 + (alpha/2) ||theta||^2``
+    without intercept.  Each dual coordinate update is scaled to at most
+    ``clip`` in absolute value, which bounds the sensitivity whatever the
+    targets, so targets need no bound; still, centre and scale them with
+    public knowledge for good utility.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.0
+        Target privacy budget (> 0).  ``np.inf`` trains without privacy.
+    delta : float or None, default=None
+        Target delta in (0, 1); ``None`` means ``min(1e-5, 1/(10 N))``.
+    alpha : float, default=1e-4
+        L2 strength lambda of the 1/N-averaged objective (as in ``SGDRegressor``).
+    solver : {"dpscd", "seq_dpscd"}, default="dpscd"
+        Dual DP-SCD (spec 000 Algorithm 1) or seqDP-SCD (Algorithm 3).
+    batch_size : int or None, default=None
+        Expected mini-batch size L (``None``: ``min(1000, N)``).
+    clip : float, default=1.0
+        Bound C on each coordinate update.
+    epochs : float, default=10
+        Passes over the data; ``T = floor(epochs N / L)`` steps.
+    sampler : {"poisson", "fixed", "shuffle"}, default="poisson"
+        Mini-batch sampler; each is accounted for by its own event.
+    accountant : {"rdp", "pld", "moments"} or accountant, default="rdp"
+        Accountant used to calibrate sigma and to report ``epsilon_``.
+    noise_multiplier : float or None, default=None
+        Bypass calibration and use this sigma (``epsilon_`` is then computed).
+    normalize : bool, default=False
+        Rescale every row to unit L2 norm before training (per example,
+        private-safe).  Otherwise rows with norm > 1 are rejected.
+    ledger : fastdp.privacy.ledger.PrivacyLedger or None
+        Charged with the fit's event before training; refuses fits over budget.
+    record_history : bool, default=False
+        Record per-epoch objectives in ``history_`` (non-private diagnostics).
+    lazy_noise : bool, default=True
+        Lazy (exact) noise in the kernel; ``False`` uses the eager path.
+    num_threads : int or None, default=None
+        OpenMP threads; results are identical for any value.
+    random_state : int, numpy Generator or None, default=None
+        Seed of the sampling and noise streams.
+    verbose : int, default=0
+        Print a privacy report after fitting.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+        Always 0.0 (no intercept; append a constant feature if needed).
+    noise_multiplier_, epsilon_, delta_ : float
+        sigma used; epsilon computed by the accountant for the event that ran; delta.
+    privacy_event_ : fastdp.privacy.events.DpEvent
+    privacy_report_ : EpsilonReport or None
+    n_iter_ : int
+        Mini-batch iterations T.
+    history_ : list of dict or None
+    """
+
+    _loss = "squared"
+    _task = "regression"
+
+    def _shape_coef(self, coef):
+        return np.asarray(coef, dtype=np.float64)
+
+    def _shape_intercept(self):
+        return 0.0
+
+    def predict(self, X):
+        """Predict ``X @ coef_``."""
+        check_is_fitted(self, "coef_")
+        X = self._validate_X(X, reset=False)
+        return np.asarray(X @ self.coef_).ravel()
+
+
+class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
+    _task = "binary"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _shape_coef(self, coef):
+        return np.asarray(coef, dtype=np.float64).reshape(1, -1)
+
+    def _shape_intercept(self):
+        return np.zeros(1)
+
+    def decision_function(self, X):
+        """Signed score ``X @ coef_`` (positive means ``classes_[1]``)."""
+        check_is_fitted(self, "coef_")
+        X = self._validate_X(X, reset=False)
+        return np.asarray(X @ self.coef_[0]).ravel()
+
+
+class DPLogisticRegression(_DPLinearClassifier):
+    """Binary logistic regression trained with differential privacy.
+
+    Minimises ``(1/N) sum_i log(1 + exp(-y_i x_i^T theta)) + (alpha/2)||theta||^2``
+    (labels mapped to -1/+1; ``classes_[1]`` is +1).  Parameters and
+    attributes as :class:`DPRidge`, plus ``classes_``.
+    """
+
+    _loss = "logistic"
+
+    def predict_proba(self, X):
+        """Probabilities of ``classes_`` from the logistic model."""
+        scores = self.decision_function(X)
+        p1 = 0.5 * (1.0 + np.tanh(0.5 * scores))
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        scores = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
+
+
+class DPLinearSVC(_DPLinearClassifier):
+    """Binary linear SVM (hinge loss) trained with differential privacy.
+
+    Minimises ``(1/N) sum_i max(0, 1 - y_i x_i^T theta) + (alpha/2)||theta||^2``.
+    The hinge loss is not smooth, so spec 000's convergence theory does not
+    cover it; the privacy guarantee does.  Parameters and attributes as
+    :class:`DPRidge`, plus ``classes_``.
+    """
+
+    _loss = "hinge"

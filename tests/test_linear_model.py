@@ -1,0 +1,267 @@
+"""Tests of the scikit-learn estimators in fastdp.linear_model."""
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fastdp.exceptions import BudgetExceededError, ValidationError
+from fastdp.linear_model import DPLinearSVC, DPLogisticRegression, DPRidge, default_delta
+from fastdp.losses import get_loss, primal_objective
+from fastdp.privacy import calibrate_noise_multiplier, compute_epsilon
+from fastdp.privacy.ledger import PrivacyLedger
+
+
+def _unit_rows(rng, n, m, density=None):
+    if density is None:
+        X = rng.normal(size=(n, m))
+    else:
+        X = sp.random(n, m, density=density, random_state=rng, format="csr").toarray()
+        X[np.arange(n), rng.integers(0, m, size=n)] += 1.0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X
+
+
+@pytest.fixture
+def binary_data(rng):
+    X = _unit_rows(rng, 400, 8)
+    w = rng.normal(size=8)
+    y = np.where(X @ w + 0.1 * rng.normal(size=400) > 0, 1, 0)
+    return X, y
+
+
+@pytest.fixture
+def regression_data(rng):
+    X = _unit_rows(rng, 400, 8)
+    w = rng.normal(size=8)
+    y = X @ w + 0.05 * rng.normal(size=400)
+    return X, y
+
+
+# ---------------------------------------------------------------- sklearn API
+
+# The estimator checks feed data whose rows are not normalised; a private fit
+# would (rightly) refuse it, so the checks run non-private (epsilon=inf) with
+# plain SDCA steps, and once privately with per-example normalisation.
+_CHECK_ESTIMATORS = [
+    DPRidge(epsilon=np.inf, batch_size=1, sampler="shuffle", epochs=20, clip=None,
+            random_state=0),
+    DPLogisticRegression(epsilon=np.inf, batch_size=1, sampler="shuffle", epochs=20, clip=None,
+                         random_state=0),
+    DPLinearSVC(epsilon=np.inf, batch_size=1, sampler="shuffle", epochs=20, clip=None,
+                random_state=0),
+    DPLogisticRegression(epsilon=1e4, normalize=True, batch_size=1, sampler="fixed", epochs=5,
+                         random_state=0),
+]
+
+
+def _expected_failed_checks(estimator):
+    failures = {}
+    if getattr(estimator, "normalize", False):
+        failures["check_classifiers_train"] = (
+            "rows are normalised to unit norm and there is no intercept, so the blob data of "
+            "this check is not separable through the origin")
+    return failures
+
+
+@parametrize_with_checks(_CHECK_ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_clone_pipeline_gridsearch(binary_data):
+    X, y = binary_data
+    est = DPLogisticRegression(epsilon=2.0, random_state=0, batch_size=50, epochs=3)
+    assert clone(est).get_params() == est.get_params()
+    pipe = make_pipeline(Normalizer(), est)
+    pipe.fit(X, y)
+    assert pipe.score(X, y) > 0.6
+    grid = GridSearchCV(est, {"clip": [0.1, 1.0]}, cv=2).fit(X, y)
+    assert grid.best_params_["clip"] in (0.1, 1.0)
+
+
+# ---------------------------------------------------- non-private optima
+
+
+def test_ridge_nonprivate_matches_sklearn(regression_data):
+    X, y = regression_data
+    lam = 1e-2
+    est = DPRidge(epsilon=np.inf, alpha=lam, batch_size=1, sampler="shuffle", clip=None,
+                  epochs=60, random_state=1).fit(sp.csr_matrix(X), y)
+    ref = Ridge(alpha=lam * X.shape[0], fit_intercept=False).fit(X, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
+    assert est.epsilon_ == math.inf and est.noise_multiplier_ == 0.0
+
+
+def test_logistic_nonprivate_matches_sklearn(binary_data):
+    X, y = binary_data
+    lam = 1e-2
+    est = DPLogisticRegression(epsilon=np.inf, alpha=lam, batch_size=1, sampler="shuffle",
+                               clip=None, epochs=80, random_state=2).fit(X, y)
+    ref = LogisticRegression(C=1.0 / (lam * X.shape[0]), fit_intercept=False, tol=1e-12,
+                             max_iter=10000).fit(X, y)
+    loss = get_loss("logistic")
+    ypm = np.where(y == 1, 1.0, -1.0)
+    p_est = primal_objective(est.coef_[0], X, ypm, loss, lam)
+    p_ref = primal_objective(ref.coef_[0], X, ypm, loss, lam)
+    # box_eps = 1e-4 leaves a tiny floor; the objective must match closely.
+    assert p_est == pytest.approx(p_ref, rel=1e-5)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=2e-3, atol=2e-3)
+    proba = est.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], expit(X @ est.coef_[0]), rtol=1e-12)
+    np.testing.assert_allclose(np.exp(est.predict_log_proba(X)), proba, rtol=1e-12)
+    assert list(est.classes_) == [0, 1]
+
+
+def test_svc_nonprivate_predicts_like_linear_svc(binary_data):
+    from sklearn.svm import LinearSVC
+
+    X, y = binary_data
+    lam = 1e-2
+    est = DPLinearSVC(epsilon=np.inf, alpha=lam, batch_size=1, sampler="shuffle", clip=None,
+                      epochs=100, random_state=3).fit(X, y)
+    ref = LinearSVC(C=1.0 / (lam * X.shape[0]), loss="hinge", fit_intercept=False, tol=1e-10,
+                    max_iter=100000).fit(X, y)
+    loss = get_loss("hinge")
+    ypm = np.where(y == 1, 1.0, -1.0)
+    assert primal_objective(est.coef_[0], X, ypm, loss, lam) == pytest.approx(
+        primal_objective(ref.coef_[0], X, ypm, loss, lam), rel=1e-3)
+
+
+# --------------------------------------------------------------- privacy
+
+
+@pytest.mark.parametrize("accountant", ["rdp", "pld"])
+def test_private_fit_spends_at_most_target(binary_data, accountant):
+    X, y = binary_data
+    est = DPLogisticRegression(epsilon=1.0, delta=1e-5, batch_size=40, epochs=2,
+                               accountant=accountant, random_state=0).fit(X, y)
+    assert est.epsilon_ <= 1.0
+    assert est.epsilon_ > 1.0 - 1e-3  # calibration is tight
+    assert est.delta_ == 1e-5
+    assert est.n_iter_ == 2 * X.shape[0] // 40
+
+
+def test_noise_multiplier_matches_convenience_api(binary_data):
+    X, y = binary_data
+    n = X.shape[0]
+    est = DPLogisticRegression(epsilon=0.5, delta=1e-6, batch_size=20, epochs=3,
+                               random_state=0).fit(X, y)
+    q, steps = 20 / n, 3 * n // 20
+    sigma = calibrate_noise_multiplier(0.5, 1e-6, q, steps)
+    assert est.noise_multiplier_ == pytest.approx(float(sigma), rel=2e-6)
+    assert est.epsilon_ == pytest.approx(compute_epsilon(est.noise_multiplier_, q, steps, 1e-6),
+                                         rel=1e-12)
+
+
+def test_explicit_noise_multiplier_reports_computed_epsilon(binary_data):
+    X, y = binary_data
+    est = DPRidge(noise_multiplier=3.0, batch_size=40, epochs=1, random_state=0)
+    est.fit(X, y.astype(float))
+    n = X.shape[0]
+    expected = compute_epsilon(3.0, 40 / n, n // 40, default_delta(n))
+    assert est.epsilon_ == pytest.approx(expected, rel=1e-12)
+    assert est.delta_ == default_delta(n) < 1.0 / n
+
+
+def test_default_delta_below_one_over_n():
+    for n in (10, 1000, 10**6):
+        assert default_delta(n) < 1.0 / n
+
+
+def test_same_seed_same_bits_any_thread_count(binary_data):
+    X, y = binary_data
+    a = DPLogisticRegression(epsilon=1.0, batch_size=50, random_state=7, num_threads=1).fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, batch_size=50, random_state=7, num_threads=2).fit(X, y)
+    c = DPLogisticRegression(epsilon=1.0, batch_size=50, random_state=8).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_ledger_charged_and_refuses_over_budget(binary_data, tmp_path):
+    X, y = binary_data
+    ledger = PrivacyLedger(epsilon=1.1, delta=1e-5, path=tmp_path / "ledger.json")
+    est = DPLogisticRegression(epsilon=1.0, delta=1e-5, batch_size=40, epochs=1,
+                               ledger=ledger, random_state=0).fit(X, y)
+    assert len(ledger.entries) == 1
+    assert ledger.spent() == pytest.approx(est.epsilon_, rel=1e-9)
+    second = DPLogisticRegression(epsilon=1.0, delta=1e-5, batch_size=40, epochs=1,
+                                  ledger=ledger, random_state=1)
+    with pytest.raises(BudgetExceededError):
+        second.fit(X, y)
+    assert not hasattr(second, "coef_")
+    assert len(ledger.entries) == 1
+    assert len(PrivacyLedger.load(tmp_path / "ledger.json").entries) == 1
+
+
+def test_more_privacy_means_worse_fit_on_average(regression_data):
+    X, y = regression_data
+    lam = 1e-2
+    loss = get_loss("squared")
+
+    def objective(eps):
+        vals = []
+        for seed in range(6):
+            est = DPRidge(epsilon=eps, alpha=lam, batch_size=100, epochs=5, clip=1.0,
+                          random_state=seed).fit(X, y)
+            vals.append(primal_objective(est.coef_, X, y, loss, lam))
+        return np.median(vals)
+
+    assert objective(0.05) > objective(5.0)
+
+
+# -------------------------------------------------------------- bad input
+
+
+def test_rows_above_unit_norm_rejected_unless_normalize(binary_data):
+    X, y = binary_data
+    X = X * 2.0
+    with pytest.raises(ValidationError, match="norm"):
+        DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    DPLogisticRegression(epsilon=1.0, normalize=True, random_state=0).fit(X, y)
+    # a non-private fit has no norm requirement
+    DPLogisticRegression(epsilon=np.inf, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"epsilon": 0.0}, "epsilon"),
+    ({"epsilon": -1.0}, "epsilon"),
+    ({"epsilon": float("nan")}, "epsilon"),
+    ({"delta": 0.0}, "delta"),
+    ({"delta": 1.0}, "delta"),
+    ({"alpha": 0.0}, "alpha"),
+    ({"batch_size": 10_000}, "batch_size"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"clip": 0.0}, "clip"),
+    ({"clip": -1.0}, "clip"),
+    ({"solver": "magic"}, "solver"),
+    ({"noise_multiplier": -1.0}, "noise_multiplier"),
+    ({"sampler": "nope"}, "sampler"),
+])
+def test_bad_parameters(binary_data, params, match):
+    X, y = binary_data
+    with pytest.raises(ValidationError, match=match):
+        DPLogisticRegression(random_state=0, **params).fit(X, y)
+
+
+def test_bad_labels_and_data(binary_data):
+    X, y = binary_data
+    with pytest.raises(ValidationError):
+        DPLogisticRegression().fit(X, np.arange(X.shape[0]) % 3)
+    with pytest.raises(ValidationError):
+        DPLinearSVC().fit(X, np.ones(X.shape[0]))
+    with pytest.raises(ValueError):
+        DPLogisticRegression().fit(X[:10], y)
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValidationError):
+        DPLogisticRegression().fit(bad, y)
+    with pytest.raises(ValidationError):
+        DPRidge().fit(np.empty((0, 3)), np.empty(0))
