@@ -24,9 +24,19 @@ Determinism
 Inside a batch (parallel mode) the margins ``m_j = x_j^T v / (lam N)`` and the
 steps ``zeta_j`` are independent; with ``num_threads > 1`` and a batch of at
 least ``parallel_min_rows`` rows they are computed with an OpenMP ``prange``
-(static schedule) into a buffer.  The updates are then applied sequentially in
-batch order, and every Gaussian draw happens in the sequential part, in a
-fixed order.  The result is therefore bit-identical for any thread count.
+(static schedule) into a buffer.  The update of v is then applied with the
+columns split among the threads (``column_splits``): every column still
+receives its updates in batch order, so each value is computed exactly as in
+the sequential apply.  Every Gaussian draw happens in the sequential part, in
+a fixed order.  The result is therefore bit-identical for any thread count.
+Input CSR must be canonical (column indices sorted within rows).
+
+Speed
+-----
+The first pass over a batch (the lazy-noise bookkeeping, or the margins)
+prefetches whole rows a few rows ahead: rows of a random batch are far apart
+in memory, and waiting for each row is the main cost otherwise.  The
+bookkeeping pass is branch-free; the draws then run over a compact list.
 
 Order of the Gaussian draws (the numpy reference in the tests follows it)
 --------------------------------------------------------------------------
@@ -208,12 +218,18 @@ cdef inline void _draw_pending(real_t* v, const int64_t* columns, const int32_t*
 
 cdef inline void _prefetch_ahead(const real_t* data, const index_t* indices,
                                  const index_t* indptr, const int64_t* batch, int64_t p,
-                                 int64_t end) noexcept nogil:
+                                 int64_t end, const real_t* alpha, const double* y,
+                                 const double* sq_norms) noexcept nogil:
     """Hint the cache: the row pointer 8 rows ahead, all of the row 4 rows ahead."""
+    cdef int64_t j
     if p + 8 < end:
         FASTDP_PREFETCH(&indptr[batch[p + 8]])
     if p + 4 < end:
-        _prefetch_row(data, indices, indptr, batch[p + 4])
+        j = batch[p + 4]
+        _prefetch_row(data, indices, indptr, j)
+        FASTDP_PREFETCH(&alpha[j])
+        FASTDP_PREFETCH(&y[j])
+        FASTDP_PREFETCH(&sq_norms[j])
 
 
 cdef inline index_t _lower_bound(const index_t* indices, index_t lo, index_t hi,
@@ -406,7 +422,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     ap[j] = <real_t>(<double>ap[j] + zp[q])
             else:
                 for q in range(b1 - b0):
-                    _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1)
+                    _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1, ap, yp, np_)
                     zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
                                              lam_n, sigma_prime, clip, box_eps)
                 for q in range(b1 - b0):
