@@ -1,0 +1,107 @@
+"""How the scikit-learn estimators run a solver family.
+
+Every solver family that the estimators of :mod:`fastdp.linear_model` can use
+provides an :class:`EstimatorSolver` (in its own module, in a dict named
+``ESTIMATOR_SOLVERS``), and is listed by name in :data:`_REGISTRY`.  The
+estimator then always does the same four things, whatever the solver:
+
+1. ``noise = solver.noise_for_budget(n, config, epsilon, delta, accountant)``
+   (or the user's ``noise_multiplier``);
+2. ``event = solver.event(n, config, noise)``: the privacy event of the whole
+   run, *before* anything runs (so a ledger can refuse it);
+3. charge the ledger with ``event``;
+4. ``result = solver.run(X, y, loss=..., noise=..., config=..., random_state=...)``,
+   whose ``result.event`` must equal ``event``.
+
+``config`` is a plain dict with the estimator's resolved settings:
+``lam`` (float), ``batch_size`` (int), ``epochs``, ``clip``, ``sampler``
+(name), ``lazy_noise``, ``num_threads``, ``record_history`` and
+``options`` (the estimator's ``solver_options`` dict, solver-specific).
+"""
+
+import importlib
+
+from fastdp.exceptions import ValidationError
+from fastdp.privacy.calibration import calibrate
+
+__all__ = ["EstimatorSolver", "get_estimator_solver", "ESTIMATOR_SOLVER_NAMES"]
+
+
+class EstimatorSolver:
+    """Adapter between an estimator and one solver.
+
+    Attributes
+    ----------
+    name : str
+        The estimator's ``solver=`` value.
+    losses : tuple of str
+        Canonical loss names the solver supports (``"squared"``, ``"logistic"``,
+        ``"hinge"``).
+    noise_name : str
+        What the noise parameter is (``"noise_multiplier"``, ``"laplace_scale"``, ...),
+        reported on the fitted estimator.
+    options : tuple of str
+        Keys of ``solver_options`` the solver understands (others are rejected).
+    """
+
+    name = "solver"
+    losses = ("squared", "logistic", "hinge")
+    noise_name = "noise_multiplier"
+    options = ()
+
+    def check_options(self, options):
+        """Reject unknown ``solver_options`` keys with a clear error."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            raise ValidationError(
+                f"solver {self.name!r} does not understand solver_options {unknown}; "
+                f"it accepts {sorted(self.options)}.")
+
+    def event(self, n_samples, config, noise):
+        """Privacy event of a whole run with noise parameter ``noise`` (> 0)."""
+        raise NotImplementedError
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        """Smallest noise whose event meets (epsilon, delta) under ``accountant``.
+
+        The default calibrates a noise parameter for which privacy improves as
+        it grows (a noise multiplier, a Laplace scale).  Solvers whose noise
+        follows from the budget in closed form override this.
+        """
+        return float(calibrate(lambda s: self.event(n_samples, config, s), epsilon, delta,
+                               accountant=accountant))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        """Train; returns a :class:`~fastdp.solvers._result.SolverResult`-like object."""
+        raise NotImplementedError
+
+
+# name -> "module:attribute" (a dict of EstimatorSolver keyed by name);
+# imported lazily, so a family that fails to import never breaks the others.
+_REGISTRY = {
+    "dpscd": "fastdp.solvers.scd:ESTIMATOR_SOLVERS",
+    "seq_dpscd": "fastdp.solvers.scd:ESTIMATOR_SOLVERS",
+    "dpsgd": "fastdp.solvers.sgd:ESTIMATOR_SOLVERS",
+    "sgd": "fastdp.solvers.sgd:ESTIMATOR_SOLVERS",
+    "output": "fastdp.solvers.perturbation:ESTIMATOR_SOLVERS",
+    "objective": "fastdp.solvers.perturbation:ESTIMATOR_SOLVERS",
+    "dp_heavy_ball": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
+    "dp_nesterov": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
+    "dp_masg": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
+    "dp_blsgd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+}
+
+ESTIMATOR_SOLVER_NAMES = tuple(_REGISTRY)
+
+
+def get_estimator_solver(name):
+    """The :class:`EstimatorSolver` registered under ``name``."""
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValidationError(
+            f"unknown solver {name!r}; choose one of {sorted(_REGISTRY)}.")
+    module_name, attribute = _REGISTRY[name].split(":")
+    try:
+        table = getattr(importlib.import_module(module_name), attribute)
+        return table[name]
+    except (ImportError, AttributeError, KeyError) as exc:
+        raise ValidationError(f"solver {name!r} is not available in this build: {exc}") from exc
