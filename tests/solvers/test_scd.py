@@ -14,7 +14,17 @@ from fastdp.exceptions import ValidationError
 from fastdp.losses import dual_objective, duality_gap, primal_objective
 from fastdp.privacy import events
 from fastdp.sampling import FixedSizeSampler, PoissonSampler
-from fastdp.solvers.scd import dual_dpscd, dual_sensitivity, scd, seq_dpscd, seq_sensitivity
+from fastdp.losses import get_loss
+from fastdp.solvers.scd import (
+    _primal_step,
+    dual_dpscd,
+    dual_sensitivity,
+    primal_dpscd,
+    primal_sensitivity,
+    scd,
+    seq_dpscd,
+    seq_sensitivity,
+)
 
 
 def make_problem(n=400, m=10, seed=0, task="ridge", label_noise=0.3):
@@ -320,3 +330,87 @@ def test_bad_input_is_rejected():
     with pytest.raises(ValidationError):
         dual_dpscd(X, y, **dict(base, num_threads=0))
     assert isinstance(PoissonSampler(0.1), PoissonSampler)
+
+
+# ----------------------------------------------------------------------------
+# primal DP-SCD (Algorithm 2)
+# ----------------------------------------------------------------------------
+
+def column_normalised(n=300, m=8, seed=0, task="ridge"):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m))
+    X /= np.linalg.norm(X, axis=0, keepdims=True)
+    w = rng.standard_normal(m) * 3
+    if task == "ridge":
+        return X, X @ w + 0.05 * rng.standard_normal(n)
+    return X, np.where(X @ w + 0.05 * rng.standard_normal(n) > 0, 1.0, -1.0)
+
+
+@pytest.mark.parametrize("L", [1, 4])
+def test_primal_ridge_reaches_closed_form(L):
+    X, y = column_normalised()
+    lam = 1e-3
+    res = primal_dpscd(X, y, loss="ridge", lam=lam, epochs=300, batch_size=L, clip=None,
+                       noise_multiplier=0.0, random_state=0)
+    assert np.linalg.norm(res.coef - ridge_optimum(X, y, lam)) <= 1e-6
+    assert np.abs(res.v - X @ res.coef).max() <= 1e-10
+    assert res.event == events.NonPrivateEvent()
+
+
+def test_primal_logistic_matches_sklearn():
+    X, y = column_normalised(task="binary")
+    lam = 1e-3
+    n = X.shape[0]
+    res = primal_dpscd(X, y, loss="logistic", lam=lam, epochs=400, batch_size=1, clip=None,
+                       noise_multiplier=0.0, random_state=0)
+    ref = LogisticRegression(C=1 / (lam * n), fit_intercept=False, tol=1e-12, max_iter=10000).fit(X, y)
+    assert primal_objective(res.coef, X, y, "logistic", lam) - primal_objective(
+        ref.coef_.ravel(), X, y, "logistic", lam) <= 1e-8
+
+
+def test_primal_noise_event_and_std():
+    X, y = column_normalised(n=4000, m=30)
+    L, C, sigma = 3, 0.2, 0.9
+    kw = dict(loss="ridge", lam=1e-2, epochs=L / 30, batch_size=L, clip=C, random_state=5)
+    noisy = primal_dpscd(X, y, noise_multiplier=sigma, **kw)
+    clean = primal_dpscd(X, y, noise_multiplier=0.0, **kw)
+    assert noisy.n_iter == 1
+    assert noisy.event == events.SelfComposedEvent(events.GaussianEvent(sigma), 1)
+    tau = sigma * primal_sensitivity(C, L)
+    assert tau == pytest.approx(sigma * 2 * C * math.sqrt(L * (L + 1)))
+    eta = noisy.v - clean.v  # n = 4000 draws; false alarm < 1e-6
+    assert abs(np.mean(eta**2) / tau**2 - 1) < 5 * math.sqrt(2 / eta.size)
+    assert np.count_nonzero(noisy.coef - clean.coef) == L
+
+
+def test_primal_empirical_sensitivity():
+    """Removing example k changes [delta theta_B; delta v] by at most 2C sqrt(L(L+1))."""
+    X, y = column_normalised(n=40, m=12, seed=3)
+    loss = get_loss("ridge")
+    L, C, lam = 4, 0.3, 1e-3
+    rng = np.random.default_rng(4)
+    worst = 0.0
+    for _ in range(300):
+        theta = rng.standard_normal(12) * 3
+        v = X @ theta + rng.standard_normal(40)
+        coords = np.sort(rng.choice(12, L, replace=False))
+        k = rng.integers(40)
+        keep = np.arange(40) != k
+        z, dv = _primal_step(sp.csc_matrix(X), y, theta, v, coords, loss, lam, float(L), C)
+        z0, dv0 = _primal_step(sp.csc_matrix(X[keep]), y[keep], theta, v[keep], coords, loss,
+                               lam * 40 / 39, float(L), C)  # same lam*N: the public constant
+        dv0_full = np.zeros(40)
+        dv0_full[keep] = dv0
+        worst = max(worst, np.linalg.norm(np.concatenate([z - z0, dv - dv0_full])))
+    assert worst <= primal_sensitivity(C, L) * (1 + 1e-12)
+
+
+def test_primal_bad_input():
+    X, y = column_normalised()
+    base = dict(loss="ridge", lam=1e-2, epochs=1, batch_size=2, clip=0.1, noise_multiplier=1.0)
+    with pytest.raises(ValidationError, match="column"):
+        primal_dpscd(X * 2, y, **base)
+    with pytest.raises(ValidationError, match="smooth"):
+        primal_dpscd(X, np.sign(y) + (y == 0), **dict(base, loss="hinge"))
+    with pytest.raises(ValidationError, match="batch_size"):
+        primal_dpscd(X, y, **dict(base, batch_size=9))
