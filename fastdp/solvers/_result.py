@@ -18,8 +18,10 @@ class SolverResult:
         The released primal model (for the dual SCD family ``v / (lam N)``,
         built from the noisy ``v``, never from ``X^T alpha``).
     alpha : ndarray of shape (n_samples,) or None
-        Final (noisy) dual variables.  Part of the released transcript of the
-        DP-SCD mechanism (spec 000, section 8.19), covered by ``event``.
+        Final (noisy) dual variables: **internal state, not covered by
+        ``event``**.  Its changed coordinates reveal which examples were
+        sampled, which the sampled accounting needs to keep secret; use it for
+        diagnostics (duality gap), do not publish it.
     v : ndarray or None
         Final (noisy) auxiliary vector (``n_features`` for the dual family).
     n_iter : int
@@ -54,8 +56,9 @@ class SolverResult:
         Accountants turn it into epsilon.
     lazy_noise : bool
         Whether v-noise was drawn lazily (same output distribution).
-    n_noise_draws : int
-        Number of standard normal draws taken (diagnostic of the lazy path).
+    diagnostics : dict
+        **Non-private** run details, e.g. ``n_noise_draws`` (with lazy noise
+        it depends on the sparsity of the sampled rows).  Never publish.
     num_threads : int
         OpenMP threads used for the margins (results do not depend on it).
     history : list of dict or None
@@ -84,7 +87,7 @@ class SolverResult:
     adjacency: str
     event: Any
     lazy_noise: bool
-    n_noise_draws: int
+    diagnostics: dict
     num_threads: int
     history: Optional[list] = None
     extra: dict = field(default_factory=dict)

@@ -34,13 +34,21 @@ Privacy (dual_dpscd, seq_dpscd)
   sampling and the per-epoch shuffle under replace-one, where the event
   converts the step to ``GaussianEvent(sigma / 2)`` (replace-one sensitivity
   <= 2 x add/remove sensitivity; for DP-SCD exactly 2 sqrt(2) C).
-* Released: the whole transcript of noisy ``(alpha, v)`` after every step
-  (the paper's threat model), hence the final ``alpha``, ``v`` and
-  ``coef = v / (lam N)``.  ``result.event`` describes all T steps with the
-  sampler that really ran.  Lazy noise releases the same distribution (see
-  :mod:`fastdp._kernels._scd`).
-* Not covered: the optional per-epoch ``history`` (it reads the data; it is a
-  non-private diagnostic) and anything computed from the data before the call.
+* Released: the noisy ``v`` after every step (and so ``coef = v / (lam N)``,
+  and the per-epoch states passed to ``callback``).  ``result.event``
+  describes all T steps with the sampler that really ran.  Lazy noise
+  releases the same distribution (see :mod:`fastdp._kernels._scd`).  The
+  paper's threat model also releases ``alpha``; the sensitivity used here
+  (``sqrt(2) C``, counting alpha) covers that, but see the next point.
+* Not covered: ``result.alpha`` is internal state.  Only the sampled
+  coordinates of alpha change in a step, so publishing alpha (even noisy)
+  reveals which examples were in which batch, and the subsampling
+  amplification behind Poisson and fixed-size accounting needs the batches
+  to stay secret.  Do not publish ``alpha``; keep it for diagnostics.  Also not
+  covered: the optional per-epoch ``history`` and ``result.diagnostics`` (they
+  read the data or the secret batches), anything computed from the data
+  before the call, and timing (the work per step follows the sparsity of the
+  sampled rows).
 * The solvers take an explicit ``noise_multiplier``; choosing it from a target
   epsilon is the caller's job (``fastdp.privacy`` calibration).
 """
@@ -293,7 +301,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         if record_history:
             history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))
         if callback is not None:
-            callback({"epoch": epoch, "n_iter": done, "coef": v / (lam_n), "alpha": alpha, "v": v})
+            callback({"epoch": epoch, "n_iter": done, "coef": v / lam_n, "v": v})
 
     extra = dict(extra, sigma_prime=float(sigma_prime), box_eps=box_eps, dtype=np.dtype(dtype).name)
     return SolverResult(
@@ -315,7 +323,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         adjacency=sampler.adjacency,
         event=_privacy_event(sampler, n, int(done), sigma),
         lazy_noise=bool(lazy_noise),
-        n_noise_draws=int(n_draws),
+        diagnostics={"n_noise_draws": int(n_draws)},
         num_threads=num_threads,
         history=history,
         extra=extra,
@@ -414,7 +422,7 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         Record per-epoch objectives (non-private diagnostics; reads the data).
     callback : callable or None
         Called after every epoch with a dict (``epoch``, ``n_iter``, ``coef``,
-        ``alpha``, ``v``) of the flushed, released state; must not modify it.
+        ``v``) of the flushed, released state; must not modify it.
 
     Returns
     -------
@@ -424,9 +432,10 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
 
     Notes
     -----
-    Privacy: see the module docstring (add/remove adjacency for Poisson and
-    shuffle, replace-one for fixed-size sampling; released: every noisy
-    (alpha, v) and the final model).
+    Privacy: see the module docstring (noise calibrated to the add/remove
+    sensitivity; the event's adjacency is add/remove for Poisson, replace-one
+    for fixed-size sampling and shuffling; released: every noisy v and the
+    final model; ``result.alpha`` is internal state, not covered).
     """
     L = _batch_size_arg(batch_size)
     smp = _resolve_sampler(sampler, L)
@@ -609,7 +618,7 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     Gaussian mechanism on ``[theta_B; v]`` with sensitivity
     :func:`primal_sensitivity`, composed T times without sampling (q = 1,
     spec 000 section 3.3).  Released: every noisy (theta, v), hence the
-    final model ``theta``.
+    final model ``theta`` (no sampling of examples, so nothing to hide).
     """
     loss = get_loss(loss)
     if loss.name == "hinge":
@@ -678,6 +687,6 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         algorithm="primal_dpscd", loss=loss.name, lam=lam, noise_multiplier=sigma,
         sensitivity=sensitivity, noise_std=noise_std, clip=clip, batch_size=float(L),
         sample_rate=1.0, sampler=smp.name, adjacency="add_remove", event=event,
-        lazy_noise=False, n_noise_draws=int(done * n + done * L) if private else 0,
+        lazy_noise=False, diagnostics={"n_noise_draws": int(done * (n + L)) if private else 0},
         num_threads=1, history=history, extra={"sigma_prime": float(L)},
     )

@@ -55,7 +55,7 @@ def test_sdca_ridge_reaches_closed_form_and_zero_gap():
     assert np.linalg.norm(res.coef - ridge_optimum(X, y, lam)) <= 1e-6
     assert res.history[-1]["duality_gap"] <= 1e-10
     assert res.n_iter == 30 * 400 and res.event == events.NonPrivateEvent()
-    assert res.n_noise_draws == 0 and res.noise_std == 0.0
+    assert res.diagnostics["n_noise_draws"] == 0 and res.noise_std == 0.0
 
 
 def test_sdca_logistic_matches_sklearn_optimum():
@@ -140,7 +140,7 @@ def test_zero_noise_multiplier_is_non_private_and_draws_nothing():
     X, y = make_problem()
     res = dual_dpscd(X, y, loss="ridge", lam=1e-2, epochs=2, batch_size=10, clip=0.1,
                      noise_multiplier=0.0, random_state=0)
-    assert res.event == events.NonPrivateEvent() and res.n_noise_draws == 0
+    assert res.event == events.NonPrivateEvent() and res.diagnostics["n_noise_draws"] == 0
     assert not res.private and np.abs(res.v - X.T @ res.alpha).max() <= 1e-10
 
 
@@ -414,3 +414,19 @@ def test_primal_bad_input():
         primal_dpscd(X, np.sign(y) + (y == 0), **dict(base, loss="hinge"))
     with pytest.raises(ValidationError, match="batch_size"):
         primal_dpscd(X, y, **dict(base, batch_size=9))
+
+
+def test_eager_noise_path_and_draw_counts():
+    """Eager noise draws T*M + (sampled alphas); lazy draws O(nnz + N + M) and fewer here."""
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 2000, density=0.005, random_state=rng, format="csr")
+    X = sp.csr_matrix(X.multiply(1 / np.maximum(np.sqrt(X.multiply(X).sum(1)), 1e-12)))
+    y = rng.standard_normal(300)
+    kw = dict(loss="ridge", lam=1e-2, epochs=2, batch_size=10, clip=0.1, noise_multiplier=1.0,
+              random_state=1, sampler="fixed")
+    eager = dual_dpscd(X, y, lazy_noise=False, **kw)
+    lazy = dual_dpscd(X, y, lazy_noise=True, **kw)
+    T = eager.n_iter
+    assert eager.diagnostics["n_noise_draws"] == T * 2000 + T * 10
+    assert lazy.diagnostics["n_noise_draws"] <= 2 * (X.nnz + 2000) + T * 10
+    assert lazy.diagnostics["n_noise_draws"] < eager.diagnostics["n_noise_draws"] / 5
