@@ -1,0 +1,149 @@
+# cython: language_level=3
+"""C-level building blocks of the sparse GLM kernels (shared by every solver family).
+
+``cimport`` this file (``from fastdp._kernels cimport _glm``) to use the inline
+helpers inside another ``nogil`` kernel; the Python entry points live in
+``_glm.pyx``.  Everything works on raw CSR pointers: ``data`` (float32 or
+float64), ``indices`` and ``indptr`` (int32 or int64, the same type), column
+indices sorted within rows for the column-split helpers.
+"""
+from libc.math cimport exp, fabs, sqrt
+from libc.stdint cimport int32_t, int64_t
+
+
+ctypedef fused real_t:
+    float
+    double
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+
+cdef enum:
+    GLM_SQUARED = 0
+    GLM_LOGISTIC = 1
+    GLM_HINGE = 2
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define FASTDP_GLM_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define FASTDP_GLM_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void FASTDP_GLM_PREFETCH(const void* p) nogil
+
+
+cdef inline double loss_derivative(int loss, double z, double y) noexcept nogil:
+    """d loss(z, y) / dz: squared ``z - y``; logistic ``-y / (1 + exp(y z))``;
+    hinge ``-y`` if ``y z < 1`` else 0 (the subgradient 0 at the kink)."""
+    cdef double yz, e
+    if loss == GLM_SQUARED:
+        return z - y
+    yz = y * z
+    if loss == GLM_LOGISTIC:
+        if yz > 0.0:
+            e = exp(-yz)
+            return -y * e / (1.0 + e)
+        return -y / (1.0 + exp(yz))
+    if yz < 1.0:
+        return -y
+    return 0.0
+
+
+cdef inline double row_dot(const real_t* data, const index_t* indices, index_t k0, index_t k1,
+                           const double* theta) noexcept nogil:
+    """sum_k data[k] theta[indices[k]] over the stored entries k0 <= k < k1 (storage order)."""
+    cdef double s = 0.0
+    cdef index_t k
+    for k in range(k0, k1):
+        s = s + <double>data[k] * theta[indices[k]]
+    return s
+
+
+cdef inline double row_dot_sq(const real_t* data, const index_t* indices, index_t k0, index_t k1,
+                              const double* theta, double* sq_norm) noexcept nogil:
+    """As :func:`row_dot`, also storing the squared L2 norm of the row in ``sq_norm[0]``."""
+    cdef double s = 0.0
+    cdef double q = 0.0
+    cdef double x
+    cdef index_t k
+    for k in range(k0, k1):
+        x = <double>data[k]
+        s = s + x * theta[indices[k]]
+        q = q + x * x
+    sq_norm[0] = q
+    return s
+
+
+cdef inline double clipped_coefficient(double deriv, double sq_norm, double clip) noexcept nogil:
+    """Coefficient c of ``clip(deriv * x, C) = c * x``: ``deriv / max(1, |deriv| ||x|| / C)``.
+
+    ``clip = inf`` gives ``deriv``.  Computed as a product (no division by a
+    possibly zero norm), so a zero row or a zero derivative gives exactly 0.
+    """
+    cdef double g = fabs(deriv) * sqrt(sq_norm)
+    if g > clip:
+        return deriv * (clip / g)
+    return deriv
+
+
+cdef inline void prefetch_row(const real_t* data, const index_t* indices,
+                              const index_t* indptr, int64_t j) noexcept nogil:
+    """Hint every cache line of row j (its column indices and values)."""
+    cdef index_t k
+    cdef index_t step = <index_t>(64 // sizeof(index_t))
+    k = indptr[j]
+    while k < indptr[j + 1]:
+        FASTDP_GLM_PREFETCH(&indices[k])
+        k = k + step
+    step = <index_t>(64 // sizeof(real_t))
+    k = indptr[j]
+    while k < indptr[j + 1]:
+        FASTDP_GLM_PREFETCH(&data[k])
+        k = k + step
+
+
+cdef inline index_t lower_bound(const index_t* indices, index_t lo, index_t hi,
+                                int64_t c) noexcept nogil:
+    """First k in [lo, hi) with ``indices[k] >= c`` (indices sorted within the row)."""
+    cdef index_t mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if indices[mid] < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline void scatter_rows(const double* coefs, double scale, const real_t* data,
+                              const index_t* indices, const index_t* indptr,
+                              const int64_t* rows, int64_t count, double* out,
+                              int64_t c_lo, int64_t c_hi, bint whole_rows) noexcept nogil:
+    """``out[c] += scale * coefs[q] * x_{rows[q], c}`` for q = 0..count-1 (in this order).
+
+    With ``whole_rows`` every column is updated; otherwise only the columns
+    in ``[c_lo, c_hi)`` (found by binary search).  Each column receives its
+    updates in the same order either way, so splitting the columns among
+    threads changes no bit of the result.
+    """
+    cdef int64_t q, j
+    cdef index_t k, k0, k1
+    cdef double z
+    for q in range(count):
+        j = rows[q]
+        z = scale * coefs[q]
+        if z == 0.0:
+            continue
+        if whole_rows:
+            k0 = indptr[j]
+            k1 = indptr[j + 1]
+        else:
+            k0 = lower_bound(indices, indptr[j], indptr[j + 1], c_lo)
+            k1 = lower_bound(indices, k0, indptr[j + 1], c_hi)
+        for k in range(k0, k1):
+            out[indices[k]] = out[indices[k]] + z * <double>data[k]

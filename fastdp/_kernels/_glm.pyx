@@ -1,0 +1,247 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Shared sparse GLM kernels: margins and (clipped) per-example gradient sums over CSR rows.
+
+Every solver family that needs ``X_B theta`` or ``sum_{i in B} grad loss_i``
+on a subset B of the rows calls these (DP-SGD, the accelerated methods, the
+line search, the perturbation baselines' L-BFGS).  C-level pieces for other
+kernels are in ``_glm.pxd``.
+
+Array contract (every entry point)
+----------------------------------
+* ``data``: float32 or float64; ``indices``, ``indptr``: int32 or int64, the
+  same type; C-contiguous 1-D arrays of a CSR matrix with column indices
+  sorted within each row (``fastdp._validation.check_X`` output).  Nothing is
+  copied or converted; a mismatched dtype raises ``TypeError`` or
+  ``ValueError`` (buffer dtype mismatch).
+* ``rows``: int64 row numbers (any order, repeats allowed), each in
+  ``[0, len(indptr) - 1)`` (checked).
+* ``theta``, ``y``, ``weights``, ``out``: float64, C-contiguous.  Every column
+  index of the rows read must be ``< len(theta)`` and ``< len(out)``: the
+  caller guarantees it (``check_X`` output and a model of length
+  ``n_features``); lengths of theta and out are checked against each other.
+* Accumulation is in float64, in a fixed order (rows in the order given,
+  entries in storage order).
+
+Threads
+-------
+``num_threads > 1`` splits independent work: the per-row margins and
+coefficients (``prange`` over rows), then the scatter into ``out`` with the
+columns split among threads; each column still receives its updates in row
+order, so results are bit-identical for any thread count.
+
+Privacy: these kernels read private data and release nothing; clipping bounds
+each example's contribution (``||clip(g, C)|| <= C``), which is what makes the
+callers' noise calibration valid.
+"""
+from cython.parallel cimport prange
+from libc.math cimport INFINITY
+from libc.stdint cimport int32_t, int64_t
+
+import numpy as np
+
+LOSS_SQUARED = GLM_SQUARED
+LOSS_LOGISTIC = GLM_LOGISTIC
+LOSS_HINGE = GLM_HINGE
+
+_PARALLEL_MIN_ROWS = 256
+
+
+def _check_rows(const int64_t[::1] rows, Py_ssize_t n_rows):
+    cdef Py_ssize_t q
+    cdef int64_t r
+    cdef bint bad = False
+    with nogil:
+        for q in range(rows.shape[0]):
+            r = rows[q]
+            if r < 0 or r >= n_rows:
+                bad = True
+                break
+    if bad:
+        raise ValueError(f"rows must lie in [0, {n_rows}).")
+
+
+def _check_loss(int loss_code):
+    if loss_code not in (GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE):
+        raise ValueError(f"unknown loss code {loss_code}; use LOSS_SQUARED, LOSS_LOGISTIC or LOSS_HINGE.")
+
+
+def _threads(num_threads, Py_ssize_t count):
+    nt = 1 if num_threads is None else int(num_threads)
+    if nt < 1:
+        raise ValueError("num_threads must be >= 1")
+    return nt if count >= _PARALLEL_MIN_ROWS else 1
+
+
+def _splits(Py_ssize_t n_columns, int nt):
+    return (np.arange(nt + 1, dtype=np.int64) * n_columns) // nt
+
+
+cdef void _scatter(const double* coefs, const real_t* dp, const index_t* ip, const index_t* pp,
+                   const int64_t* rp, int64_t count, double* op, Py_ssize_t n_columns,
+                   int nt, const int64_t* cs) noexcept nogil:
+    cdef int tid
+    if nt <= 1:
+        scatter_rows(coefs, 1.0, dp, ip, pp, rp, count, op, 0, n_columns, True)
+    else:
+        for tid in prange(nt, num_threads=nt, schedule="static"):
+            scatter_rows(coefs, 1.0, dp, ip, pp, rp, count, op, cs[tid], cs[tid + 1], False)
+
+
+def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+            const int64_t[::1] rows, const double[::1] theta, double[::1] out, num_threads=1):
+    """``out[k] = x_{rows[k]}^T theta`` for every k (overwrites ``out``).
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays (see the module's array contract).
+    rows : int64 array of row numbers.
+    theta : float64 array of length n_features.
+    out : float64 array of length ``len(rows)``.
+    num_threads : int, default=1
+        Rows are independent: any thread count gives the same bits.
+    """
+    cdef Py_ssize_t count = rows.shape[0]
+    cdef Py_ssize_t q
+    cdef int64_t j
+    if out.shape[0] != count:
+        raise ValueError("out must have one entry per row")
+    _check_rows(rows, indptr.shape[0] - 1)
+    if count == 0:
+        return
+    cdef int nt = _threads(num_threads, count)
+    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
+    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
+    cdef const index_t* pp = &indptr[0]
+    cdef const double* tp = &theta[0] if theta.shape[0] > 0 else NULL
+    with nogil:
+        if nt > 1:
+            for q in prange(count, num_threads=nt, schedule="static"):
+                out[q] = row_dot(dp, ip, pp[rows[q]], pp[rows[q] + 1], tp)
+        else:
+            for q in range(count):
+                if q + 4 < count:
+                    prefetch_row(dp, ip, pp, rows[q + 4])
+                j = rows[q]
+                out[q] = row_dot(dp, ip, pp[j], pp[j + 1], tp)
+
+
+def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
+                         const index_t[::1] indptr, const double[::1] y,
+                         const int64_t[::1] rows, const double[::1] theta, int loss_code,
+                         double clip, double[::1] out, num_threads=1):
+    """``out += sum_{i in rows} clip(loss'(x_i^T theta, y_i) x_i, C)``; returns None.
+
+    ``clip(g, C) = g / max(1, ||g|| / C)``; ``clip = inf`` means no clipping.
+    A row listed twice contributes twice.
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays (see the module's array contract).
+    y : float64 labels, indexed by row number.
+    rows : int64 row numbers.
+    theta : float64 model, length n_features.
+    loss_code : LOSS_SQUARED, LOSS_LOGISTIC or LOSS_HINGE.
+    clip : float
+        C > 0 (``inf`` for none).
+    out : float64 dense accumulator of length n_features (added to, not reset).
+    num_threads : int, default=1
+        Same bits for any value.
+    """
+    cdef Py_ssize_t count = rows.shape[0]
+    cdef Py_ssize_t n_columns = out.shape[0]
+    cdef Py_ssize_t q
+    cdef int64_t j
+    cdef double sq
+    _check_loss(loss_code)
+    if not clip > 0.0:
+        raise ValueError("clip must be > 0 (inf for none)")
+    if theta.shape[0] != n_columns:
+        raise ValueError("theta and out must both have length n_features")
+    _check_rows(rows, indptr.shape[0] - 1)
+    if y.shape[0] != indptr.shape[0] - 1:
+        raise ValueError("y must have one entry per row of X")
+    if count == 0:
+        return
+    cdef int nt = _threads(num_threads, count)
+    coef_arr = np.empty(count, dtype=np.float64)
+    splits_arr = _splits(n_columns, nt)
+    cdef double[::1] coefs = coef_arr
+    cdef const int64_t[::1] splits = splits_arr
+    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
+    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
+    cdef const index_t* pp = &indptr[0]
+    cdef const double* tp = &theta[0] if n_columns > 0 else NULL
+    cdef double* op = &out[0] if n_columns > 0 else NULL
+    cdef double* cp = &coefs[0]
+    cdef bint clipping = clip < INFINITY
+    with nogil:
+        if nt > 1:
+            for q in prange(count, num_threads=nt, schedule="static"):
+                cp[q] = _row_coefficient(dp, ip, pp, rows[q], tp, y[rows[q]], loss_code, clip,
+                                         clipping)
+        else:
+            for q in range(count):
+                if q + 4 < count:
+                    prefetch_row(dp, ip, pp, rows[q + 4])
+                cp[q] = _row_coefficient(dp, ip, pp, rows[q], tp, y[rows[q]], loss_code, clip,
+                                         clipping)
+        _scatter(cp, dp, ip, pp, &rows[0], count, op, n_columns, nt, &splits[0])
+
+
+cdef inline double _row_coefficient(const real_t* dp, const index_t* ip, const index_t* pp,
+                                    int64_t j, const double* tp, double y_j, int loss_code,
+                                    double clip, bint clipping) noexcept nogil:
+    cdef double sq, z
+    if clipping:
+        z = row_dot_sq(dp, ip, pp[j], pp[j + 1], tp, &sq)
+        return clipped_coefficient(loss_derivative(loss_code, z, y_j), sq, clip)
+    z = row_dot(dp, ip, pp[j], pp[j + 1], tp)
+    return loss_derivative(loss_code, z, y_j)
+
+
+def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                 const double[::1] y, const int64_t[::1] rows, const double[::1] theta,
+                 int loss_code, double[::1] out, num_threads=1):
+    """``out += sum_{i in rows} loss'(x_i^T theta, y_i) x_i`` (no clipping); returns None.
+
+    Same contract as :func:`clipped_gradient_sum` with ``clip = inf`` (and the
+    same bits).
+    """
+    clipped_gradient_sum(data, indices, indptr, y, rows, theta, loss_code, INFINITY, out,
+                         num_threads)
+
+
+def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
+                     const index_t[::1] indptr, const int64_t[::1] rows,
+                     const double[::1] weights, double[::1] out, num_threads=1):
+    """``out += sum_k weights[k] x_{rows[k]}`` (i.e. ``X_rows^T weights``); returns None.
+
+    The scatter half of a gradient, for callers that already have the
+    per-row derivatives (e.g. from :func:`margins` plus a vectorised loss),
+    and for Hessian-vector products ``X^T (D X v)``.
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays (see the module's array contract).
+    rows : int64 row numbers.
+    weights : float64, one per entry of ``rows``.
+    out : float64 accumulator of length n_features (added to).
+    num_threads : int, default=1
+        Same bits for any value.
+    """
+    cdef Py_ssize_t count = rows.shape[0]
+    cdef Py_ssize_t n_columns = out.shape[0]
+    if weights.shape[0] != count:
+        raise ValueError("weights must have one entry per row")
+    _check_rows(rows, indptr.shape[0] - 1)
+    if count == 0:
+        return
+    cdef int nt = _threads(num_threads, count)
+    splits_arr = _splits(n_columns, nt)
+    cdef const int64_t[::1] splits = splits_arr
+    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
+    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
+    cdef const index_t* pp = &indptr[0]
+    cdef double* op = &out[0] if n_columns > 0 else NULL
+    with nogil:
+        _scatter(&weights[0], dp, ip, pp, &rows[0], count, op, n_columns, nt, &splits[0])
