@@ -20,8 +20,10 @@ load_dataset, DATASETS
 """
 
 import bz2
+import contextlib
 import gzip
 import lzma
+import mmap
 import os
 from pathlib import Path
 
@@ -51,6 +53,13 @@ _MAGIC_DECOMPRESSORS = (
 )
 
 
+def _decompress_if_needed(raw):
+    for magic, decompress in _MAGIC_DECOMPRESSORS:
+        if raw[: len(magic)] == magic:
+            return decompress(raw)
+    return raw
+
+
 def _read_bytes(source):
     """Whole content of a path or binary file object, decompressed if needed.
 
@@ -61,19 +70,48 @@ def _read_bytes(source):
         raw = source.read()
         if isinstance(raw, str):
             raise ValidationError("open the file in binary mode ('rb') before passing it to load_libsvm")
-    else:
+        return bytes(_decompress_if_needed(raw))
+    try:
+        path = os.fspath(source)
+    except TypeError:
+        raise ValidationError(
+            f"load_libsvm expects a path or a binary file object, got {type(source).__name__}"
+        ) from None
+    with open(path, "rb") as f:
+        return bytes(_decompress_if_needed(f.read()))
+
+
+@contextlib.contextmanager
+def _file_content(source):
+    """Yield the (decompressed) content as a bytes-like object.
+
+    An uncompressed file on disk is memory-mapped read-only instead of copied:
+    the parser reads it straight from the page cache.
+    """
+    path = None
+    if not hasattr(source, "read"):
         try:
             path = os.fspath(source)
         except TypeError:
-            raise ValidationError(
-                f"load_libsvm expects a path or a binary file object, got {type(source).__name__}"
-            ) from None
-        with open(path, "rb") as f:
-            raw = f.read()
-    for magic, decompress in _MAGIC_DECOMPRESSORS:
-        if raw.startswith(magic):
-            return decompress(raw)
-    return bytes(raw)
+            path = None
+    if path is None:
+        yield _read_bytes(source)
+        return
+    with open(path, "rb") as f:
+        head = f.read(8)
+        compressed = any(head.startswith(magic) for magic, _ in _MAGIC_DECOMPRESSORS)
+        if compressed or os.fstat(f.fileno()).st_size == 0:
+            f.seek(0)
+            yield bytes(_decompress_if_needed(f.read()))
+            return
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield mapped
+    finally:
+        try:
+            mapped.close()
+        except BufferError:  # a view is still alive (e.g. in a traceback): let GC unmap it
+            pass
 
 
 def _check_loader_arguments(n_features, zero_based, dtype):
@@ -165,9 +203,39 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
         On bad arguments, or when ``n_features`` is smaller than the file needs.
     """
     dtype = _check_loader_arguments(n_features, zero_based, dtype)
-    raw = _read_bytes(path)
-    buf = np.frombuffer(raw, dtype=np.uint8)
+    with _file_content(path) as raw:
+        parsed = _parse_content(raw, zero_based, return_qid)
+    indptr, indices, data, labels, qids, n_rows, nnz, min_index, max_index = parsed
+    if zero_based is False or (zero_based == "auto" and nnz > 0 and min_index > 0):
+        indices -= 1
+        max_index -= 1
+    needed = max_index + 1 if nnz > 0 else 1
+    if n_features is None:
+        n_features = needed
+    elif n_features < needed:
+        raise ValidationError(
+            f"n_features={n_features} is too small: the file has feature index {needed - 1} "
+            f"(0-based), so it needs n_features >= {needed}"
+        )
+    if dtype != np.float64:
+        data = np.asarray(data, dtype=dtype)
+    # Through csr_array, as scikit-learn does: keeps the int64 index arrays without a
+    # copy (the csr_matrix constructor would downcast them to int32).
+    X = sp.csr_matrix(sp.csr_array((data, indices, indptr), shape=(n_rows, int(n_features))))
+    X.has_sorted_indices = True  # the parser enforced strictly increasing indices per row
+    X.has_canonical_format = True
+    if return_qid:
+        return X, labels, qids
+    return X, labels
 
+
+def _parse_content(raw, zero_based, return_qid):
+    """Run the compiled parser on the bytes; raise on the first malformed line.
+
+    Returns (indptr, indices, data, labels, qids, n_rows, nnz, min_index,
+    max_index) with indices as written in the file (not yet shifted).
+    """
+    buf = np.frombuffer(raw, dtype=np.uint8)
     max_rows, max_entries = _kernel.count_rows_and_tokens(buf)
     indptr = np.empty(max_rows + 1, dtype=np.int64)
     indices = np.empty(max_entries, dtype=np.int64)
@@ -194,35 +262,15 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     if return_qid and qid_err_line:
         raise LibsvmParseError("a 'qid:' value is not a 64-bit integer", qid_err_line)
 
+    del buf  # no view of a memory map may outlive it
     if nnz < max_entries:  # qid tokens or colons inside comments
         indices = indices[:nnz].copy()
         data = data[:nnz].copy()
     if n_rows < max_rows:  # blank and comment lines, final newline
         indptr = indptr[: n_rows + 1].copy()
         labels = labels[:n_rows].copy()
-        qids = qids[:n_rows]
-        has_qid = has_qid[:n_rows]
-    if zero_based is False or (zero_based == "auto" and nnz > 0 and min_index > 0):
-        indices -= 1
-        max_index -= 1
-    needed = max_index + 1 if nnz > 0 else 1
-    if n_features is None:
-        n_features = needed
-    elif n_features < needed:
-        raise ValidationError(
-            f"n_features={n_features} is too small: the file has feature index {needed - 1} "
-            f"(0-based), so it needs n_features >= {needed}"
-        )
-    if dtype != np.float64:
-        data = np.asarray(data, dtype=dtype)
-    # Through csr_array, as scikit-learn does: keeps the int64 index arrays without a
-    # copy (the csr_matrix constructor would downcast them to int32).
-    X = sp.csr_matrix(sp.csr_array((data, indices, indptr), shape=(n_rows, int(n_features))))
-    X.has_sorted_indices = True  # the parser enforced strictly increasing indices per row
-    X.has_canonical_format = True
-    if return_qid:
-        return X, labels, np.where(has_qid.view(bool), qids, -1)
-    return X, labels
+    qids = np.where(has_qid[:n_rows].view(bool), qids[:n_rows], -1) if return_qid else None
+    return indptr, indices, data, labels, qids, n_rows, nnz, min_index, max_index
 
 
 # --------------------------------------------------------------------------- #

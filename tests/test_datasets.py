@@ -225,6 +225,20 @@ def test_index_overflow_is_a_parse_error():
         load_libsvm(io.BytesIO(b"1 3000000000:1\n"))
 
 
+def test_files_on_disk_memory_mapped(tmp_path):
+    # plain files are memory-mapped: results, errors and empty files as with bytes
+    path = tmp_path / "plain.svm"
+    path.write_bytes(QUIRKS["special_values"])
+    assert_same_as_sklearn(load_libsvm(path), load_svmlight_file(str(path)))
+    path.write_bytes(b"1 1:1\n1 1:inf 2:zz\n")
+    for _ in range(2):  # the map of the failed load does not block a later one
+        with pytest.raises(LibsvmParseError) as info:
+            load_libsvm(path)
+        assert info.value.line_number == 2
+    path.write_bytes(b"")
+    assert load_libsvm(path)[0].shape == (0, 1)
+
+
 def test_first_error_in_file_order_wins():
     # a bad value (resolved in Python) on line 2 before a structural error on line 3
     with pytest.raises(LibsvmParseError) as info:

@@ -29,6 +29,15 @@ normal range. Every other token (more digits, ``inf``/``nan``, underscores,
 extreme exponents, or garbage) is reported back as a *hard* token span; the
 Python caller converts those with ``float()`` itself, which both gives the exact
 value and decides validity the way scikit-learn does.
+
+Speed
+-----
+:func:`fill_csr` makes one sweep over the bytes; each number is read by the
+same loop that finds the end of its token (:func:`_scan_number`). Helpers on
+the hot path are inlined at the numba IR level (``inline="always"``): a call
+between numba functions passes every array argument with reference counting,
+which costs more than parsing a short number. Rare paths (more than 19 digits,
+exponents) stay real calls.
 """
 
 import numpy as np
@@ -49,7 +58,6 @@ __all__ = [
     "POW10",
     "count_rows_and_tokens",
     "fill_csr",
-    "parse_float_token",
 ]
 
 ERR_NONE = 0
@@ -77,7 +85,7 @@ ERROR_MESSAGES = {
     ERR_BAD_QID: "a 'qid' token has no ':' (expected 'qid:<int>')",
 }
 
-# Status of _eisel_lemire.
+# Status returned by _eisel_lemire.
 FLOAT_OK = 0
 FLOAT_HARD = 1
 
@@ -295,78 +303,6 @@ def _parse_float_long(buf, i, end, negative, pow5_hi, pow5_lo, pow10):
             return np.nan
         exp10 += e
     return _scale_decimal(w, exp10, negative, pow5_hi, pow5_lo, pow10)
-
-
-@njit(cache=True, inline="always")
-def _load_eight(buf, i):
-    """Little-endian uint64 of buf[i:i+8]."""
-    v = np.uint64(buf[i])
-    for k in range(1, 8):
-        v |= np.uint64(buf[i + k]) << np.uint64(8 * k)
-    return v
-
-
-@njit(cache=True, inline="always")
-def _eight_digits_value(v):
-    """Value of 8 ASCII digits packed little-endian in a uint64 (SWAR)."""
-    v = v - np.uint64(0x3030303030303030)
-    v = v * np.uint64(10) + (v >> np.uint64(8))
-    v = ((v & np.uint64(0x000000FF000000FF)) * np.uint64(0x000F424000000064)
-         + ((v >> np.uint64(16)) & np.uint64(0x000000FF000000FF)) * np.uint64(0x0000271000000001))
-    return v >> np.uint64(32)
-
-
-@njit(cache=True, inline="always")
-def _accumulate_digits(buf, i, stop, w):
-    """w * 10**(stop - i) + value of the (validated) digits buf[i:stop]."""
-    while stop - i >= 8:
-        w = w * np.uint64(100000000) + _eight_digits_value(_load_eight(buf, i))
-        i += 8
-    while i < stop:
-        w = w * np.uint64(10) + np.uint64(buf[i] - np.uint8(48))
-        i += 1
-    return w
-
-
-@njit(cache=True, inline="always")
-def parse_float_token(buf, start, end, pow5_hi, pow5_lo, pow10):
-    """Parse ``buf[start:end]`` as a decimal float.
-
-    Returns the correctly rounded double, or NaN when the token is empty, not a
-    plain decimal, has more than 19 significant digits or an extreme exponent
-    (``nan`` itself is never a plain decimal): the caller must then decide with
-    Python ``float()``.
-
-    The common case ``[+-]digits[.digits]`` with at most 19 digits is validated
-    by one branch-light loop, then its digits are accumulated eight at a time
-    (SWAR); everything else goes through :func:`_parse_float_long`.
-    """
-    i = start
-    if i >= end:
-        return np.nan
-    negative = buf[i] == 45
-    if negative or buf[i] == 43:
-        i += 1
-    first = i
-    dot = -1
-    plain = True
-    while i < end:
-        c = buf[i]
-        if c - np.uint8(48) > np.uint8(9):  # not a digit (uint8 arithmetic wraps)
-            if c == 46 and dot < 0:
-                dot = i
-            else:
-                plain = False
-        i += 1
-    n_fraction = 0 if dot < 0 else end - dot - 1
-    n_digits = end - first - (1 if dot >= 0 else 0)
-    if not plain or n_digits == 0 or n_digits > 19:
-        return _parse_float_long(buf, first, end, negative, pow5_hi, pow5_lo, pow10)
-    if dot < 0:
-        w = _accumulate_digits(buf, first, end, _U0)
-    else:
-        w = _accumulate_digits(buf, dot + 1, end, _accumulate_digits(buf, first, dot, _U0))
-    return _scale_decimal(w, -n_fraction, negative, pow5_hi, pow5_lo, pow10)
 
 
 @njit(cache=True, inline="always")
