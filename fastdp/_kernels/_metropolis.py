@@ -1,0 +1,315 @@
+"""numba kernels of the random-walk Metropolis sampler for spec 001's M_E.
+
+This module holds compiled inner loops only: no privacy decisions, no I/O.
+:mod:`fastdp.solvers.piecewise_affine` chooses the temperature ``beta``, the
+proposal scale and the (data-independent) starting points and validates every
+array; the kernels here only run the chains.
+
+Target density on a polytope P (zero outside P)::
+
+    pi(x) ∝ exp(-beta * f(x)),
+
+with one of two objectives (``kind``):
+
+* ``OBJ_MAX_AFFINE`` (0): f(x) = max_i (A[i] . x + b[i]);
+* ``OBJ_SUM_PINBALL`` (1): f(x) = weight * sum_i rho_tau(b[i] - A[i] . x),
+  rho_tau(r) = max(tau * r, (tau - 1) * r) (quantile regression; tau = 1/2,
+  weight = 2 gives least absolute deviations).
+
+P is a box ``lo <= x <= hi`` (``use_box``) or ``H x <= h`` (no tolerance).
+
+One step of a chain (spec 001, section 2.3.1): draw ``d`` standard normals
+``z`` and one uniform ``u`` in (0, 1) (always both, so the random stream of a
+chain does not depend on the data), propose ``y = x + step_std * z``; if y is
+outside P the step is a rejection (the step still counts, proposals are never
+redrawn); otherwise accept when ``log(u) < -beta * (f(y) - f(x))``.
+
+Random numbers: every chain owns a xoshiro256** generator seeded through
+splitmix64 from its own 64-bit seed; normals come from the 256-layer
+ziggurat method. Chains therefore
+give the same bits whatever the number of threads and whatever other chains
+run. :func:`chain_random_stream` returns exactly the numbers a chain consumes,
+so a plain numpy implementation can replay a chain bit for bit (tests).
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = [
+    "OBJ_MAX_AFFINE",
+    "OBJ_SUM_PINBALL",
+    "metropolis_chains",
+    "chain_random_stream",
+    "objective_values",
+]
+
+OBJ_MAX_AFFINE = 0
+OBJ_SUM_PINBALL = 1
+
+_TWO_PI = 2.0 * math.pi
+_INV_2_53 = 1.0 / 9007199254740992.0
+
+
+# --------------------------------------------------------------------------
+# per-chain random numbers: splitmix64 seeding, xoshiro256**, ziggurat
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(cache=True)
+def _seed_state(seed, state):
+    """Fill the 4-word xoshiro256** state from a 64-bit seed with splitmix64."""
+    z = np.uint64(seed)
+    for i in range(4):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        t = z
+        t = (t ^ (t >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        t = (t ^ (t >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        state[i] = t ^ (t >> np.uint64(31))
+
+
+@njit(cache=True)
+def _next_u64(state):
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+    return result
+
+
+@njit(cache=True)
+def _next_open_uniform(state):
+    """Uniform double in the open interval (0, 1) (53 random bits, midpoint)."""
+    return (np.float64(_next_u64(state) >> np.uint64(11)) + 0.5) * _INV_2_53
+
+
+def _ziggurat_tables():
+    """Layer edges x[0..256] and f(x) of the 256-layer normal ziggurat.
+
+    Marsaglia and Tsang (2000): f(x) = exp(-x^2/2) on x >= 0 is covered by a
+    base strip (rectangle [0, r] x [0, f(r)] plus the tail beyond r) and 255
+    rectangles, all of area v. ``x[0] = v / f(r)`` is the virtual width of the
+    base strip, ``x[1] = r``, ``x[i+1] = f^{-1}(f(x[i]) + v / x[i])`` and
+    ``x[256] = 0``. With this r the top layer's area matches v to 2e-13
+    relative, far below anything a sample can detect.
+    """
+    r = 3.6541528853610088
+    v = r * math.exp(-0.5 * r * r) + math.sqrt(math.pi / 2.0) * math.erfc(r / math.sqrt(2.0))
+    x = np.empty(_ZIG_LAYERS + 1)
+    x[0] = v / math.exp(-0.5 * r * r)
+    x[1] = r
+    for i in range(1, _ZIG_LAYERS - 1):
+        x[i + 1] = math.sqrt(-2.0 * math.log(v / x[i] + math.exp(-0.5 * x[i] * x[i])))
+    x[_ZIG_LAYERS] = 0.0
+    return x, np.exp(-0.5 * x * x), r
+
+
+_ZIG_LAYERS = 256
+_ZIG_X, _ZIG_F, _ZIG_R = _ziggurat_tables()
+
+
+@njit(cache=True)
+def _next_normal(state):
+    """Standard normal by the ziggurat method (one 64-bit draw in ~99% of calls).
+
+    Bits 0-7 of the draw pick the layer, bit 8 the sign and bits 11-63 the
+    abscissa, so the three are independent.
+    """
+    while True:
+        bits = _next_u64(state)
+        layer = np.int64(bits & np.uint64(0xFF))
+        negative = (bits >> np.uint64(8)) & np.uint64(1)
+        xx = np.float64(bits >> np.uint64(11)) * _INV_2_53 * _ZIG_X[layer]
+        if xx < _ZIG_X[layer + 1]:
+            return -xx if negative else xx
+        if layer == 0:
+            # tail beyond r (Marsaglia 1964)
+            while True:
+                a = -math.log(_next_open_uniform(state)) / _ZIG_R
+                e = -math.log(_next_open_uniform(state))
+                if 2.0 * e > a * a:
+                    break
+            xx = _ZIG_R + a
+            return -xx if negative else xx
+        height = _ZIG_F[layer] + _next_open_uniform(state) * (_ZIG_F[layer + 1] - _ZIG_F[layer])
+        if height < math.exp(-0.5 * xx * xx):
+            return -xx if negative else xx
+
+
+@njit(cache=True)
+def _draw_step(state, z):
+    """The random numbers of one Metropolis step: fills ``z``, returns ``u``."""
+    for j in range(z.shape[0]):
+        z[j] = _next_normal(state)
+    return _next_open_uniform(state)
+
+
+# --------------------------------------------------------------------------
+# objective and membership
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _objective(kind, At, b, tau, weight, x, s):
+    """f(x); ``At`` is A transposed (d, m), ``s`` an (m,) scratch array.
+
+    The inner loop runs over the pieces (contiguous in ``At``), so it uses SIMD;
+    every piece is still summed in the order b[i] + A[i,0] x[0] + A[i,1] x[1] + ...
+    """
+    d, m = At.shape
+    for i in range(m):
+        s[i] = b[i]
+    if kind == OBJ_MAX_AFFINE:
+        for j in range(d):
+            xj = x[j]
+            for i in range(m):
+                s[i] += At[j, i] * xj
+        best = -np.inf
+        for i in range(m):
+            if s[i] > best:
+                best = s[i]
+        return best
+    for j in range(d):
+        xj = x[j]
+        for i in range(m):
+            s[i] -= At[j, i] * xj
+    total = 0.0
+    for i in range(m):
+        r = s[i]
+        if r >= 0.0:
+            total += tau * r
+        else:
+            total += (tau - 1.0) * r
+    return weight * total
+
+
+@njit(cache=True)
+def _inside(x, H, h, lo, hi, use_box):
+    if use_box:
+        for j in range(x.shape[0]):
+            if x[j] < lo[j] or x[j] > hi[j]:
+                return False
+        return True
+    p, d = H.shape
+    for k in range(p):
+        s = 0.0
+        for j in range(d):
+            s += H[k, j] * x[j]
+        if s > h[k]:
+            return False
+    return True
+
+
+@njit(cache=True, parallel=True)
+def objective_values(kind, At, b, tau, weight, X):
+    """f at every row of ``X`` (same arithmetic as inside the chains)."""
+    n = X.shape[0]
+    out = np.empty(n)
+    for r in prange(n):
+        s = np.empty(b.shape[0])
+        out[r] = _objective(kind, At, b, tau, weight, X[r], s)
+    return out
+
+
+# --------------------------------------------------------------------------
+# chains
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
+               x, n_steps, step_std, state):
+    """Advance one chain in place from ``x``; returns the number of accepted moves."""
+    d = x.shape[0]
+    z = np.empty(d)
+    y = np.empty(d)
+    s = np.empty(b.shape[0])
+    fx = _objective(kind, At, b, tau, weight, x, s)
+    n_accepted = 0
+    for _ in range(n_steps):
+        u = _draw_step(state, z)
+        for j in range(d):
+            y[j] = x[j] + step_std[j] * z[j]
+        if not _inside(y, H, h, lo, hi, use_box):
+            continue
+        fy = _objective(kind, At, b, tau, weight, y, s)
+        # log(u) < 0 always, so a move that does not increase f is accepted
+        # without evaluating the logarithm (same decisions, less work).
+        if fy <= fx or math.log(u) < -beta * (fy - fx):
+            for j in range(d):
+                x[j] = y[j]
+            fx = fy
+            n_accepted += 1
+    return n_accepted
+
+
+@njit(cache=True, parallel=True)
+def metropolis_chains(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
+                      x0, n_steps, step_std, seeds):
+    """Run ``len(seeds)`` independent Metropolis chains in parallel.
+
+    Parameters
+    ----------
+    kind : int
+        ``OBJ_MAX_AFFINE`` or ``OBJ_SUM_PINBALL``.
+    At : float64 array (d, m), C-contiguous
+        The slopes, transposed (column i is a_i).
+    b : float64 array (m,)
+    tau, weight : float
+        Pinball parameters (ignored for max-affine).
+    beta : float
+        Inverse temperature (>= 0).
+    H, h : float64 arrays (p, d), (p,)
+        Polytope ``H x <= h`` (ignored when ``use_box``; pass (0, d), (0,)).
+    lo, hi : float64 arrays (d,)
+        Box bounds (ignored unless ``use_box``).
+    use_box : bool
+    x0 : float64 array (n_chains, d)
+        Starting points; must lie in P (the caller checks).
+    n_steps : int
+        Steps per chain (>= 0).
+    step_std : float64 array (d,)
+        Proposal standard deviation per coordinate.
+    seeds : uint64 array (n_chains,)
+        One seed per chain.
+
+    Returns
+    -------
+    X : float64 array (n_chains, d)
+        Final states.
+    n_accepted : int64 array (n_chains,)
+        Accepted moves per chain.
+    """
+    n_chains, d = x0.shape
+    X = np.empty((n_chains, d))
+    n_accepted = np.zeros(n_chains, dtype=np.int64)
+    for c in prange(n_chains):
+        state = np.empty(4, dtype=np.uint64)
+        _seed_state(seeds[c], state)
+        x = x0[c].copy()
+        n_accepted[c] = _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
+                                   x, n_steps, step_std, state)
+        X[c] = x
+    return X, n_accepted
+
+
+@njit(cache=True)
+def chain_random_stream(seed, n_steps, d):
+    """The normals (n_steps, d) and uniforms (n_steps,) a chain with ``seed`` consumes.
+
+    A chain draws, at every step, ``d`` normals then one uniform, whether or
+    not the proposal is inside P or accepted.
+    """
+    state = np.empty(4, dtype=np.uint64)
+    _seed_state(np.uint64(seed), state)
+    normals = np.empty((n_steps, d))
+    uniforms = np.empty(n_steps)
+    for t in range(n_steps):
+        uniforms[t] = _draw_step(state, normals[t])
+    return normals, uniforms
