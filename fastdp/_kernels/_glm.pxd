@@ -147,3 +147,38 @@ cdef inline void scatter_rows(const double* coefs, double scale, const real_t* d
             k1 = lower_bound(indices, k0, indptr[j + 1], c_hi)
         for k in range(k0, k1):
             out[indices[k]] = out[indices[k]] + z * <double>data[k]
+
+
+# ---------------------------------------------------------------------------
+# lazy-noise bookkeeping (shared by the mini-batch kernels with lazy Gaussian noise)
+# ---------------------------------------------------------------------------
+
+cdef inline int64_t collect_pending(const real_t* data, const index_t* indices,
+                                    const index_t* indptr, const int64_t* batch, int64_t count,
+                                    int32_t* last, int32_t t_prev, int64_t* columns,
+                                    int32_t* pending) noexcept nogil:
+    """List the columns the batch reads that still owe noise, and how many steps each owes.
+
+    Columns are listed once, at their first occurrence in batch order and
+    storage order, and marked as brought up to ``t_prev`` (``last[c] = t_prev``).
+    Branch-free: every entry is written, the count only advances for a column
+    with ``t_prev - last[c] > 0``.  ``columns`` and ``pending`` need room for
+    n_features + 1 entries.  Returns the number of listed columns.
+    """
+    cdef int64_t q, j, c, n_owing = 0
+    cdef index_t k
+    cdef int32_t owed
+    for q in range(count):
+        j = batch[q]
+        if q + 8 < count:
+            FASTDP_GLM_PREFETCH(&indptr[batch[q + 8]])
+        if q + 4 < count:
+            prefetch_row(data, indices, indptr, batch[q + 4])
+        for k in range(indptr[j], indptr[j + 1]):
+            c = indices[k]
+            owed = t_prev - last[c]
+            columns[n_owing] = c
+            pending[n_owing] = owed
+            n_owing += owed > 0
+            last[c] = t_prev
+    return n_owing

@@ -1,0 +1,263 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled mini-batch (DP-)SGD over raw CSR arrays, with exact lazy Gaussian noise.
+
+One call of :func:`run_sgd` runs any number of steps (an epoch or more)
+without returning to Python.  Every step t (spec 000, section 2.6) is
+
+    G_t       = sum_{i in B_t} clip(loss'(x_i^T theta, y_i) x_i, C)
+    theta    <- rho * theta - kappa * (G_t + xi_t),     xi_t ~ N(0, noise_std^2 I)
+
+with ``rho = 1 - eta lam`` (the paper's regulariser) or ``1 - eta lam / L``
+(the reference code's), ``kappa = eta / L`` and ``noise_std = sigma C``.  The
+kernel takes no privacy decision: the caller chooses rho, kappa, C, the noise
+std and the batches.
+
+The weight-decay scale trick
+----------------------------
+theta is kept as ``a * w`` with a scalar ``a``: the decay is ``a <- rho a``
+and the gradient step touches only the columns of the batch rows,
+``w[c] -= kappa (G_t)_c / a``.  On entry ``a = 1`` and ``w = theta``; before
+returning, ``w`` is multiplied by ``a`` (so ``w`` holds theta again).  When
+``a`` falls below 1e-100 it is folded into ``w`` the same way (O(M), no draws).
+
+Exact lazy noise
+----------------
+In eager mode every step adds ``kappa xi_t / a_t`` to all M coordinates of w.
+A step reads w only at the columns of its batch rows.  The noise of the
+steps ``s+1, ..., t-1`` owed to a coordinate c that nothing read since step s
+is, in theta units at time t-1, ``kappa sum_j rho^(t-1-j) xi_{j,c}``: a sum of
+independent Gaussians independent of everything computed in between, hence
+distributed as ONE Gaussian with variance
+``(kappa noise_std)^2 h(p)``, ``p = t-1-s``, ``h(p) = sum_{i<p} rho^(2i) =
+(1 - rho^(2p)) / (1 - rho^2)`` (``h(p) = p`` when rho = 1), a closed-form
+geometric sum.  Lazy mode draws exactly that sum (divided by the current
+``a`` to get w units) when c is next read, and flushes every coordinate
+before returning.  By induction over the steps the joint distribution of the
+batches, every value of theta read, every gradient and the flushed output is
+the same as in eager mode, for every dataset, so the released output (theta
+after the call) has the same distribution and the same (epsilon, delta).
+The un-flushed w exists only inside this ``nogil`` call.  Draws per call:
+O(nnz of the batches + M) instead of O(T M).
+
+Order of the Gaussian draws (the numpy reference in the tests follows it)
+--------------------------------------------------------------------------
+For step t = 1..T of the call:
+
+1. lazy mode: for each row of the batch (batch order) and each stored entry
+   (storage order) with column c, at its first occurrence in the step: if
+   ``p = (t - 1) - last[c] > 0``, ``theta[c] += kappa noise_std sqrt(h(p)) z``;
+2. margins from theta, clipped coefficients, decay and gradient step (no draws);
+3. eager mode: for c = 0..M-1, ``theta[c] += kappa noise_std z``.
+
+At the end of a lazy call, for c = 0..M-1 with ``p = T - last[c] > 0``:
+``theta[c] += kappa noise_std sqrt(h(p)) z``.  No draws when noise_std is 0.
+
+Determinism
+-----------
+The margins and clipped coefficients of a batch are independent (OpenMP
+``prange`` when ``num_threads > 1`` and the batch has at least
+``parallel_min_rows`` rows); the scatter into w is split by columns, each
+column receiving its updates in batch order; every draw happens in the
+sequential part.  Results are bit-identical for any thread count.
+"""
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, sqrt
+from libc.stdint cimport int32_t, int64_t
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport random_standard_normal
+
+from fastdp._kernels._glm cimport (
+    real_t, index_t, loss_derivative, row_dot, clipped_coefficient, prefetch_row,
+    scatter_rows, collect_pending, FASTDP_GLM_PREFETCH,
+)
+
+import numpy as np
+
+cdef double _FOLD_BELOW = 1e-100
+
+
+def pending_noise_scales(double rho, Py_ssize_t n_steps):
+    """``sqrt(h(p))`` for p = 0..n_steps, ``h(p) = sum_{i<p} rho^(2i)`` (closed form).
+
+    Computed as ``expm1(2 p log rho) / expm1(2 log rho)``, which is accurate
+    for rho close to 1; ``h(p) = p`` for rho = 1.
+    """
+    p = np.arange(n_steps + 1, dtype=np.float64)
+    if rho == 1.0:
+        return np.sqrt(p)
+    u = 2.0 * np.log(rho)
+    return np.sqrt(np.expm1(p * u) / np.expm1(u))
+
+
+cdef inline void _fold(double* wp, Py_ssize_t m, double a) noexcept nogil:
+    cdef Py_ssize_t c
+    for c in range(m):
+        wp[c] = wp[c] * a
+
+
+def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+            const double[::1] y, const double[::1] sq_norms, double[::1] w,
+            const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+            double[::1] coef_buffer, int32_t[::1] last_noised,
+            int loss, double clip, double rho, double kappa, double noise_std,
+            bint lazy_noise, object bit_generator, int num_threads,
+            Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None):
+    """Run ``len(batch_ptr) - 1`` (DP-)SGD steps in place on ``w`` (= theta on entry and exit).
+
+    Private wrapper target: the caller (``fastdp.solvers.sgd``) validates
+    lengths, batch indices and parameters; this function checks only what
+    avoids undefined behaviour in the ``nogil`` section.
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays of X (N x M), canonical (see ``_glm``).
+    y : float64 labels, length N.
+    sq_norms : float64 squared row norms, length N (for the clipping).
+    w : float64 model of length M, updated in place.
+    batch_ptr, batch_idx : the batches, batch t being
+        ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
+    coef_buffer : float64 scratch of length >= the largest batch.
+    last_noised : int32 scratch of length M (lazy mode), overwritten.
+    loss : ``_glm.LOSS_SQUARED``, ``LOSS_LOGISTIC`` or ``LOSS_HINGE``.
+    clip : C > 0 (``inf``: no clipping).
+    rho : decay factor in (0, 1].
+    kappa : step factor eta / L > 0.
+    noise_std : std of the Gaussian added to the clipped gradient sum (sigma C).
+    lazy_noise : draw the noise lazily (see the module docstring).
+    bit_generator : numpy ``BitGenerator`` (its lock held by the caller);
+        ignored when ``noise_std == 0``.
+    num_threads : OpenMP threads for the margins and the scatter.
+    parallel_min_rows : smallest batch processed in parallel.
+    column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
+        Column ranges of the threads in the scatter (default: equal ranges).
+
+    Returns
+    -------
+    n_draws : int
+        Standard normal draws taken from ``bit_generator``.
+    """
+    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
+    cdef Py_ssize_t m = w.shape[0]
+    cdef int nt = num_threads if num_threads > 0 else 1
+    cdef bint noisy = noise_std > 0.0
+    cdef bint lazy = lazy_noise and noisy
+    cdef bint clipping = clip < INFINITY
+    cdef bitgen_t* rng = NULL
+    cdef int64_t n_draws = 0
+    cdef int64_t t, b0, b1, c, n_owing, i
+    cdef Py_ssize_t q
+    cdef int tid
+    cdef int32_t owed
+    cdef double a = 1.0
+    cdef double step_std = kappa * noise_std
+    cdef double z
+
+    if n_steps <= 0:
+        return 0
+    if n_steps >= 2**31 - 1:
+        raise ValueError("at most 2**31 - 2 steps per call")
+    if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or noise_std < 0.0:
+        raise ValueError("need 0 < rho <= 1, kappa > 0, clip > 0 and noise_std >= 0")
+    if lazy and last_noised.shape[0] < m:
+        raise ValueError("last_noised needs one entry per feature")
+    scale_arr = step_std * pending_noise_scales(rho, n_steps)
+    cdef const double[::1] scale_view = scale_arr
+    cdef const double* sp_ = &scale_view[0]
+    if column_splits is None:
+        splits_arr = (np.arange(nt + 1, dtype=np.int64) * m) // nt
+    else:
+        splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
+        if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0 or splits_arr[nt] != m
+                or np.any(np.diff(splits_arr) < 0)):
+            raise ValueError("column_splits must be non-decreasing from 0 to M, length num_threads + 1")
+    cdef const int64_t[::1] splits_view = splits_arr
+    cdef const int64_t* cs = &splits_view[0]
+    columns_arr = np.empty(m + 1 if lazy else 1, dtype=np.int64)
+    pending_arr = np.empty(m + 1 if lazy else 1, dtype=np.int32)
+    cdef int64_t[::1] columns_view = columns_arr
+    cdef int32_t[::1] pending_view = pending_arr
+    cdef int64_t* colp = &columns_view[0]
+    cdef int32_t* pendp = &pending_view[0]
+    if noisy:
+        capsule = bit_generator.capsule
+        if not PyCapsule_IsValid(capsule, b"BitGenerator"):
+            raise ValueError("bit_generator must be a numpy BitGenerator")
+        rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
+    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
+    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
+    cdef const index_t* pp = &indptr[0]
+    cdef const double* yp = &y[0] if y.shape[0] > 0 else NULL
+    cdef const double* nrm = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef double* wp = &w[0] if m > 0 else NULL
+    cdef const int64_t* bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
+    cdef double* zp = &coef_buffer[0]
+    cdef int32_t* lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
+
+    with nogil:
+        if lazy:
+            for c in range(m):
+                lp[c] = 0
+        for t in range(1, n_steps + 1):
+            b0 = batch_ptr[t - 1]
+            b1 = batch_ptr[t]
+            # 1. lazy noise: bring every column the batch reads up to step t-1
+            if lazy and b1 > b0:
+                n_owing = collect_pending(dp, ip, pp, &bi[b0], b1 - b0, lp, <int32_t>(t - 1),
+                                          colp, pendp)
+                for i in range(n_owing):
+                    c = colp[i]
+                    wp[c] = wp[c] + (sp_[pendp[i]] / a) * random_standard_normal(rng)
+                n_draws += n_owing
+            # 2. margins and clipped coefficients from the same theta = a w
+            if nt > 1 and b1 - b0 >= parallel_min_rows:
+                for q in prange(b1 - b0, num_threads=nt, schedule="static"):
+                    zp[q] = _coefficient(dp, ip, pp, bi[b0 + q], wp, a, yp, nrm, loss, clip,
+                                         clipping)
+            else:
+                for q in range(b1 - b0):
+                    if b0 + q + 8 < b1:
+                        FASTDP_GLM_PREFETCH(&pp[bi[b0 + q + 8]])
+                    if b0 + q + 4 < b1:
+                        prefetch_row(dp, ip, pp, bi[b0 + q + 4])
+                    zp[q] = _coefficient(dp, ip, pp, bi[b0 + q], wp, a, yp, nrm, loss, clip,
+                                         clipping)
+            # 3. decay, then the sparse gradient step in w units
+            a = a * rho
+            if b1 > b0:
+                if nt > 1 and b1 - b0 >= parallel_min_rows:
+                    for tid in prange(nt, num_threads=nt, schedule="static"):
+                        scatter_rows(zp, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp,
+                                     cs[tid], cs[tid + 1], False)
+                else:
+                    scatter_rows(zp, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp, 0, m, True)
+            # 4. eager noise on every coordinate
+            if noisy and not lazy:
+                for c in range(m):
+                    wp[c] = wp[c] + (step_std / a) * random_standard_normal(rng)
+                n_draws += m
+            if a < _FOLD_BELOW:
+                _fold(wp, m, a)
+                a = 1.0
+        # final flush: nothing leaves this call with pending noise
+        if lazy:
+            for c in range(m):
+                owed = <int32_t>n_steps - lp[c]
+                if owed > 0:
+                    wp[c] = wp[c] + (sp_[owed] / a) * random_standard_normal(rng)
+                    n_draws += 1
+                    lp[c] = <int32_t>n_steps
+        if a != 1.0:
+            _fold(wp, m, a)
+    return n_draws
+
+
+cdef inline double _coefficient(const real_t* dp, const index_t* ip, const index_t* pp,
+                                int64_t j, const double* wp, double a, const double* yp,
+                                const double* nrm, int loss, double clip,
+                                bint clipping) noexcept nogil:
+    """Coefficient of x_j in the clipped per-example gradient at theta = a w."""
+    cdef double d = loss_derivative(loss, a * row_dot(dp, ip, pp[j], pp[j + 1], wp), yp[j])
+    if clipping:
+        return clipped_coefficient(d, nrm[j], clip)
+    return d
