@@ -1,0 +1,357 @@
+"""Mini-batch SGD and DP-SGD for L2-regularised GLMs on sparse data (spec 000, section 2.6).
+
+The problem is
+
+    min_theta  P(theta) = (1/N) sum_i loss(x_i^T theta, y_i) + (lam/2) ||theta||^2
+
+(squared, logistic or hinge loss, no intercept).  Each of
+``T = floor(epochs * N / L)`` steps draws a batch B with the chosen sampler and
+does
+
+    G     = sum_{i in B} clip(loss'(x_i^T theta, y_i) x_i, C),   clip(g, C) = g / max(1, ||g||/C)
+    theta <- theta - eta * ((G + xi) / L + lam theta)            reg="paper" (default)
+    theta <- theta - eta * (G + xi + lam theta) / L              reg="repo"
+
+with ``xi ~ N(0, (sigma C)^2 I)`` and L the (expected) batch size: always the
+fixed L, never the realised size of a Poisson batch (which would depend on
+the data).  The reference code's ``reg="repo"`` effectively minimises P with
+lam replaced by lam / L (spec 000, sections 2.6 and 8.13).  Every epoch runs
+inside one call of the compiled kernel :func:`fastdp._kernels._sgd.run_sgd`,
+which keeps ``theta = a w`` (weight-decay scale trick) and draws the noise
+lazily and exactly (O(nnz + M) draws per epoch instead of O(T M)).
+
+Privacy (dpsgd with noise_multiplier > 0)
+-----------------------------------------
+* Private: the training examples (x_i, y_i).  Clipping bounds each
+  example's contribution to G by C whatever its norm, so rows need no norm
+  bound (the estimators still require ``||x_i|| <= 1``).
+* Adjacency: the noise std sigma C is calibrated to the add/remove
+  sensitivity C of G, so one step is ``GaussianEvent(sigma)`` (add/remove) on
+  the sampled batch.  The sampler's event states the adjacency of the
+  guarantee: Poisson sampling under add/remove; fixed-size sampling and the
+  per-epoch shuffle under replace-one (sensitivity 2C; the event converts
+  the step to ``GaussianEvent(sigma / 2)``).
+* Released: every iterate theta_t (the standard DP-SGD threat model), hence
+  the final ``coef``.  The regulariser and the decay act on the released
+  iterate only (post-processing).  ``result.event`` describes all T steps
+  with the sampler that really ran.  Lazy noise releases the same
+  distribution (see :mod:`fastdp._kernels._sgd`).
+* Not covered: the optional per-epoch ``history`` and ``result.diagnostics``
+  (the number of lazy draws depends on the sparsity of the sampled rows):
+  non-private diagnostics, never publish them.
+* The solver takes an explicit ``noise_multiplier``; choosing it from a
+  target epsilon is the caller's job (``fastdp.privacy`` calibration, or the
+  estimators through :data:`ESTIMATOR_SOLVERS`).
+"""
+
+import math
+
+import numpy as np
+
+from fastdp._kernels import _glm, _sgd
+from fastdp._kernels._scd import row_squared_norms
+from fastdp.exceptions import FastDPError, ValidationError
+from fastdp.losses import get_loss, primal_objective
+from fastdp.privacy.events import GaussianEvent, NonPrivateEvent
+from fastdp.sampling import get_sampler
+from fastdp.solvers._result import SolverResult
+from fastdp.solvers.registry import EstimatorSolver
+from fastdp.solvers.scd import (
+    _balanced_column_splits,
+    _batch_size_arg,
+    _check_batches,
+    _check_clip,
+    _check_epochs,
+    _check_noise_multiplier,
+    _check_num_threads,
+    _prepare_data,
+    _real,
+    _resolve_sampler,
+)
+
+__all__ = ["dpsgd", "sgd", "DEFAULT_LEARNING_RATE", "ESTIMATOR_SOLVERS"]
+
+#: Default step size eta.  With rows of norm <= 1 the averaged loss is
+#: 1-smooth (squared) or 1/4-smooth (logistic), so eta = 1 is a stable
+#: gradient step for both (and a common choice for the hinge subgradient).
+DEFAULT_LEARNING_RATE = 1.0
+
+_LOSS_CODES = {"squared": _glm.LOSS_SQUARED, "logistic": _glm.LOSS_LOGISTIC,
+               "hinge": _glm.LOSS_HINGE}
+_PARALLEL_MIN_ROWS = 256
+_REG_MODES = ("paper", "repo")
+
+
+def _check_lam(lam):
+    lam = _real("lam", lam)
+    if not (0.0 <= lam < math.inf):
+        raise ValidationError(f"lam (the L2 strength lambda) must be a finite number >= 0; got {lam!r}.")
+    return lam
+
+
+def _check_learning_rate(learning_rate):
+    eta = _real("learning_rate", learning_rate)
+    if not (0.0 < eta < math.inf):
+        raise ValidationError(f"learning_rate must be a finite number > 0; got {learning_rate!r}.")
+    return eta
+
+
+def decay_and_step(learning_rate, lam, batch_size, reg):
+    """``(rho, kappa)`` of the update ``theta <- rho theta - kappa (G + xi)``.
+
+    ``rho = 1 - eta lam`` (``reg="paper"``) or ``1 - eta lam / L`` (``"repo"``),
+    ``kappa = eta / L``.  Raises :class:`ValidationError` unless ``rho > 0``.
+    """
+    if reg not in _REG_MODES:
+        raise ValidationError(f"reg must be 'paper' or 'repo'; got {reg!r}.")
+    shrink = learning_rate * lam if reg == "paper" else learning_rate * lam / batch_size
+    rho = 1.0 - shrink
+    if not rho > 0.0:
+        raise ValidationError(
+            f"learning_rate * lam{'' if reg == 'paper' else ' / batch_size'} = {shrink:g} must be "
+            "< 1 (otherwise one step overshoots the regulariser); lower the learning rate.")
+    return rho, learning_rate / batch_size
+
+
+def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier, learning_rate,
+         reg, lazy_noise, random_state, num_threads, record_history, callback):
+    from fastdp._validation import check_random_state
+
+    loss = get_loss(loss)
+    lam = _check_lam(lam)
+    epochs = _check_epochs(epochs)
+    sigma = _check_noise_multiplier(noise_multiplier)
+    private = sigma > 0.0
+    clip = _check_clip(clip, private)
+    eta = _check_learning_rate(learning_rate)
+    num_threads = _check_num_threads(num_threads)
+    X, y = _prepare_data(X, y, loss, private=False)  # clipping bounds the sensitivity
+    n, m = X.shape
+    sampler.check(n)
+    n_iter = sampler.n_steps(n, epochs)
+    if n_iter < 1:
+        raise ValidationError(
+            f"epochs = {epochs} with batch size {sampler.expected_batch_size(n):g} and n = {n} "
+            "gives no complete mini-batch step; increase epochs.")
+    L = float(sampler.expected_batch_size(n))
+    rho, kappa = decay_and_step(eta, lam, L, reg)
+    noise_std = sigma * clip if private else 0.0
+    sampling_rng, noise_rng = check_random_state(random_state).spawn(2)
+    stream = sampler.stream(n, sampling_rng)
+
+    theta = np.zeros(m, dtype=np.float64)
+    sq_norms = row_squared_norms(X.data, X.indptr)
+    last_noised = np.zeros(m, dtype=np.int32)
+    coef_buffer = np.zeros(1, dtype=np.float64)
+    column_splits = _balanced_column_splits(X, num_threads)
+    loss_code = _LOSS_CODES[loss.name]
+    bit_generator = noise_rng.bit_generator
+    history = [] if record_history else None
+    n_draws = 0
+    done = 0
+    for epoch, bound in enumerate(sampler.epoch_boundaries(n, epochs), start=1):
+        batch_ptr, batch_idx = stream.take(bound - done)
+        _check_batches(batch_ptr, batch_idx, n)
+        largest = int(np.diff(batch_ptr).max(initial=0))
+        if largest > coef_buffer.shape[0]:
+            coef_buffer = np.zeros(largest, dtype=np.float64)
+        with bit_generator.lock:
+            n_draws += _sgd.run_sgd(
+                X.data, X.indices, X.indptr, y, sq_norms, theta, batch_ptr, batch_idx,
+                coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
+                bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits)
+        done = bound
+        # theta is released (flushed) here; checking it is post-processing.
+        if not np.all(np.isfinite(theta)):
+            raise FastDPError(
+                f"{algorithm} diverged in epoch {epoch} (non-finite coefficients); lower "
+                f"learning_rate (now {eta:g}) or normalise the rows.")
+        if record_history:
+            history.append({"epoch": epoch, "n_iter": done,
+                            "primal_objective": primal_objective(theta, X, y, loss, lam)})
+        if callback is not None:
+            callback({"epoch": epoch, "n_iter": done, "coef": theta})
+
+    event = sampler.event(n, done, GaussianEvent(sigma)) if private else NonPrivateEvent()
+    return SolverResult(
+        coef=theta, alpha=None, v=None, n_iter=int(done), epochs=epochs, algorithm=algorithm,
+        loss=loss.name, lam=lam, noise_multiplier=sigma, sensitivity=clip if private else 0.0,
+        noise_std=noise_std, clip=clip, batch_size=L, sample_rate=float(sampler.sample_rate(n)),
+        sampler=sampler.name, adjacency=sampler.adjacency, event=event,
+        lazy_noise=bool(lazy_noise), diagnostics={"n_noise_draws": int(n_draws)},
+        num_threads=num_threads,
+        history=history,
+        extra={"learning_rate": eta, "reg": reg, "rho": rho, "kappa": kappa,
+               "dtype": np.dtype(X.dtype).name},
+    )
+
+
+def dpsgd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
+          learning_rate=DEFAULT_LEARNING_RATE, sampler="poisson", reg="paper", lazy_noise=True,
+          random_state=None, num_threads=None, record_history=False, callback=None):
+    """DP-SGD (spec 000, section 2.6): clipped per-example gradients plus Gaussian noise.
+
+    Parameters
+    ----------
+    X : {array-like, scipy.sparse matrix} of shape (n, m)
+        Examples as rows; CSR float32/float64 with int32/int64 indices is used
+        without a copy.
+    y : array-like of shape (n,)
+        Real targets (squared loss) or labels in {-1, +1}.
+    loss : {"squared", "ridge", "logistic", "hinge"}
+    lam : float
+        L2 strength lambda >= 0.
+    epochs : float
+        Passes over the data; ``T = floor(epochs * n / batch_size)`` steps.
+    batch_size : int
+        L, the (expected) lot size; also the fixed divisor of the step.
+    clip : float
+        C > 0, the per-example gradient norm bound.  ``None`` (no clipping)
+        only when ``noise_multiplier == 0``.
+    noise_multiplier : float
+        sigma >= 0: noise std sigma C on the clipped gradient sum (the
+        add/remove sensitivity is C).  0 gives non-private clipped SGD.
+    learning_rate : float, default=1.0
+        eta > 0 (constant step).  Needs ``eta lam < 1`` (``eta lam / L < 1``
+        in repo mode).
+    sampler : {"poisson", "fixed", "shuffle"} or fastdp.sampling.Sampler, default="poisson"
+        How lots are drawn; the returned event accounts exactly this sampler.
+    reg : {"paper", "repo"}, default="paper"
+        Regulariser lam theta added to the averaged gradient (the paper's
+        gradient, default) or lam theta added to the lot sum before dividing
+        by L (the reference code's, which minimises P with lam / L).  Either
+        way it is post-processing: no privacy cost.
+    lazy_noise : bool, default=True
+        Exact lazy noise (same output distribution); ``False``: eager noise on
+        all m coordinates every step.
+    random_state : None, int or numpy.random.Generator
+        Seeds two independent streams (sampling and noise).  Same seed, same
+        bits, for any ``num_threads``.
+    num_threads : int or None, default=None (1)
+        OpenMP threads for the margins and the gradient scatter.
+    record_history : bool, default=False
+        Per-epoch primal objective (non-private diagnostic; reads the data).
+    callback : callable or None
+        Called after every epoch with ``{"epoch", "n_iter", "coef"}`` (the
+        flushed, released iterate; must not be modified).
+
+    Returns
+    -------
+    SolverResult
+        ``coef`` the final theta; ``alpha`` and ``v`` None; ``event`` the
+        sampler's event of ``T`` steps of ``GaussianEvent(sigma)``
+        (``NonPrivateEvent`` when sigma = 0); ``extra`` holds
+        ``learning_rate``, ``reg``, ``rho``, ``kappa``.
+
+    Notes
+    -----
+    Privacy: see the module docstring (private: the examples; add/remove
+    adjacency for Poisson, replace-one for fixed-size and shuffle; released:
+    every iterate).
+    """
+    L = _batch_size_arg(batch_size)
+    return _run(X, y, algorithm="dpsgd", loss=loss, lam=lam, epochs=epochs,
+                sampler=_resolve_sampler(sampler, L), clip=clip,
+                noise_multiplier=noise_multiplier, learning_rate=learning_rate, reg=reg,
+                lazy_noise=lazy_noise, random_state=random_state, num_threads=num_threads,
+                record_history=record_history, callback=callback)
+
+
+def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING_RATE,
+        clip=None, sampler="shuffle", reg="paper", random_state=None, num_threads=None,
+        record_history=False, callback=None):
+    """Non-private mini-batch SGD with the DP-SGD kernel (no noise, no clipping by default).
+
+    The baseline "SGD" of spec 000 (section 2.6): constant step
+    ``learning_rate``, batches from a per-epoch shuffle by default.  With
+    ``batch_size = n`` and the shuffle sampler it is gradient descent on P and
+    converges to the exact optimum for a small enough step; with smaller
+    batches it reaches a neighbourhood of the optimum that shrinks with the
+    step.  Parameters as :func:`dpsgd`.
+
+    Returns
+    -------
+    SolverResult
+        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
+
+    Notes
+    -----
+    Privacy: none.  The result reveals the training data.
+    """
+    L = _batch_size_arg(batch_size)
+    return _run(X, y, algorithm="sgd", loss=loss, lam=lam, epochs=epochs,
+                sampler=_resolve_sampler(sampler, L), clip=clip, noise_multiplier=0.0,
+                learning_rate=learning_rate, reg=reg, lazy_noise=True,
+                random_state=random_state, num_threads=num_threads,
+                record_history=record_history, callback=callback)
+
+
+# --------------------------------------------------------------------------
+# estimator adapters (fastdp.solvers.registry)
+# --------------------------------------------------------------------------
+
+
+class DPSGDEstimatorSolver(EstimatorSolver):
+    """``solver="dpsgd"`` of the estimators.
+
+    ``solver_options``: ``learning_rate`` (default :data:`DEFAULT_LEARNING_RATE`)
+    and ``reg`` (``"paper"`` default, or ``"repo"``).  The noise parameter is
+    the noise multiplier sigma; the event is the sampler's event of T steps of
+    ``GaussianEvent(sigma)`` (add/remove sensitivity C).
+    """
+
+    name = "dpsgd"
+    losses = ("squared", "logistic", "hinge")
+    noise_name = "noise_multiplier"
+    options = ("learning_rate", "reg")
+
+    def event(self, n_samples, config, noise):
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        n_steps = sampler.n_steps(n_samples, config["epochs"])
+        return sampler.event(n_samples, n_steps, GaussianEvent(noise))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        options = config.get("options", {})
+        return dpsgd(
+            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
+            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
+            learning_rate=options.get("learning_rate", DEFAULT_LEARNING_RATE),
+            sampler=config["sampler"], reg=options.get("reg", "paper"),
+            lazy_noise=config.get("lazy_noise", True), random_state=random_state,
+            num_threads=config.get("num_threads"),
+            record_history=config.get("record_history", False))
+
+
+class SGDEstimatorSolver(DPSGDEstimatorSolver):
+    """``solver="sgd"``: non-private SGD (estimators with ``epsilon=np.inf`` only).
+
+    ``clip`` of the estimator is applied if finite (``clip=None`` for none).
+    """
+
+    name = "sgd"
+
+    def _refuse(self):
+        raise ValidationError(
+            "solver='sgd' is not private; use epsilon=np.inf for a non-private fit, or "
+            "solver='dpsgd' for DP-SGD.")
+
+    def event(self, n_samples, config, noise):
+        self._refuse()
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        self._refuse()
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        if noise:
+            self._refuse()
+        options = config.get("options", {})
+        return sgd(
+            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
+            batch_size=config["batch_size"], clip=config["clip"],
+            learning_rate=options.get("learning_rate", DEFAULT_LEARNING_RATE),
+            sampler=config["sampler"], reg=options.get("reg", "paper"),
+            random_state=random_state, num_threads=config.get("num_threads"),
+            record_history=config.get("record_history", False))
+
+
+ESTIMATOR_SOLVERS = {"dpsgd": DPSGDEstimatorSolver(), "sgd": SGDEstimatorSolver()}
