@@ -1,0 +1,663 @@
+"""DP accelerated gradient methods with Laplace noise (spec 002, Kuru et al. 2022).
+
+==================  =========================================================
+function            algorithm
+==================  =========================================================
+:func:`dp_gd`       DP-GD / DP-SGD (Algorithm 1): x_k = x_{k−1} − α g̃(x_{k−1})
+:func:`dp_heavy_ball`  DP heavy ball (Algorithm 2), momentum or the
+                    equivalent gradient-smoothing form (eqs. 3.6-3.7)
+:func:`dp_nesterov` DP-NAG (Algorithm 3); ``allocation="prop42"`` with the
+                    horizon rule is DP-NAG-opt (Algorithm 4)
+:func:`dp_masg`     multistage DP-MASG with momentum restarts (Algorithm 5);
+                    ``allocation="prop42"`` is DP-MASG-opt
+==================  =========================================================
+
+Each step k = 1..T evaluates one (mini-batch) gradient g_k at a public point,
+adds i.i.d. Laplace noise of scale b_k to every coordinate, and moves; the
+iterates x_1..x_T are released (spec 002, section 2.0).
+
+Privacy
+-------
+* Private: the n records of the problem (rows and labels); n is public.
+* Adjacency: replace-one record (spec 002, Def. A.2).
+* Sensitivity: the problem's ``sensitivity`` S1 bounds the L1 distance of
+  two records' gradients (a bounded data domain, Assumption 3.2; no
+  clipping is needed for logistic regression with ``||x||_1 <= R``,
+  S1 = 2R).  A batch of m records drawn uniformly *without replacement*
+  has mean-gradient sensitivity S1/m.
+* Noise and accounting: step k is ``ε_step(S1, b_k, n, m) = log(1 + (m/n)
+  (e^{S1/(b_k m)} − 1))``-DP (Laplace mechanism + amplification by
+  subsampling without replacement, eq. 3.3); the run is ``Σ_k ε_step``-DP
+  by basic composition, δ = 0.  The default uniform schedule makes every
+  step cost ε/T (Prop. 3.1); the ``"prop42"`` allocation splits ε unevenly
+  (Prop. 4.2) and may stop at T' <= T (Remark 4.1).  The returned ``event``
+  records the Laplace scales actually drawn.
+* Released: every iterate (``result.coef`` is the last one).
+* Noise convention: ``"paper"`` (default) draws scale b, as the proof
+  needs; ``"reference_code"`` draws b/√2 like the authors' code (spec 002,
+  section 7, A1): its event, and so its ε, is that of the smaller noise,
+  about 1.41-1.66 for a nominal ε = 1.  ``result.extra["noise_convention"]``
+  says which ran.
+
+Randomness: one ``numpy.random.Generator`` from ``random_state``, split into
+a batch-sampling stream and a noise stream.
+"""
+
+import math
+import numbers
+
+import numpy as np
+
+from fastdp._validation import check_random_state
+from fastdp.exceptions import ValidationError
+from fastdp.privacy.events import NonPrivateEvent
+from fastdp.sampling import FixedSizeSampler
+from fastdp.solvers import _accel_accounting as acc
+from fastdp.solvers import _accel_schedules as sch
+from fastdp.solvers._result import SolverResult
+
+__all__ = [
+    "dp_gd",
+    "dp_heavy_ball",
+    "dp_nesterov",
+    "dp_masg",
+    "AcceleratedPlan",
+    "plan_gd",
+    "plan_heavy_ball",
+    "plan_nesterov",
+    "plan_masg",
+    "run_plan",
+    "ESTIMATOR_SOLVERS",
+]
+
+
+# ---------------------------------------------------------------------------
+# plans: everything public about a run, computed before touching the data
+# ---------------------------------------------------------------------------
+
+
+class AcceleratedPlan:
+    """The public schedule of one run: step sizes, momenta, restarts, noise scales.
+
+    Built by the ``plan_*`` functions from public parameters only; its
+    ``event`` is the privacy event of running it (before anything runs).
+
+    Attributes
+    ----------
+    algorithm : str
+    step_sizes, momenta : ndarray of shape (T',)
+    restarts : ndarray of bool, shape (T',)
+        True where the momentum restarts (x_{k−2} := x_{k−1}).
+    extrapolate : bool
+        Gradient at the extrapolated point (NAG/MASG) or at x_{k−1} (HB/GD).
+    nominal_scales : ndarray of shape (T',)
+        b_k of the analysis (0: no noise).
+    scales : ndarray of shape (T',)
+        Laplace scales drawn (b_k, or b_k/√2 for ``"reference_code"``).
+    n_samples, batch_size : int
+    sensitivity : float
+    nominal_n_iter : int
+        T requested; ``horizon`` = T' run (``len(step_sizes)``).
+    noise_convention, allocation, bound_constants : str
+    step_epsilons : ndarray
+        ε_step of the drawn scales (what each step really costs).
+    epsilon : float
+        Σ step_epsilons (pure ε of the run; inf when not private).
+    event : DpEvent
+    """
+
+    def __init__(self, *, algorithm, step_sizes, momenta, restarts, extrapolate, nominal_scales,
+                 n_samples, batch_size, sensitivity, nominal_n_iter, noise_convention,
+                 allocation, bound_constants=None, extra=None):
+        self.algorithm = algorithm
+        self.step_sizes = np.asarray(step_sizes, dtype=np.float64)
+        self.momenta = np.asarray(momenta, dtype=np.float64)
+        self.restarts = np.asarray(restarts, dtype=bool)
+        self.extrapolate = bool(extrapolate)
+        self.nominal_scales = np.asarray(nominal_scales, dtype=np.float64)
+        self.scales = acc.drawn_scales(self.nominal_scales, noise_convention)
+        self.n_samples = int(n_samples)
+        self.batch_size = int(batch_size)
+        self.sensitivity = float(sensitivity)
+        self.nominal_n_iter = int(nominal_n_iter)
+        self.noise_convention = noise_convention
+        self.allocation = allocation
+        self.bound_constants = bound_constants
+        self.extra = {} if extra is None else dict(extra)
+        self.private = bool(np.all(self.scales > 0))
+        if self.private:
+            self.step_epsilons = np.array([acc.eps_step(self.sensitivity, b, self.n_samples,
+                                                        self.batch_size) for b in self.scales])
+            self.epsilon = math.fsum(self.step_epsilons)
+        else:
+            self.step_epsilons = np.full(self.scales.size, math.inf)
+            self.epsilon = math.inf
+        self.event = (acc.laplace_schedule_event(self.scales, self.sensitivity, self.n_samples,
+                                                 self.batch_size)
+                      if self.private else NonPrivateEvent())
+
+    @property
+    def horizon(self):
+        """T': the number of steps that run."""
+        return int(self.step_sizes.size)
+
+
+def _int_at_least(name, value, low=1):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValidationError(f"{name} must be an int >= {low}; got {value!r}")
+    return int(value)
+
+
+def _positive(name, value, allow_inf=False):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValidationError(f"{name} must be a number > 0; got {value!r}")
+    value = float(value)
+    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
+        raise ValidationError(f"{name} must be a {'' if allow_inf else 'finite '}number > 0; got {value!r}")
+    return value
+
+
+def _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter, noise_convention):
+    n = _int_at_least("n_samples", n_samples)
+    m = n if batch_size is None else _int_at_least("batch_size", batch_size)
+    if m > n:
+        raise ValidationError(f"batch_size ({m}) must not exceed the number of samples ({n})")
+    S = _positive("sensitivity", sensitivity)
+    eps = _positive("epsilon", epsilon, allow_inf=True)
+    T = _int_at_least("n_iter", n_iter)
+    if noise_convention not in acc.NOISE_CONVENTIONS:
+        raise ValidationError(
+            f"noise_convention must be one of {acc.NOISE_CONVENTIONS}; got {noise_convention!r}")
+    return n, m, S, eps, T
+
+
+def _explicit_scales(laplace_scales, T):
+    scales = np.asarray(laplace_scales, dtype=np.float64).ravel()
+    if scales.size != T:
+        raise ValidationError(f"laplace_scales must have n_iter = {T} entries; got {scales.size}")
+    if not (np.all(scales > 0) and np.all(np.isfinite(scales))) and not np.all(scales == 0):
+        raise ValidationError("laplace_scales must all be finite and > 0 (or all 0: not private)")
+    return scales
+
+
+def _step(name, step_size):
+    return _positive(name, step_size)
+
+
+def plan_gd(*, n_samples, sensitivity, epsilon, n_iter, step_size, batch_size=None,
+            laplace_scales=None, noise_convention="paper"):
+    """Plan of DP-GD / DP-SGD (Algorithm 1): uniform budget, b = S1/(m ε0)."""
+    n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
+                                    noise_convention)
+    alpha = _step("step_size", step_size)
+    scales = (_explicit_scales(laplace_scales, T) if laplace_scales is not None
+              else acc.uniform_scales(S, eps, T, n, m))
+    return AcceleratedPlan(
+        algorithm="dp_gd", step_sizes=np.full(T, alpha), momenta=np.zeros(T),
+        restarts=np.zeros(T, dtype=bool), extrapolate=False, nominal_scales=scales,
+        n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
+        noise_convention=noise_convention,
+        allocation="explicit" if laplace_scales is not None else "uniform")
+
+
+def plan_heavy_ball(*, n_samples, sensitivity, epsilon, n_iter, step_size, momentum=None,
+                    strong_convexity=None, batch_size=None, laplace_scales=None,
+                    noise_convention="paper"):
+    """Plan of DP heavy ball (Algorithm 2): uniform budget (Prop. 3.1).
+
+    ``momentum`` defaults to the experiments' β = (1 − √(αμ))/(1 + √(αμ))
+    (spec B5), which needs ``strong_convexity``.
+    """
+    n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
+                                    noise_convention)
+    alpha = _step("step_size", step_size)
+    if momentum is None:
+        if strong_convexity is None:
+            raise ValidationError("give momentum, or strong_convexity for the default β")
+        momentum = sch.nag_momentum(alpha, strong_convexity)
+    beta = float(momentum)
+    if not 0.0 <= beta < 1.0:
+        raise ValidationError(f"momentum must lie in [0, 1); got {momentum!r}")
+    scales = (_explicit_scales(laplace_scales, T) if laplace_scales is not None
+              else acc.uniform_scales(S, eps, T, n, m))
+    return AcceleratedPlan(
+        algorithm="dp_heavy_ball", step_sizes=np.full(T, alpha), momenta=np.full(T, beta),
+        restarts=np.zeros(T, dtype=bool), extrapolate=False, nominal_scales=scales,
+        n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
+        noise_convention=noise_convention,
+        allocation="explicit" if laplace_scales is not None else "uniform")
+
+
+def _default_constants(bound_constants, noise_convention):
+    if bound_constants is None:
+        return "consistent" if noise_convention == "paper" else "reference_code"
+    if bound_constants not in sch.BOUND_CONSTANTS:
+        raise ValidationError(
+            f"bound_constants must be one of {sch.BOUND_CONSTANTS}; got {bound_constants!r}")
+    return bound_constants
+
+
+def _optimised_scales(step_sizes, stages, *, smoothness, strong_convexity, n_features, S, n, m,
+                      eps, allocation, alter_horizon, initial_error, constants):
+    """(T', nominal scales of the T' steps) of Algorithm 4."""
+    T = step_sizes.size
+    horizon = T
+    if alter_horizon:
+        horizon = sch.choose_horizon(step_sizes, stages, smoothness, strong_convexity,
+                                     _int_at_least("n_features", n_features), S, n, eps,
+                                     initial_error, constants)
+    log_a, _ = sch.log_bound_coefficients(step_sizes[:horizon], stages[:horizon], smoothness,
+                                          strong_convexity, constants)
+    if allocation == "prop42":
+        budgets = sch.prop42_allocation(log_a, eps)
+    else:
+        budgets = sch.numerical_allocation(log_a, S, n, m, eps)
+    scales = np.array([acc.b_for_eps(S, e, n, m) for e in budgets])
+    return horizon, scales
+
+
+def _check_allocation(allocation, alter_horizon, laplace_scales):
+    if allocation not in sch.ALLOCATIONS:
+        raise ValidationError(f"allocation must be one of {sch.ALLOCATIONS}; got {allocation!r}")
+    if laplace_scales is not None and allocation != "uniform":
+        raise ValidationError("give either laplace_scales or a non-uniform allocation, not both")
+    if alter_horizon is None:
+        alter_horizon = allocation != "uniform"
+    return bool(alter_horizon)
+
+
+def plan_nesterov(*, n_samples, sensitivity, epsilon, n_iter, step_size, strong_convexity=None,
+                  smoothness=None, momentum=None, n_features=None, batch_size=None,
+                  allocation="uniform", alter_horizon=None, initial_error=10.0,
+                  bound_constants=None, laplace_scales=None, noise_convention="paper"):
+    """Plan of DP-NAG (Algorithm 3) or DP-NAG-opt (``allocation="prop42"``, Algorithm 4).
+
+    ``allocation="uniform"``: every step costs ε/T.  ``"prop42"``: ε_t ∝
+    a_{T',t}^{1/3} (Prop. 4.2; for m < n the m = n split, inverted exactly
+    through eq. 3.3, spec A4).  ``"numerical"``: the exact optimum of (4.4)
+    with the subsampled ε_step (an extension).  With ``alter_horizon``
+    (default: on for the non-uniform allocations) only T' = argmin of the
+    bound (4.6) steps run, spending the whole ε.  The non-uniform
+    allocations need ``smoothness``, ``strong_convexity`` and ``n_features``.
+    """
+    n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
+                                    noise_convention)
+    alpha = _step("step_size", step_size)
+    alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
+    if momentum is None:
+        if strong_convexity is None:
+            raise ValidationError("give momentum, or strong_convexity for β = (1−√(μα))/(1+√(μα))")
+        momentum = sch.nag_momentum(alpha, strong_convexity)
+    beta = float(momentum)
+    if not 0.0 <= beta < 1.0:
+        raise ValidationError(f"momentum must lie in [0, 1); got {momentum!r}")
+    constants = _default_constants(bound_constants, noise_convention)
+    horizon = T
+    if laplace_scales is not None:
+        scales = _explicit_scales(laplace_scales, T)
+    elif allocation == "uniform" or math.isinf(eps):
+        scales = acc.uniform_scales(S, eps, T, n, m)
+    else:
+        if smoothness is None or strong_convexity is None:
+            raise ValidationError(f"allocation={allocation!r} needs smoothness and strong_convexity")
+        horizon, scales = _optimised_scales(
+            np.full(T, alpha), np.ones(T, dtype=np.int64), smoothness=smoothness,
+            strong_convexity=strong_convexity, n_features=n_features, S=S, n=n, m=m, eps=eps,
+            allocation=allocation, alter_horizon=alter_horizon, initial_error=initial_error,
+            constants=constants)
+    return AcceleratedPlan(
+        algorithm="dp_nesterov", step_sizes=np.full(horizon, alpha), momenta=np.full(horizon, beta),
+        restarts=np.zeros(horizon, dtype=bool), extrapolate=True, nominal_scales=scales,
+        n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
+        noise_convention=noise_convention,
+        allocation="explicit" if laplace_scales is not None else allocation,
+        bound_constants=constants if allocation != "uniform" else None)
+
+
+def plan_masg(*, n_samples, sensitivity, epsilon, n_iter, smoothness, strong_convexity,
+              step_multiplier=1.0, n1=None, n1_rounding="ceil", p=1, n_features=None,
+              batch_size=None, allocation="uniform", alter_horizon=None, initial_error=10.0,
+              bound_constants=None, laplace_scales=None, noise_convention="paper"):
+    """Plan of multistage DP-MASG (Algorithm 5) or DP-MASG-opt (``allocation="prop42"``).
+
+    Stages from :func:`~fastdp.solvers._accel_schedules.masg_schedule` for
+    the nominal T (then cut at T'), momentum restart at every stage
+    boundary; the optimised allocation uses the coefficients of eq. 4.8.
+    """
+    n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
+                                    noise_convention)
+    alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
+    schedule = sch.masg_schedule(T, smoothness, strong_convexity, step_multiplier, n1, n1_rounding, p)
+    constants = _default_constants(bound_constants, noise_convention)
+    horizon = T
+    if laplace_scales is not None:
+        scales = _explicit_scales(laplace_scales, T)
+    elif allocation == "uniform" or math.isinf(eps):
+        scales = acc.uniform_scales(S, eps, T, n, m)
+    else:
+        horizon, scales = _optimised_scales(
+            schedule["step_sizes"], schedule["stages"], smoothness=smoothness,
+            strong_convexity=strong_convexity, n_features=n_features, S=S, n=n, m=m, eps=eps,
+            allocation=allocation, alter_horizon=alter_horizon, initial_error=initial_error,
+            constants=constants)
+    cut = slice(0, horizon)
+    return AcceleratedPlan(
+        algorithm="dp_masg", step_sizes=schedule["step_sizes"][cut],
+        momenta=schedule["momenta"][cut], restarts=schedule["restarts"][cut], extrapolate=True,
+        nominal_scales=scales, n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
+        noise_convention=noise_convention,
+        allocation="explicit" if laplace_scales is not None else allocation,
+        bound_constants=constants if allocation != "uniform" else None,
+        extra={"stages": schedule["stages"][cut], "n1": schedule["n1"], "C": schedule["C"],
+               "stage_ends": schedule["stage_ends"]})
+
+
+# ---------------------------------------------------------------------------
+# the one momentum loop
+# ---------------------------------------------------------------------------
+
+
+def _initial_point(x0, d):
+    if x0 is None:
+        return np.zeros(d)
+    x0 = np.array(x0, dtype=np.float64).ravel()
+    if x0.size != d or not np.all(np.isfinite(x0)):
+        raise ValidationError(f"x0 must be a finite vector of length n_features = {d}")
+    return x0
+
+
+def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, random_state=None,
+             callback=None, record_iterates=False):
+    """Run an :class:`AcceleratedPlan` on ``problem``; returns a :class:`SolverResult`.
+
+    Step k (k = 1..T'), with x_{−1} = x_0 and x_{k−2} := x_{k−1} at restarts::
+
+        y_k = x_{k−1} + β_k (x_{k−1} − x_{k−2})
+        p_k = y_k (NAG, MASG) or x_{k−1} (HB, GD)
+        g̃_k = (1/m) Σ_{i∈B_k} ∇f(p_k; y_i) + Laplace(b_k)^d
+        x_k = y_k − α_k g̃_k
+
+    ``form="smoothing"`` (heavy ball without restarts only) runs the
+    equivalent ū_k = β ū_{k−1} + (1−β) g̃_k, x_k = x_{k−1} − α/(1−β) ū_k,
+    ū_1 = (1−β) g̃_1 (eqs. 3.6-3.7); it draws the same batches and noise.
+
+    Parameters
+    ----------
+    problem : gradient oracle
+        See :mod:`fastdp.solvers._accel_oracle`; ``problem.n_samples`` must
+        equal ``plan.n_samples``.
+    plan : AcceleratedPlan
+    x0 : array-like, optional
+        Starting point (public); zeros by default.
+    sensitivity_fn : callable x -> float, optional
+        State-dependent S1(x_{k−1}) for GD/HB (Prop. 3.1): the drawn scale
+        is ``b_k S1(x_{k−1}) / S1`` so each step keeps its ε (spec A6).
+    random_state : int, Generator or None
+    callback : callable (k, x_k) -> None, optional
+    record_iterates : bool
+        Keep all x_1..x_T' in ``result.extra["iterates"]``.
+    """
+    n, d = int(problem.n_samples), int(problem.n_features)
+    if n != plan.n_samples:
+        raise ValidationError(f"the plan is for n = {plan.n_samples} samples; the problem has {n}")
+    if form not in ("momentum", "smoothing"):
+        raise ValidationError(f"form must be 'momentum' or 'smoothing'; got {form!r}")
+    smoothing = form == "smoothing"
+    if smoothing and (plan.extrapolate or np.any(plan.restarts)
+                      or np.any(plan.momenta != plan.momenta[0])):
+        raise ValidationError("form='smoothing' is the heavy-ball rewrite: constant momentum, "
+                              "gradient at x_{k-1}, no restarts")
+    if sensitivity_fn is not None and plan.extrapolate:
+        raise ValidationError("a state-dependent sensitivity is for DP-GD / DP-HB only (spec A6)")
+    T, m = plan.horizon, plan.batch_size
+    sampling_rng, noise_rng = check_random_state(random_state).spawn(2)
+    if m < n:
+        batch_ptr, batch_idx = FixedSizeSampler(m).stream(n, sampling_rng).take(T)
+    x = _initial_point(x0, d)
+    x_prev = x.copy()
+    u = None
+    iterates = np.empty((T, d)) if record_iterates else None
+    for k in range(T):
+        alpha, beta = plan.step_sizes[k], plan.momenta[k]
+        if plan.restarts[k]:
+            x_prev = x
+        rows = batch_idx[batch_ptr[k]:batch_ptr[k + 1]] if m < n else None
+        scale = plan.scales[k]
+        if sensitivity_fn is not None and scale > 0:
+            scale = scale * float(sensitivity_fn(x)) / plan.sensitivity
+        if smoothing:
+            g = problem.gradient(x, rows)
+            if scale > 0:
+                g = g + noise_rng.laplace(0.0, scale, size=d)
+            u = (1.0 - beta) * g if u is None else beta * u + (1.0 - beta) * g
+            x_new = x - (alpha / (1.0 - beta)) * u
+        else:
+            y = x + beta * (x - x_prev)
+            g = problem.gradient(y if plan.extrapolate else x, rows)
+            if scale > 0:
+                g = g + noise_rng.laplace(0.0, scale, size=d)
+            x_new = y - alpha * g
+        x_prev, x = x, x_new
+        if record_iterates:
+            iterates[k] = x
+        if callback is not None:
+            callback(k + 1, x)
+    return _result(plan, x, iterates, form, problem)
+
+
+def _result(plan, x, iterates, form, problem):
+    private = plan.private
+    rel = plan.scales[0] * plan.batch_size / plan.sensitivity if private else 0.0
+    extra = {
+        "nominal_n_iter": plan.nominal_n_iter,
+        "horizon": plan.horizon,
+        "noise_convention": plan.noise_convention,
+        "allocation": plan.allocation,
+        "bound_constants": plan.bound_constants,
+        "laplace_scales": plan.scales,
+        "nominal_scales": plan.nominal_scales,
+        "step_epsilons": plan.step_epsilons,
+        "epsilon_pure": plan.epsilon,
+        "step_sizes": plan.step_sizes,
+        "momenta": plan.momenta,
+        "form": form,
+    }
+    extra.update(plan.extra)
+    if iterates is not None:
+        extra["iterates"] = iterates
+    m, n = plan.batch_size, plan.n_samples
+    loss = getattr(problem, "loss", None)
+    return SolverResult(
+        coef=x.copy(), alpha=None, v=None, n_iter=plan.horizon, epochs=plan.horizon * m / n,
+        algorithm=plan.algorithm, loss=getattr(loss, "name", "") or "",
+        lam=float(getattr(problem, "lam", math.nan)), noise_multiplier=rel,
+        sensitivity=plan.sensitivity / m if private else 0.0,
+        noise_std=math.sqrt(2.0) * plan.scales[0] if private else 0.0, clip=math.inf,
+        batch_size=float(m), sample_rate=m / n, sampler="fixed" if m < n else "full_batch",
+        adjacency="replace_one", event=plan.event, lazy_noise=False,
+        diagnostics={"n_noise_draws": plan.horizon * x.size if private else 0},
+        num_threads=int(getattr(problem, "num_threads", 1)),
+        history=None, extra=extra)
+
+
+# ---------------------------------------------------------------------------
+# public functions
+# ---------------------------------------------------------------------------
+
+_RUN_DOC = """    problem : gradient oracle
+        E.g. :class:`~fastdp.solvers._accel_oracle.GLMProblem`; provides
+        ``n_samples``, ``n_features``, ``sensitivity`` (S1) and
+        ``gradient(theta, rows)``.
+    epsilon : float
+        Total pure ε (δ = 0); ``np.inf`` runs without noise.
+    n_iter : int
+        T, the number of noisy gradients (the nominal horizon for -opt).
+    batch_size : int, optional
+        m, drawn without replacement each step (default: n, full batch).
+    x0 : array-like, optional
+        Public starting point (zeros by default); x_{-1} = x_0.
+    laplace_scales : array-like of shape (n_iter,), optional
+        An explicit schedule b_1..b_T instead of the budget split; ``epsilon``
+        is then ignored and the result reports the schedule's ε.
+    noise_convention : {"paper", "reference_code"}
+        Laplace scale b (correct ε-DP, default) or b/√2 (the authors' code).
+    random_state : int, Generator or None
+    callback : callable (k, x_k), optional
+    record_iterates : bool
+        Keep x_1..x_T in ``result.extra["iterates"]``.
+
+    Returns
+    -------
+    SolverResult
+        ``coef`` = x_T; ``event`` = the Laplace event of the scales drawn;
+        ``extra`` holds the schedules, T' (``horizon``), the per-step ε and
+        their sum ``epsilon_pure``, and ``noise_convention``.
+"""
+
+
+def dp_gd(problem, *, epsilon, n_iter, step_size, batch_size=None, x0=None, laplace_scales=None,
+          noise_convention="paper", sensitivity_fn=None, random_state=None, callback=None,
+          record_iterates=False):
+    """DP-GD / DP-SGD with Laplace noise (spec 002, Algorithm 1).
+
+    ``x_k = x_{k-1} − α (∇F_{B_k}(x_{k-1}) + η_k)``, η_k ~ Laplace(b)^d with
+    ``b = S1/(m ε0)``, ``ε0 = log(1 + (n/m)(e^{ε/T} − 1))`` (eqs. 3.4-3.5).
+
+    Privacy: private are the n records; replace-one adjacency; the batch
+    mean has L1 sensitivity S1/m; each step is ε/T-DP (Laplace + sampling
+    without replacement), the run ε-DP; released: x_1..x_T.
+
+    Parameters
+    ----------
+    step_size : float
+        α.
+    sensitivity_fn : callable x -> float, optional
+        State-dependent bound S1(x) (Prop. 3.1, spec A6).
+"""
+    plan = plan_gd(n_samples=problem.n_samples, sensitivity=problem.sensitivity, epsilon=epsilon,
+                   n_iter=n_iter, step_size=step_size, batch_size=batch_size,
+                   laplace_scales=laplace_scales, noise_convention=noise_convention)
+    return run_plan(problem, plan, x0=x0, sensitivity_fn=sensitivity_fn,
+                    random_state=random_state, callback=callback, record_iterates=record_iterates)
+
+
+def dp_heavy_ball(problem, *, epsilon, n_iter, step_size, momentum=None, strong_convexity=None,
+                  form="momentum", batch_size=None, x0=None, laplace_scales=None,
+                  noise_convention="paper", sensitivity_fn=None, random_state=None, callback=None,
+                  record_iterates=False):
+    """DP heavy ball with gradient smoothing (spec 002, Algorithm 2).
+
+    ``x_k = x_{k-1} − α g̃_k + β (x_{k-1} − x_{k-2})``, g̃_k the Laplace-noised
+    gradient at x_{k-1}; ``form="smoothing"`` computes the same iterates as
+    ``ū_k = β ū_{k-1} + (1 − β) g̃_k``, ``x_k = x_{k-1} − α/(1−β) ū_k``
+    (eqs. 3.6-3.7): the smoothing is post-processing and costs nothing.
+
+    Privacy: as :func:`dp_gd` (Prop. 3.1): each step ε/T-DP, the run ε-DP,
+    replace-one adjacency, x_1..x_T released.
+
+    Parameters
+    ----------
+    step_size, momentum : float
+        α and β ∈ [0, 1); β defaults to (1 − √(αμ))/(1 + √(αμ)) (spec B5),
+        which needs ``strong_convexity``; Polyak's pair is
+        :func:`~fastdp.solvers._accel_schedules.polyak_heavy_ball_parameters`.
+    form : {"momentum", "smoothing"}
+    sensitivity_fn : callable x -> float, optional
+        State-dependent bound S1(x) (spec A6).
+"""
+    plan = plan_heavy_ball(n_samples=problem.n_samples, sensitivity=problem.sensitivity,
+                           epsilon=epsilon, n_iter=n_iter, step_size=step_size, momentum=momentum,
+                           strong_convexity=strong_convexity, batch_size=batch_size,
+                           laplace_scales=laplace_scales, noise_convention=noise_convention)
+    return run_plan(problem, plan, x0=x0, form=form, sensitivity_fn=sensitivity_fn,
+                    random_state=random_state, callback=callback, record_iterates=record_iterates)
+
+
+def dp_nesterov(problem, *, epsilon, n_iter, step_size, strong_convexity=None, smoothness=None,
+                momentum=None, allocation="uniform", alter_horizon=None, initial_error=10.0,
+                bound_constants=None, batch_size=None, x0=None, laplace_scales=None,
+                noise_convention="paper", random_state=None, callback=None,
+                record_iterates=False):
+    """DP Nesterov accelerated gradient: DP-NAG and DP-NAG-opt (spec 002, Algorithms 3-4).
+
+    ``z = x_{k-1} + β (x_{k-1} − x_{k-2})``, ``x_k = z − α g̃(z)``.  With
+    ``allocation="prop42"`` the budget is split as ε_t ∝ a_{T',t}^{1/3}
+    (noise starts high and decreases) over the horizon T' minimising the
+    bound (4.6) (DP-NAG-opt).
+
+    Privacy: private are the n records; replace-one adjacency; batch-mean
+    sensitivity S1/m; step t costs ε_step(S1, b_t, n, m) and the costs sum to
+    ε (basic composition); released: x_1..x_T'.
+
+    Parameters
+    ----------
+    step_size : float
+        α <= 1/L.
+    strong_convexity, smoothness : float
+        μ and L (L is needed by the optimised allocations).
+    momentum : float, optional
+        Default (1 − √(μα))/(1 + √(μα)).
+    allocation : {"uniform", "prop42", "numerical"}
+        ``"numerical"`` solves (4.4) exactly with the subsampled ε_step (an
+        extension, spec A4).
+    alter_horizon : bool, optional
+        Choose T' <= T (Remark 4.1); default on for non-uniform allocations.
+    initial_error : float
+        The guess E_0 of F(x_0) − F* in the horizon rule (10 in the paper).
+    bound_constants : {"consistent", "paper", "reference_code"}, optional
+        Constants of the bound (spec B1); default "consistent" with
+        ``noise_convention="paper"``, "reference_code" otherwise.
+"""
+    plan = plan_nesterov(n_samples=problem.n_samples, sensitivity=problem.sensitivity,
+                         epsilon=epsilon, n_iter=n_iter, step_size=step_size,
+                         strong_convexity=strong_convexity, smoothness=smoothness,
+                         momentum=momentum, n_features=problem.n_features, batch_size=batch_size,
+                         allocation=allocation, alter_horizon=alter_horizon,
+                         initial_error=initial_error, bound_constants=bound_constants,
+                         laplace_scales=laplace_scales, noise_convention=noise_convention)
+    return run_plan(problem, plan, x0=x0, random_state=random_state, callback=callback,
+                    record_iterates=record_iterates)
+
+
+def dp_masg(problem, *, epsilon, n_iter, smoothness, strong_convexity, step_multiplier=1.0,
+            n1=None, n1_rounding="ceil", p=1, allocation="uniform", alter_horizon=None,
+            initial_error=10.0, bound_constants=None, batch_size=None, x0=None,
+            laplace_scales=None, noise_convention="paper", random_state=None, callback=None,
+            record_iterates=False):
+    """Multistage DP-MASG and DP-MASG-opt (spec 002, Algorithm 5).
+
+    NAG in stages: stage 1 of length n1 with α = c/L, stage k >= 2 of length
+    2^k ⌈√κ ln 2^{p+2}⌉ with α = c/(4^k L); β per stage; momentum restart at
+    every stage boundary.  ``allocation="prop42"`` uses the coefficients of
+    eq. 4.8 and the horizon rule (DP-MASG-opt).
+
+    Privacy: as :func:`dp_nesterov`.
+
+    Parameters
+    ----------
+    smoothness, strong_convexity : float
+        L and μ (κ = L/μ fixes the stages).
+    step_multiplier : float
+        c ∈ (0, 1], multiplies every stage's step (spec B4).
+    n1, n1_rounding, p
+        First-stage length (default ⌈√κ ln κ⌉), its rounding, and p >= 1.
+    allocation, alter_horizon, initial_error, bound_constants
+        As :func:`dp_nesterov`.
+"""
+    plan = plan_masg(n_samples=problem.n_samples, sensitivity=problem.sensitivity,
+                     epsilon=epsilon, n_iter=n_iter, smoothness=smoothness,
+                     strong_convexity=strong_convexity, step_multiplier=step_multiplier, n1=n1,
+                     n1_rounding=n1_rounding, p=p, n_features=problem.n_features,
+                     batch_size=batch_size, allocation=allocation, alter_horizon=alter_horizon,
+                     initial_error=initial_error, bound_constants=bound_constants,
+                     laplace_scales=laplace_scales, noise_convention=noise_convention)
+    return run_plan(problem, plan, x0=x0, random_state=random_state, callback=callback,
+                    record_iterates=record_iterates)
+
+
+for _function in (dp_gd, dp_heavy_ball, dp_nesterov, dp_masg):
+    if _function.__doc__:  # None under python -OO
+        _function.__doc__ += _RUN_DOC
+del _function
+
+ESTIMATOR_SOLVERS = {}
