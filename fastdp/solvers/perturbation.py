@@ -1,0 +1,565 @@
+"""Output and objective perturbation for L2-regularised logistic regression.
+
+The two classic ERM baselines of K. Chaudhuri, C. Monteleoni, A. D. Sarwate,
+"Differentially Private Empirical Risk Minimization", JMLR 12 (2011)
+1069-1109 (the baselines of spec 003).  Both release one model for
+
+    J(theta) = (1/n) sum_i loss(y_i x_i^T theta) + (lam/2) ||theta||^2
+
+and nothing else.  The paper's assumptions, all enforced here:
+
+* every row has ``||x_i|| <= 1`` (checked; ``check_X`` allows a relative
+  floating-point slack of 1e-6, which the output-perturbation sensitivity
+  includes), labels are -1/+1;
+* the regulariser ``(1/2)||theta||^2`` is 1-strongly convex and doubly
+  differentiable (lam > 0 multiplies it);
+* the loss, as a function of the margin ``u = y x^T theta``, is convex and
+  doubly differentiable with ``|loss'(u)| <= 1`` and ``|loss''(u)| <= c``.
+
+Of fastdp's losses only the logistic loss qualifies (``c = 1/4``): the
+squared loss has an unbounded derivative, the hinge loss is not
+differentiable; both are rejected.
+
+Privacy
+-------
+* Private: the training examples; adjacency **replace-one** (the paper's
+  datasets "differing in one entry", n public).  Events therefore carry
+  ``adjacency="replace_one"``; a ledger refuses to compose them with
+  add/remove events unless those are converted.
+* Output perturbation (Algorithm 1): ``theta* + b``.  Theorem 6: with
+  ``b`` of density proportional to ``exp(-beta ||b||)``, ``beta = n lam eps / 2``,
+  the release is eps-DP; the proof (Corollary 8) bounds the L2 sensitivity
+  of the exact minimiser by ``2 / (n lam)``.  Event ``PureEvent(eps)``.  The
+  Gaussian variant adds ``N(0, (sigma Delta)^2 I)`` with the same L2
+  sensitivity Delta, event ``GaussianEvent(sigma)`` (both replace-one).
+* Objective perturbation (Algorithm 2, Theorem 9): minimise
+  ``J(theta) + b^T theta / n + (Delta_reg / 2) ||theta||^2`` with ``b`` of
+  density proportional to ``exp(-eps' ||b|| / 2)``, where
+  ``eps' = eps - log(1 + 2c/(n lam) + c^2/(n lam)^2)`` and ``Delta_reg = 0``
+  if that is > 0, else ``Delta_reg = c / (n (e^(eps/4) - 1)) - lam`` and
+  ``eps' = eps / 2``.  Event ``PureEvent(eps)``.
+* Released: the model only.  ``result.diagnostics`` (optimiser iterations,
+  final gradient norm) depends on the data: non-private, never publish.
+
+Optimisation accuracy
+---------------------
+Both theorems are about the *exact* minimiser.  The minimisers here come
+from a trust-region Newton-CG method (scipy ``trust-ncg``, gradients and
+Hessian-vector products from :mod:`fastdp._kernels._glm`) run until the
+gradient norm is at most ``gtol = tol / n``.  For output perturbation this
+error is accounted: by lam-strong convexity ``||theta_hat - theta*|| <=
+gtol / lam``, so the sensitivity used is ``2 R / (n lam) + 2 gtol / lam =
+(2 / (n lam)) (R + tol)`` (``R = 1 + 1e-6`` the row-norm bound), and the
+guarantee holds for the computed model.  For objective perturbation the
+paper's proof covers the exact minimiser only; the computed one differs from
+it by at most ``gtol / (lam + Delta_reg)`` in norm (about 1e-6 / (n lam)
+with the default), a gap the guarantee does not formally cover (as for every
+implementation of Algorithm 2).  If the tolerance is not reached the solver
+raises instead of releasing a model.
+"""
+
+import math
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from fastdp._kernels import _glm
+from fastdp._validation import check_labels, check_random_state, check_X
+from fastdp.exceptions import FastDPError, ValidationError
+from fastdp.losses import get_loss
+from fastdp.privacy.events import Adjacency, GaussianEvent, PureEvent
+from fastdp.solvers._result import SolverResult
+from fastdp.solvers.registry import EstimatorSolver
+from fastdp.solvers.scd import _check_num_threads, _real
+
+__all__ = [
+    "output_perturbation",
+    "objective_perturbation",
+    "objective_perturbation_parameters",
+    "output_sensitivity",
+    "sample_l2_laplace",
+    "solve_logistic",
+    "ESTIMATOR_SOLVERS",
+]
+
+#: Bound c on the second derivative of the logistic loss in the margin.
+LOGISTIC_CURVATURE = 0.25
+#: Row-norm slack accepted by ``check_X`` (relative); included in the sensitivity.
+_ROW_NORM_TOL = 1e-6
+_DEFAULT_TOL = 1e-6
+
+
+# --------------------------------------------------------------------------
+# noise
+# --------------------------------------------------------------------------
+
+
+def sample_l2_laplace(rng, dim, scale):
+    """Draw b in R^dim with density proportional to ``exp(-||b|| / scale)``.
+
+    ``||b||`` is Gamma(shape=dim, scale=scale) and the direction ``b / ||b||``
+    is uniform on the sphere, independent of the norm (the density depends
+    on b only through ||b||; polar coordinates give the norm density
+    proportional to ``r^(dim-1) exp(-r / scale)``).  The direction is a
+    normalised standard Gaussian vector.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    dim : int
+        Dimension >= 1.
+    scale : float
+        > 0 (the paper's ``1 / beta``).
+    """
+    direction = rng.standard_normal(dim)
+    norm = np.linalg.norm(direction)
+    while norm == 0.0:  # probability 0; keeps the direction well defined
+        direction = rng.standard_normal(dim)
+        norm = np.linalg.norm(direction)
+    radius = rng.gamma(shape=dim, scale=scale)
+    return direction * (radius / norm)
+
+
+# --------------------------------------------------------------------------
+# constants of the two mechanisms
+# --------------------------------------------------------------------------
+
+
+def output_sensitivity(n_samples, lam, tol=_DEFAULT_TOL, row_norm_bound=1.0 + _ROW_NORM_TOL):
+    """L2 sensitivity of the computed minimiser under replace-one adjacency.
+
+    ``2 R / (n lam)`` for the exact minimiser (Chaudhuri et al. 2011,
+    Corollary 8, with rows of norm <= R and ``|loss'| <= 1``), plus
+    ``2 gtol / lam`` with ``gtol = tol / n`` for the optimisation error of the
+    two computed minimisers: ``(2 / (n lam)) (R + tol)``.
+    """
+    return 2.0 * (row_norm_bound + tol) / (n_samples * lam)
+
+
+def objective_perturbation_parameters(epsilon, n_samples, lam, curvature=LOGISTIC_CURVATURE):
+    """``(epsilon_prime, delta_reg)`` of Algorithm 2 (Chaudhuri et al. 2011, Theorem 9).
+
+    ``eps' = eps - log(1 + 2c/(n lam) + c^2/(n lam)^2)``; if ``eps' > 0`` the
+    extra regulariser is ``Delta = 0``, else ``Delta = c / (n (e^(eps/4) - 1)) - lam``
+    and ``eps' = eps / 2``.  The noise b has density proportional to
+    ``exp(-eps' ||b|| / 2)``.
+    """
+    nl = n_samples * lam
+    ratio = curvature / nl
+    eps_prime = epsilon - math.log1p(2.0 * ratio + ratio * ratio)
+    if eps_prime > 0.0:
+        return eps_prime, 0.0
+    return epsilon / 2.0, curvature / (n_samples * math.expm1(epsilon / 4.0)) - lam
+
+
+# --------------------------------------------------------------------------
+# the non-private solver
+# --------------------------------------------------------------------------
+
+
+class _LogisticObjective:
+    """``J(theta) + linear^T theta + (extra/2)||theta||^2`` with its gradient and Hessian products."""
+
+    def __init__(self, X, y, lam, linear, num_threads):
+        self.X, self.y = X, y
+        self.n, self.m = X.shape
+        self.reg = lam
+        self.linear = linear
+        self.num_threads = num_threads
+        self.rows = np.arange(self.n, dtype=np.int64)
+        self._margins = np.empty(self.n)
+        self._curvature = None
+
+    def _margin(self, theta, out):
+        _glm.margins(self.X.data, self.X.indices, self.X.indptr, self.rows,
+                     np.ascontiguousarray(theta, dtype=np.float64), out, self.num_threads)
+        return out
+
+    def value_and_gradient(self, theta):
+        yz = self.y * self._margin(theta, self._margins)
+        value = float(np.sum(np.logaddexp(0.0, -yz))) / self.n
+        weights = -self.y * expit(-yz) / self.n
+        grad = self.reg * theta + self.linear
+        _glm.weighted_row_sum(self.X.data, self.X.indices, self.X.indptr, self.rows, weights,
+                              grad, self.num_threads)
+        self._curvature = expit(yz) * expit(-yz) / self.n
+        value += 0.5 * self.reg * float(theta @ theta) + float(self.linear @ theta)
+        return value, grad
+
+    def hessian_product(self, theta, direction):
+        if self._curvature is None:
+            self.value_and_gradient(theta)
+        xd = self._margin(direction, np.empty(self.n))
+        out = self.reg * np.asarray(direction, dtype=np.float64)
+        _glm.weighted_row_sum(self.X.data, self.X.indices, self.X.indptr, self.rows,
+                              self._curvature * xd, out, self.num_threads)
+        return out
+
+
+def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_threads=None):
+    """Minimise ``(1/n) sum log(1 + exp(-y_i x_i^T theta)) + (lam/2)||theta||^2 + linear^T theta``.
+
+    Trust-region Newton-CG (scipy ``trust-ncg``) with gradients and Hessian
+    products from :mod:`fastdp._kernels._glm`, stopped when the gradient norm
+    is at most ``gtol``.  Non-private: the result reveals the data.
+
+    Returns
+    -------
+    theta : ndarray
+    info : dict
+        ``gradient_norm``, ``iterations``, ``converged``.
+    """
+    X = check_X(X)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        if X.indices.dtype != X.indptr.dtype:
+            X.indptr = X.indptr.astype(X.indices.dtype)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    m = X.shape[1]
+    linear = np.zeros(m) if linear is None else np.ascontiguousarray(linear, dtype=np.float64)
+    objective = _LogisticObjective(X, y, float(lam), linear, _check_num_threads(num_threads))
+    result = minimize(objective.value_and_gradient, np.zeros(m), jac=True, method="trust-ncg",
+                      hessp=objective.hessian_product,
+                      options={"gtol": gtol, "maxiter": int(max_iter)})
+    theta = np.asarray(result.x, dtype=np.float64)
+    _, grad = objective.value_and_gradient(theta)
+    gnorm = float(np.linalg.norm(grad))
+    return theta, {"gradient_norm": gnorm, "iterations": int(result.nit),
+                   "converged": bool(gnorm <= gtol)}
+
+
+# --------------------------------------------------------------------------
+# argument checks
+# --------------------------------------------------------------------------
+
+
+def _check_loss(loss):
+    loss = get_loss(loss)
+    if loss.name != "logistic":
+        raise ValidationError(
+            f"output and objective perturbation (Chaudhuri et al. 2011) need a convex, doubly "
+            f"differentiable loss of the margin with |loss'| <= 1 and bounded loss''; the "
+            f"{loss.name} loss breaks this ({'unbounded derivative' if loss.name == 'squared' else 'not differentiable'}). "
+            "Use loss='logistic', or a gradient-perturbation solver (dpsgd, dpscd).")
+    return loss
+
+
+def _check_positive_finite(name, value):
+    value = _real(name, value)
+    if not (0.0 < value < math.inf):
+        raise ValidationError(f"{name} must be a finite number > 0; got {value!r}.")
+    return value
+
+
+def _check_tol(tol):
+    tol = _check_positive_finite("tol", tol)
+    if tol > 1e-2:
+        raise ValidationError(f"tol must be at most 1e-2 (relative optimisation error); got {tol!r}.")
+    return tol
+
+
+def _check_max_iter(max_iter):
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) \
+            or max_iter < 1:
+        raise ValidationError(f"max_iter must be a positive int; got {max_iter!r}.")
+    return int(max_iter)
+
+
+def _prepare(X, y, loss):
+    X = check_X(X, max_row_norm=1.0, row_norm_tol=_ROW_NORM_TOL)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        if X.indices.dtype != X.indptr.dtype:
+            X.indptr = X.indptr.astype(X.indices.dtype)
+    y, _ = check_labels(y, loss.task, n_samples=X.shape[0])
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    if not np.all(np.abs(y) == 1.0):
+        raise ValidationError("the logistic loss needs labels in {-1, +1}.")
+    return X, y
+
+
+def _solve_or_raise(X, y, lam, linear, tol, max_iter, num_threads):
+    n = X.shape[0]
+    gtol = tol / n
+    theta, info = solve_logistic(X, y, lam, linear=linear, gtol=gtol, max_iter=max_iter,
+                                 num_threads=num_threads)
+    if not info["converged"]:
+        raise FastDPError(
+            f"the minimiser did not reach gradient norm {gtol:.3g} in {max_iter} Newton "
+            f"iterations (reached {info['gradient_norm']:.3g}); the privacy proof needs an "
+            "(almost) exact minimiser, so nothing is released. Increase max_iter or tol.")
+    return theta, info
+
+
+def _result(theta, *, algorithm, lam, n, noise_parameter, sensitivity, noise_std, event, info,
+            num_threads, extra):
+    return SolverResult(
+        coef=theta, alpha=None, v=None, n_iter=1, epochs=math.nan, algorithm=algorithm,
+        loss="logistic", lam=lam, noise_multiplier=noise_parameter, sensitivity=sensitivity,
+        noise_std=noise_std, clip=math.inf, batch_size=float(n), sample_rate=1.0,
+        sampler="none", adjacency="replace_one", event=event, lazy_noise=False,
+        diagnostics={"optimizer_iterations": info["iterations"],
+                     "gradient_norm": info["gradient_norm"]},
+        num_threads=num_threads, history=None, extra=extra)
+
+
+# --------------------------------------------------------------------------
+# public mechanisms
+# --------------------------------------------------------------------------
+
+
+def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mechanism="laplace",
+                        loss="logistic", tol=_DEFAULT_TOL, max_iter=200, random_state=None,
+                        num_threads=None):
+    """Output perturbation (Chaudhuri et al. 2011, Algorithm 1): ``argmin J + b``.
+
+    Parameters
+    ----------
+    X : {array-like, scipy.sparse matrix} of shape (n, m)
+        Rows with ``||x_i|| <= 1`` (checked; Theorem 6 assumes it).
+    y : array-like of shape (n,)
+        Labels in {-1, +1}.
+    lam : float
+        L2 strength lambda > 0 (the regulariser ``(lam/2)||theta||^2``).
+    epsilon : float
+        For ``mechanism="laplace"``: the pure-DP epsilon > 0.  b has density
+        proportional to ``exp(-epsilon ||b|| / Delta)`` (the paper's
+        ``beta = n lam epsilon / 2``), Delta = :func:`output_sensitivity`.
+    noise_multiplier : float
+        For ``mechanism="gaussian"``: sigma > 0, ``b ~ N(0, (sigma Delta)^2 I)``.
+    mechanism : {"laplace", "gaussian"}, default="laplace"
+    loss : {"logistic"}
+        Other losses break Theorem 6's assumptions and are rejected.
+    tol : float, default=1e-6
+        Relative optimisation error: the minimiser is computed to gradient
+        norm ``tol / n`` and Delta grows by the factor ``(R + tol) / R``.
+    max_iter : int, default=200
+        Newton iterations allowed.
+    random_state : None, int or numpy.random.Generator
+        Source of the noise.
+    num_threads : int or None
+        OpenMP threads of the gradient kernels (same result for any value).
+
+    Returns
+    -------
+    SolverResult
+        ``event`` is ``PureEvent(epsilon, replace_one)`` or
+        ``GaussianEvent(sigma, replace_one)``; ``noise_multiplier`` holds the
+        noise parameter (``1 / epsilon`` for Laplace, sigma for Gaussian),
+        ``sensitivity`` Delta.
+
+    Notes
+    -----
+    Privacy: Theorem 6 (convex differentiable loss with ``|loss'| <= 1``,
+    1-strongly convex differentiable regulariser, ``||x_i|| <= 1``);
+    replace-one adjacency; released: the model.  The Gaussian variant is the
+    Gaussian mechanism on the same L2 sensitivity.
+    """
+    loss = _check_loss(loss)
+    lam = _check_positive_finite("lam", lam)
+    tol = _check_tol(tol)
+    max_iter = _check_max_iter(max_iter)
+    num_threads = _check_num_threads(num_threads)
+    if mechanism == "laplace":
+        if epsilon is None or noise_multiplier is not None:
+            raise ValidationError("mechanism='laplace' takes epsilon (and no noise_multiplier).")
+        epsilon = _check_positive_finite("epsilon", epsilon)
+    elif mechanism == "gaussian":
+        if noise_multiplier is None or epsilon is not None:
+            raise ValidationError("mechanism='gaussian' takes noise_multiplier (and no epsilon).")
+        noise_multiplier = _check_positive_finite("noise_multiplier", noise_multiplier)
+    else:
+        raise ValidationError(f"mechanism must be 'laplace' or 'gaussian'; got {mechanism!r}.")
+    X, y = _prepare(X, y, loss)
+    n, m = X.shape
+    rng = check_random_state(random_state)
+    theta, info = _solve_or_raise(X, y, lam, None, tol, max_iter, num_threads)
+    sensitivity = output_sensitivity(n, lam, tol)
+    if mechanism == "laplace":
+        scale = sensitivity / epsilon
+        noise = sample_l2_laplace(rng, m, scale)
+        event = PureEvent(epsilon, Adjacency.REPLACE_ONE)
+        noise_parameter = 1.0 / epsilon
+        noise_std = scale * math.sqrt(m + 1.0)  # sqrt(E||b||^2 / m)
+    else:
+        noise_std = noise_multiplier * sensitivity
+        noise = noise_std * rng.standard_normal(m)
+        event = GaussianEvent(noise_multiplier, Adjacency.REPLACE_ONE)
+        noise_parameter = noise_multiplier
+    return _result(theta + noise, algorithm="output_perturbation", lam=lam, n=n,
+                   noise_parameter=noise_parameter, sensitivity=sensitivity,
+                   noise_std=noise_std, event=event, info=info, num_threads=num_threads,
+                   extra={"mechanism": mechanism, "tol": tol})
+
+
+def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", tol=_DEFAULT_TOL,
+                           max_iter=200, random_state=None, num_threads=None):
+    """Objective perturbation (Chaudhuri et al. 2011, Algorithm 2).
+
+    Minimises ``J(theta) + b^T theta / n + (Delta_reg/2)||theta||^2`` with b of
+    density proportional to ``exp(-eps' ||b|| / 2)``;
+    ``(eps', Delta_reg)`` from :func:`objective_perturbation_parameters`.
+
+    Parameters
+    ----------
+    X, y, lam, loss, tol, max_iter, random_state, num_threads
+        As :func:`output_perturbation`.
+    epsilon : float
+        The pure-DP epsilon > 0.
+
+    Returns
+    -------
+    SolverResult
+        ``event`` is ``PureEvent(epsilon, replace_one)``; ``noise_multiplier``
+        is ``1 / epsilon``; ``extra`` holds ``epsilon_prime``, ``delta_reg``
+        and ``curvature`` (c = 1/4).
+
+    Notes
+    -----
+    Privacy: Theorem 9 (loss convex and doubly differentiable in the margin
+    with ``|loss'| <= 1`` and ``|loss''| <= c``, regulariser 1-strongly convex
+    and doubly differentiable, ``||x_i|| <= 1``); replace-one adjacency;
+    released: the model.  The proof is for the exact minimiser (see the
+    module docstring for the optimisation tolerance).
+    """
+    loss = _check_loss(loss)
+    lam = _check_positive_finite("lam", lam)
+    epsilon = _check_positive_finite("epsilon", epsilon)
+    tol = _check_tol(tol)
+    max_iter = _check_max_iter(max_iter)
+    num_threads = _check_num_threads(num_threads)
+    X, y = _prepare(X, y, loss)
+    n, m = X.shape
+    eps_prime, delta_reg = objective_perturbation_parameters(epsilon, n, lam)
+    rng = check_random_state(random_state)
+    b = sample_l2_laplace(rng, m, 2.0 / eps_prime)
+    theta, info = _solve_or_raise(X, y, lam + delta_reg, b / n, tol, max_iter, num_threads)
+    return _result(theta, algorithm="objective_perturbation", lam=lam, n=n,
+                   noise_parameter=1.0 / epsilon, sensitivity=math.nan,
+                   noise_std=(2.0 / eps_prime) * math.sqrt(m + 1.0) / n,
+                   event=PureEvent(epsilon, Adjacency.REPLACE_ONE), info=info,
+                   num_threads=num_threads,
+                   extra={"epsilon_prime": eps_prime, "delta_reg": delta_reg,
+                          "curvature": LOGISTIC_CURVATURE, "tol": tol})
+
+
+# --------------------------------------------------------------------------
+# estimator adapters (fastdp.solvers.registry)
+# --------------------------------------------------------------------------
+
+
+class _PerturbationEstimatorSolver(EstimatorSolver):
+    """Shared parts: logistic only, noise parameter = scale relative to the sensitivity."""
+
+    losses = ("logistic",)
+    noise_name = "noise_scale"
+
+    def _mechanism(self, config):
+        return "laplace"
+
+    def event(self, n_samples, config, noise):
+        if self._mechanism(config) == "gaussian":
+            return GaussianEvent(noise, Adjacency.REPLACE_ONE)
+        return PureEvent(1.0 / noise, Adjacency.REPLACE_ONE)
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        """Closed form ``1 / epsilon`` for the pure mechanisms.
+
+        If the accountant reports more than epsilon for ``PureEvent(epsilon)``
+        (the RDP conversion of a pure event can be slightly loose), the
+        noise is calibrated against that accountant instead, so the reported
+        epsilon never exceeds the target.  The Gaussian variant is calibrated.
+        """
+        if self._mechanism(config) == "laplace":
+            noise = 1.0 / float(epsilon)
+            if accountant.epsilon(self.event(n_samples, config, noise), delta) <= epsilon:
+                return noise
+        return super().noise_for_budget(n_samples, config, epsilon, delta, accountant)
+
+    def _options(self, config):
+        options = config.get("options", {})
+        return {"tol": options.get("tol", _DEFAULT_TOL), "max_iter": options.get("max_iter", 200)}
+
+
+class OutputPerturbationEstimatorSolver(_PerturbationEstimatorSolver):
+    """``solver="output"``.  ``solver_options``: ``mechanism`` ("laplace" default,
+    pure DP; or "gaussian"), ``tol``, ``max_iter``.  The noise parameter is
+    ``1 / epsilon`` (Laplace) or the noise multiplier sigma (Gaussian).
+    ``batch_size``, ``epochs``, ``clip``, ``sampler`` and ``lazy_noise`` of the
+    estimator do not apply and are ignored."""
+
+    name = "output"
+    options = ("mechanism", "tol", "max_iter")
+
+    def _mechanism(self, config):
+        mechanism = config.get("options", {}).get("mechanism", "laplace")
+        if mechanism not in ("laplace", "gaussian"):
+            raise ValidationError(f"mechanism must be 'laplace' or 'gaussian'; got {mechanism!r}.")
+        return mechanism
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        mechanism = self._mechanism(config)
+        if not noise:
+            theta, info = _solve_or_raise(*_prepare_nonprivate(X, y), float(config["lam"]),
+                                          None, **self._options(config),
+                                          num_threads=_check_num_threads(config.get("num_threads")))
+            return _nonprivate_result(theta, X.shape[0], config, info, "output_perturbation")
+        kwargs = ({"epsilon": 1.0 / noise} if mechanism == "laplace"
+                  else {"noise_multiplier": noise})
+        return output_perturbation(X, y, lam=config["lam"], mechanism=mechanism, loss=loss,
+                                   random_state=random_state,
+                                   num_threads=config.get("num_threads"),
+                                   **self._options(config), **kwargs)
+
+
+class ObjectivePerturbationEstimatorSolver(_PerturbationEstimatorSolver):
+    """``solver="objective"``.  ``solver_options``: ``tol``, ``max_iter``.  The noise
+    parameter is ``1 / epsilon``; batch and epoch settings are ignored."""
+
+    name = "objective"
+    options = ("tol", "max_iter")
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        if not noise:
+            theta, info = _solve_or_raise(*_prepare_nonprivate(X, y), float(config["lam"]),
+                                          None, **self._options(config),
+                                          num_threads=_check_num_threads(config.get("num_threads")))
+            return _nonprivate_result(theta, X.shape[0], config, info, "objective_perturbation")
+        return objective_perturbation(X, y, lam=config["lam"], epsilon=1.0 / noise, loss=loss,
+                                      random_state=random_state,
+                                      num_threads=config.get("num_threads"),
+                                      **self._options(config))
+
+
+def _prepare_nonprivate(X, y):
+    X = check_X(X)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        if X.indices.dtype != X.indptr.dtype:
+            X.indptr = X.indptr.astype(X.indices.dtype)
+    y, _ = check_labels(y, "binary", n_samples=X.shape[0])
+    return X, np.ascontiguousarray(y, dtype=np.float64)
+
+
+def _nonprivate_result(theta, n, config, info, algorithm):
+    """epsilon = inf: the exact regularised optimum, no noise (not private)."""
+    from fastdp.privacy.events import NonPrivateEvent
+
+    return SolverResult(
+        coef=theta, alpha=None, v=None, n_iter=1, epochs=math.nan, algorithm=algorithm,
+        loss="logistic", lam=float(config["lam"]), noise_multiplier=0.0, sensitivity=0.0,
+        noise_std=0.0, clip=math.inf, batch_size=float(n), sample_rate=1.0, sampler="none",
+        adjacency="replace_one", event=NonPrivateEvent(), lazy_noise=False,
+        diagnostics={"optimizer_iterations": info["iterations"],
+                     "gradient_norm": info["gradient_norm"]},
+        num_threads=_check_num_threads(config.get("num_threads")), history=None, extra={})
+
+
+ESTIMATOR_SOLVERS = {"output": OutputPerturbationEstimatorSolver(),
+                     "objective": ObjectivePerturbationEstimatorSolver()}
