@@ -205,12 +205,14 @@ def _best_certificate(step_size, momentum, mu, L, rho2):
                     float(np.linalg.eigvalsh(P)[0]), c0)
         return -value + 1e-3 * float(np.sum(np.maximum(np.abs(z) - 1e3, 0.0)))
 
-    best = math.inf
+    best = -math.inf
     for start in ([0.0, 0.0, 0.0, 0.0], [1.0, -0.5, 0.5, 0.1], [L, -L / 2, L / 2, 0.05]):
         res = minimize(negative, start, method="Nelder-Mead",
-                       options={"xatol": 1e-12, "fatol": 1e-15, "maxiter": 6000})
-        best = min(best, res.fun)
-    return -best
+                       options={"xatol": 1e-9, "fatol": 1e-13, "maxiter": 1500})
+        best = max(best, -res.fun)
+        if best >= 0.0:  # certified: no need to look further
+            break
+    return best
 
 
 def hb_lmi_rate(step_size, momentum, strong_convexity, smoothness, tol=1e-3):

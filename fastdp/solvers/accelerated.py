@@ -445,6 +445,10 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
     return _result(plan, x, iterates, form, problem)
 
 
+def _scalar(value):
+    return float(value) if isinstance(value, numbers.Real) else math.nan
+
+
 def _result(plan, x, iterates, form, problem):
     private = plan.private
     rel = plan.scales[0] * plan.batch_size / plan.sensitivity if private else 0.0
@@ -470,7 +474,7 @@ def _result(plan, x, iterates, form, problem):
     return SolverResult(
         coef=x.copy(), alpha=None, v=None, n_iter=plan.horizon, epochs=plan.horizon * m / n,
         algorithm=plan.algorithm, loss=getattr(loss, "name", "") or "",
-        lam=float(getattr(problem, "lam", math.nan)), noise_multiplier=rel,
+        lam=_scalar(getattr(problem, "lam", math.nan)), noise_multiplier=rel,
         sensitivity=plan.sensitivity / m if private else 0.0,
         noise_std=math.sqrt(2.0) * plan.scales[0] if private else 0.0, clip=math.inf,
         batch_size=float(m), sample_rate=m / n, sampler="fixed" if m < n else "full_batch",
