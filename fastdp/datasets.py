@@ -192,6 +192,16 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     qid : ndarray of int64, shape (n_samples,)
         Only when ``return_qid`` is True.
 
+    Notes
+    -----
+    Where fastdp goes beyond scikit-learn: xz files and compression recognised
+    by content (scikit-learn reads ``.gz``/``.bz2`` by file suffix); every
+    malformed line raises :class:`LibsvmParseError` (a ``ValueError``) with its
+    line number, including an index above 2**31 - 1 (an ``OverflowError`` in
+    scikit-learn); qids are returned one per row. Plain files are
+    memory-mapped rather than copied. scikit-learn's ``multilabel``,
+    ``offset`` and ``length`` options are not supported.
+
     Raises
     ------
     LibsvmParseError

@@ -474,3 +474,43 @@ def test_fastdp_data_environment_variable(tmp_path, monkeypatch):
 def test_unknown_dataset_or_subset(name, subset):
     with pytest.raises(ValidationError):
         load_dataset(name, subset=subset)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789:.-+eE #\n\t\r\x0bqidnaf_x", max_size=60))
+def test_fuzz_same_verdict_as_sklearn(text):
+    """Random byte soup: both loaders accept it with identical results, or both reject it."""
+    content = text.encode()
+    try:
+        reference = load_svmlight_file(io.BytesIO(content))
+    except (ValueError, OverflowError):
+        with pytest.raises(LibsvmParseError):
+            load_libsvm(io.BytesIO(content))
+        return
+    assert_same_as_sklearn(load_libsvm(io.BytesIO(content)), reference)
+
+
+_NUMBER = st.one_of(
+    st.integers(-(10**25), 10**25).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.from_regex(r"[+-]?[0-9_]{0,4}\.?[0-9]{0,3}([eE][+-]?[0-9]{0,4})?", fullmatch=True),
+)
+_TOKEN = st.one_of(
+    st.tuples(st.integers(-2, 40).map(str) | st.sampled_from(["", "x", "1_0", "+3", "qid"]), _NUMBER).map(":".join),
+    _NUMBER,
+    st.sampled_from(["#", "# c", "qid:3", "qid:x", "\r", ""]),
+)
+_LINE = st.tuples(_NUMBER, st.lists(_TOKEN, max_size=5)).map(lambda t: " ".join([t[0], *t[1]]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_LINE, max_size=6), st.sampled_from(["\n", "\r\n"]), st.sampled_from(["auto", True, False]))
+def test_fuzz_structured_lines_same_verdict_as_sklearn(lines, newline, zero_based):
+    content = newline.join(lines).encode()
+    try:
+        reference = load_svmlight_file(io.BytesIO(content), zero_based=zero_based)
+    except (ValueError, OverflowError):
+        with pytest.raises(LibsvmParseError):
+            load_libsvm(io.BytesIO(content), zero_based=zero_based)
+        return
+    assert_same_as_sklearn(load_libsvm(io.BytesIO(content), zero_based=zero_based), reference)
