@@ -1,0 +1,252 @@
+"""The per-agent step of private distributed dual averaging, shared by every engine.
+
+An agent ``i`` holds its private shard ``D_i`` (q rows of a CSR matrix and
+their labels) and its state: the dual variable ``z_i``, the primal point
+``x_i``, the lazy running sum ``s_i = sum_{tau <= acc_through} a_tau x_i^(tau)``.
+In a round where it is active it
+
+1. draws one local sample ``xi`` uniformly from its q rows and Gaussian noise
+   ``nu ~ N(0, sigma^2 I_m)``, both from a random stream keyed to
+   ``(agent key, round)`` (:func:`node_generator`);
+2. releases the message ``m_i = z_i + a_t (g_i + nu)`` with ``g_i`` the
+   per-sample subgradient of the loss at ``x_i^(t)``
+   (:func:`compute_message`);
+3. mixes ``z_i <- sum_j w_ij m_j`` over its senders in increasing ``j``
+   (:func:`mix_messages`) and takes the prox step
+   ``x_i <- prox(z_i, iota A_{t+1}, gamma_{t+1})`` (:func:`apply_mix`).
+
+Because the noise of ``(i, t)`` is a deterministic function of the agent's key
+and the round, a retried or replayed step reproduces the same message bit for
+bit: it never releases a second, fresh draw of a message that may already be
+out, so replays cost no privacy beyond what was accounted.
+
+Privacy (one message): what is private is every record of ``D_i``;
+adjacency replace-one (one record of one agent replaced, shard sizes public);
+the per-sample subgradient has L2 sensitivity ``2 L`` (``|loss'| <= 1`` and
+rows of norm at most ``L``); the message releases ``a_t (g + nu)`` plus
+public post-processing ``z_i``, a Gaussian mechanism with noise multiplier
+``sigma / (2 L)`` on a sample of one of q records. The accounting of whole runs
+is in :mod:`fastdp.distributed.privacy`.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from fastdp.losses import get_loss
+
+__all__ = [
+    "NodeProgram",
+    "NodeShard",
+    "NodeState",
+    "node_keys",
+    "node_generator",
+    "sample_subgradient",
+    "compute_message",
+    "mix_messages",
+    "apply_mix",
+    "catch_up",
+    "averaged_iterate",
+    "current_primal",
+]
+
+_INACTIVE_X = ("theory", "literal")
+
+try:  # shared compiled GLM kernels, when built
+    from fastdp._kernels import _glm as _glm_kernels
+except ImportError:  # pragma: no cover - depends on the build
+    _glm_kernels = None
+
+
+@dataclasses.dataclass
+class NodeShard:
+    """One agent's private data: CSR arrays of its q rows and their labels.
+
+    Never leaves the agent; engines pass it once to the agent that owns it.
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n_samples(self):
+        return len(self.indptr) - 1
+
+    @classmethod
+    def from_csr(cls, X, y):
+        return cls(np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices),
+                   np.ascontiguousarray(X.indptr), np.ascontiguousarray(y, dtype=np.float64))
+
+
+@dataclasses.dataclass
+class NodeProgram:
+    """Public constants every agent knows (identical on every agent).
+
+    Attributes
+    ----------
+    dim : int
+    loss : str
+    regularizer : fastdp.distributed.regularizers.Regularizer
+    schedule : fastdp.distributed.schedules.DualAveragingSchedule
+    iota : float
+    sigma : float
+        Per-coordinate noise standard deviation (0: non-private).
+    n_rounds : int
+    inactive_x : {"theory", "literal"}
+    """
+
+    dim: int
+    loss: str
+    regularizer: object
+    schedule: object
+    iota: float
+    sigma: float
+    n_rounds: int
+    inactive_x: str = "theory"
+
+    def __post_init__(self):
+        self._tables = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_tables"] = None          # rebuilt on the receiving side
+        return state
+
+    @property
+    def tables(self):
+        """Schedule arrays and the regularizer's lazy-averaging tables (built once)."""
+        if self._tables is None:
+            a, A, g = self.schedule.arrays(self.n_rounds)
+            self._tables = self.regularizer.lazy_tables(a, A, g, self.iota)
+        return self._tables
+
+    @property
+    def loss_object(self):
+        return get_loss(self.loss)
+
+    def prox_at(self, z, t):
+        """``prox(z, iota A_t, gamma_t)``."""
+        tb = self.tables
+        return self.regularizer.prox(z, self.iota * tb["A"][t], tb["gamma"][t])
+
+
+@dataclasses.dataclass
+class NodeState:
+    """Mutable state of one agent (see the module docstring)."""
+
+    z: np.ndarray
+    x: np.ndarray
+    s: np.ndarray
+    acc_through: int = 0
+
+    @classmethod
+    def initial(cls, program):
+        z = np.zeros(program.dim)
+        return cls(z=z, x=program.prox_at(z, 1), s=np.zeros(program.dim), acc_through=0)
+
+    def copy(self):
+        return NodeState(self.z.copy(), self.x.copy(), self.s.copy(), int(self.acc_through))
+
+
+def node_keys(seed_sequence, n_nodes):
+    """128-bit Philox keys of the agents, derived from one ``SeedSequence``."""
+    return [np.random.SeedSequence(seed_sequence.entropy,
+                                   spawn_key=tuple(seed_sequence.spawn_key) + (1, i))
+            .generate_state(2, np.uint64) for i in range(n_nodes)]
+
+
+def node_generator(key, t):
+    """Generator of agent ``key`` in round ``t``: Philox with the round in the high counter words.
+
+    Streams of different rounds never overlap (each has 2**128 blocks), and
+    the same ``(key, t)`` always gives the same draws.
+    """
+    return np.random.Generator(np.random.Philox(key=key, counter=int(t) << 128))
+
+
+def current_primal(program, state, t):
+    """``x_i^(t)``: the stored point (literal mode) or ``prox(z_i, iota A_t, gamma_t)``."""
+    if program.inactive_x == "literal":
+        return state.x
+    return program.prox_at(state.z, t)
+
+
+def sample_subgradient(shard, row, x, loss, out):
+    """``out += loss'(<c_row, x>, y_row) c_row`` (the shared GLM kernel when built)."""
+    if _glm_kernels is not None:
+        code = {"squared": _glm_kernels.LOSS_SQUARED, "logistic": _glm_kernels.LOSS_LOGISTIC,
+                "hinge": _glm_kernels.LOSS_HINGE}[loss.name]
+        _glm_kernels.gradient_sum(shard.data, shard.indices, shard.indptr, shard.y,
+                                  np.array([row], dtype=np.int64), x, code, out)
+        return out
+    lo, hi = shard.indptr[row], shard.indptr[row + 1]
+    idx, vals = shard.indices[lo:hi], shard.data[lo:hi]
+    d = float(loss.derivative(float(np.dot(vals, x[idx])), shard.y[row]))
+    out[idx] += d * vals
+    return out
+
+
+def compute_message(program, state, shard, key, t):
+    """The message ``z_i + a_t (g_i + nu_i)`` of an active agent in round ``t``.
+
+    Draws, from :func:`node_generator` ``(key, t)``, first the sample index
+    then the noise, so every engine consumes the stream identically.
+    """
+    rng = node_generator(key, t)
+    row = int(rng.integers(shard.n_samples))
+    if program.sigma > 0:
+        buf = rng.standard_normal(program.dim)
+        buf *= program.sigma
+    else:
+        buf = np.zeros(program.dim)
+    x_t = current_primal(program, state, t)
+    sample_subgradient(shard, row, x_t, program.loss_object, buf)
+    buf *= program.tables["a"][t]
+    buf += state.z
+    return buf
+
+
+def mix_messages(weights, messages):
+    """``sum_j w_j m_j`` in the given (canonical, increasing-j) order."""
+    out = weights[0] * messages[0]
+    for w, m in zip(weights[1:], messages[1:]):
+        out += w * m
+    return out
+
+
+def catch_up(program, state, t_through):
+    """Add ``a_tau x^(tau)`` for ``tau = acc_through + 1 .. t_through`` to ``s`` (z, x constant)."""
+    t1 = state.acc_through + 1
+    if t_through < t1:
+        return
+    state.s += _pending_sum(program, state, t1, t_through)
+    state.acc_through = int(t_through)
+
+
+def _pending_sum(program, state, t1, t2):
+    tb = program.tables
+    if program.inactive_x == "literal":
+        return state.x * (tb["A"][t2] - tb["A"][t1 - 1])
+    return program.regularizer.weighted_prox_sum(state.z, tb, t1, t2)
+
+
+def apply_mix(program, state, t, z_new, x_new=None):
+    """End of round ``t`` for an active agent: catch up the average, set ``z``, prox step.
+
+    ``x_new`` may be passed when already computed for the same ``z_new`` (the
+    simulator shares it within a group of receivers); it must equal
+    ``prox(z_new, iota A_{t+1}, gamma_{t+1})``.
+    """
+    catch_up(program, state, t)
+    state.z = z_new
+    state.x = program.prox_at(z_new, t + 1) if x_new is None else x_new
+
+
+def averaged_iterate(program, state, t):
+    """``x~_i^(t) = sum_{tau <= t} a_tau x_i^(tau) / A_t`` without changing the state."""
+    s = state.s
+    if t > state.acc_through:
+        s = s + _pending_sum(program, state, state.acc_through + 1, t)
+    return s / program.tables["A"][t]
