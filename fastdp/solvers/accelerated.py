@@ -51,10 +51,12 @@ import numpy as np
 from fastdp._validation import check_random_state
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import NonPrivateEvent
+from fastdp.privacy.calibration import calibrate
 from fastdp.sampling import FixedSizeSampler
 from fastdp.solvers import _accel_accounting as acc
 from fastdp.solvers import _accel_schedules as sch
 from fastdp.solvers._result import SolverResult
+from fastdp.solvers.registry import EstimatorSolver
 
 __all__ = [
     "dp_gd",
@@ -385,7 +387,9 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
     ----------
     problem : gradient oracle
         See :mod:`fastdp.solvers._accel_oracle`; ``problem.n_samples`` must
-        equal ``plan.n_samples``.
+        equal ``plan.n_samples``.  The plan's scales are for
+        ``plan.sensitivity``; if ``problem.sensitivity`` differs they are
+        rescaled by the ratio (same ε: the event is stated relative to S1).
     plan : AcceleratedPlan
     x0 : array-like, optional
         Starting point (public); zeros by default.
@@ -413,6 +417,11 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
     sampling_rng, noise_rng = check_random_state(random_state).spawn(2)
     if m < n:
         batch_ptr, batch_idx = FixedSizeSampler(m).stream(n, sampling_rng).take(T)
+    # plan scales are for plan.sensitivity; a problem with another S1 rescales
+    # them (the scale relative to the sensitivity, hence every ε, is unchanged)
+    scales = plan.scales
+    if sensitivity_fn is None and float(problem.sensitivity) != plan.sensitivity:
+        scales = scales * (float(problem.sensitivity) / plan.sensitivity)
     x = _initial_point(x0, d)
     x_prev = x.copy()
     u = None
@@ -422,7 +431,7 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
         if plan.restarts[k]:
             x_prev = x
         rows = batch_idx[batch_ptr[k]:batch_ptr[k + 1]] if m < n else None
-        scale = plan.scales[k]
+        scale = scales[k]
         if sensitivity_fn is not None and scale > 0:
             scale = scale * float(sensitivity_fn(x)) / plan.sensitivity
         if smoothing:
@@ -664,4 +673,149 @@ for _function in (dp_gd, dp_heavy_ball, dp_nesterov, dp_masg):
         _function.__doc__ += _RUN_DOC
 del _function
 
-ESTIMATOR_SOLVERS = {}
+
+# ---------------------------------------------------------------------------
+# estimator adapters (fastdp.solvers.registry)
+# ---------------------------------------------------------------------------
+
+_ESTIMATOR_OPTIONS = ("n_iter", "step_size", "step_multiplier", "momentum", "smoothness",
+                      "allocation", "alter_horizon", "initial_error", "bound_constants",
+                      "noise_convention", "row_l1_bound", "n_features", "form", "n1",
+                      "n1_rounding", "p")
+_CURVATURE = {"squared": 1.0, "logistic": 0.25}
+
+
+class _AcceleratedEstimatorSolver:
+    """Runs a spec-002 solver for :mod:`fastdp.linear_model` (see ``solvers.registry``).
+
+    Settings come from the estimator (``alpha`` → lam = μ, ``batch_size`` →
+    m, ``epochs`` → T = floor(epochs n / m), ``clip``) and from
+    ``solver_options``: ``n_iter`` (T directly), ``step_size`` (default
+    ``step_multiplier / L`` with the public bound ``L = c_loss + lam``, valid
+    because the estimator checks ``||x_i||_2 <= 1``), ``momentum``,
+    ``smoothness``, ``allocation``, ``alter_horizon``, ``initial_error``,
+    ``bound_constants``, ``noise_convention``, ``row_l1_bound`` (a public
+    bound R on every row's L1 norm; default √d from the L2 bound),
+    ``n_features`` (needed by the horizon rule when the estimator's config
+    lacks it), ``form``, and the MASG stage settings ``n1``, ``n1_rounding``
+    and ``p``.
+
+    Privacy: replace-one adjacency; batches without replacement (the
+    estimator's ``sampler`` must be ``"fixed"`` unless ``batch_size = n``);
+    L1 sensitivity ``S1 = 2 min(R, √d C)`` (logistic) or ``2 √d C``
+    (squared, C the clip); the noise parameter is the pure-DP budget
+    ``schedule_epsilon`` the Laplace schedule is built for, chosen as large
+    as the estimator's accountant allows.
+    """
+
+    losses = ("squared", "logistic")
+    noise_name = "schedule_epsilon"
+    options = _ESTIMATOR_OPTIONS
+    check_options = EstimatorSolver.check_options
+
+    def __init__(self, name, algorithm):
+        self.name = name
+        self.algorithm = algorithm
+
+    # -- settings --------------------------------------------------------------
+    def _settings(self, n, config):
+        options = config.get("options", {})
+        self.check_options(options)
+        m = int(config["batch_size"])
+        sampler = config.get("sampler", "fixed")
+        if m < n and sampler not in ("fixed", "uniform"):
+            raise ValidationError(
+                f"solver {self.name!r} samples batches uniformly without replacement (spec 002); "
+                f"pass sampler='fixed' (or batch_size = n_samples for full batches), not {sampler!r}.")
+        n_iter = options.get("n_iter")
+        if n_iter is None:
+            n_iter = max(1, math.floor(float(config["epochs"]) * n / m))
+        lam = float(config["lam"])
+        d = config.get("n_features", options.get("n_features"))
+        return options, m, int(n_iter), lam, d
+
+    def _sensitivity(self, loss, d, options, clip):
+        from fastdp.solvers._accel_oracle import glm_l1_sensitivity
+
+        if d is None:
+            return None
+        R = options.get("row_l1_bound", math.sqrt(d))
+        return glm_l1_sensitivity(loss, d, row_l1_bound=R, clip=clip)
+
+    def _plan(self, n, config, schedule_epsilon, loss=None, d=None):
+        options, m, T, lam, config_d = self._settings(n, config)
+        d = config_d if d is None else d
+        loss = loss or config.get("loss", "logistic")
+        needs_horizon = (options.get("allocation", "uniform") != "uniform"
+                         and options.get("alter_horizon", True))
+        if needs_horizon:
+            if d is None:
+                raise ValidationError(
+                    f"solver {self.name!r} with allocation={options['allocation']!r} chooses its "
+                    "horizon from the number of features: pass solver_options={'n_features': d}.")
+            S = self._sensitivity(loss, d, options, float(config.get("clip", math.inf)))
+        else:
+            # the event is stated relative to S1, so plan in units of S1; run() rescales
+            S = 1.0
+        L = float(options.get("smoothness", _CURVATURE.get(loss, 1.0) + lam))
+        alpha = float(options.get("step_size", float(options.get("step_multiplier", 1.0)) / L))
+        common = dict(n_samples=n, sensitivity=S, epsilon=schedule_epsilon, n_iter=T,
+                      batch_size=m, noise_convention=options.get("noise_convention", "paper"))
+        opt = dict(allocation=options.get("allocation", "uniform"),
+                   alter_horizon=options.get("alter_horizon"),
+                   initial_error=options.get("initial_error", 10.0),
+                   bound_constants=options.get("bound_constants"), n_features=d)
+        if self.algorithm == "heavy_ball":
+            return plan_heavy_ball(step_size=alpha, momentum=options.get("momentum"),
+                                   strong_convexity=lam, **common)
+        if self.algorithm == "nesterov":
+            return plan_nesterov(step_size=alpha, momentum=options.get("momentum"),
+                                 strong_convexity=lam, smoothness=L, **opt, **common)
+        if self.algorithm == "masg":
+            return plan_masg(smoothness=L, strong_convexity=lam,
+                             step_multiplier=float(options.get("step_multiplier", 1.0)),
+                             n1=options.get("n1"), n1_rounding=options.get("n1_rounding", "ceil"),
+                             p=options.get("p", 1), **opt, **common)
+        return plan_gd(step_size=alpha, **common)
+
+    # -- protocol ----------------------------------------------------------------
+    def event(self, n_samples, config, noise):
+        """Event of a run whose Laplace schedule spends ``noise`` = schedule ε (pure DP)."""
+        return self._plan(n_samples, config, noise).event
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        """Largest schedule ε whose event meets (epsilon, delta) under ``accountant``.
+
+        The pure accountant gives exactly ``epsilon`` (basic composition);
+        an (ε, δ) accountant such as RDP may allow a larger pure budget.
+        """
+        if accountant.epsilon(self.event(n_samples, config, epsilon), delta) <= epsilon:
+            if getattr(accountant, "name", "") == "pure":
+                return float(epsilon)
+        return float(calibrate(lambda e: self.event(n_samples, config, e), epsilon, delta,
+                               accountant=accountant, increasing_privacy=False,
+                               initial_guess=epsilon))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        from fastdp.solvers._accel_oracle import GLMProblem
+
+        n, d = X.shape
+        options = config.get("options", {})
+        plan = self._plan(n, dict(config, loss=loss), noise if noise > 0 else math.inf,
+                          loss=loss, d=config.get("n_features", options.get("n_features", d)))
+        clip = float(config.get("clip", math.inf))
+        # a non-private run adds no noise: its sensitivity is irrelevant
+        sensitivity = self._sensitivity(loss, d, options, clip) if plan.private else 1.0
+        problem = GLMProblem(X, y, loss=loss, lam=float(config["lam"]),
+                             row_l1_bound=options.get("row_l1_bound"), clip=clip,
+                             sensitivity=sensitivity, num_threads=config.get("num_threads") or 1)
+        return run_plan(problem, plan, form=options.get("form", "momentum"),
+                        random_state=random_state)
+
+
+ESTIMATOR_SOLVERS = {
+    "dp_gd_laplace": _AcceleratedEstimatorSolver("dp_gd_laplace", "gd"),
+    "dp_heavy_ball": _AcceleratedEstimatorSolver("dp_heavy_ball", "heavy_ball"),
+    "dp_nesterov": _AcceleratedEstimatorSolver("dp_nesterov", "nesterov"),
+    "dp_masg": _AcceleratedEstimatorSolver("dp_masg", "masg"),
+}
