@@ -240,10 +240,11 @@ def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_thre
 def _check_loss(loss):
     loss = get_loss(loss)
     if loss.name != "logistic":
+        reason = "unbounded derivative" if loss.name == "squared" else "not differentiable"
         raise ValidationError(
             f"output and objective perturbation (Chaudhuri et al. 2011) need a convex, doubly "
             f"differentiable loss of the margin with |loss'| <= 1 and bounded loss''; the "
-            f"{loss.name} loss breaks this ({'unbounded derivative' if loss.name == 'squared' else 'not differentiable'}). "
+            f"{loss.name} loss breaks this ({reason}). "
             "Use loss='logistic', or a gradient-perturbation solver (dpsgd, dpscd).")
     return loss
 
