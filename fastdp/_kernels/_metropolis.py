@@ -43,6 +43,7 @@ __all__ = [
     "metropolis_chains",
     "chain_random_stream",
     "objective_values",
+    "dykstra_project",
 ]
 
 OBJ_MAX_AFFINE = 0
@@ -313,3 +314,54 @@ def chain_random_stream(seed, n_steps, d):
     for t in range(n_steps):
         uniforms[t] = _draw_step(state, normals[t])
     return normals, uniforms
+
+
+# --------------------------------------------------------------------------
+# projection onto a polytope (used by the projected subgradient method)
+# --------------------------------------------------------------------------
+@njit(cache=True, parallel=True)
+def dykstra_project(X, H, h, tol, max_iter):
+    """Euclidean projection of every row of X onto {x : H x <= h} (Dykstra).
+
+    Cycles over the half-spaces with Dykstra's correction terms until a full
+    cycle moves the point by at most ``tol * (1 + max|x|)`` or ``max_iter``
+    cycles ran. Rows are independent (parallel). The result can violate a
+    constraint by a rounding-level amount; the caller makes it feasible.
+    """
+    n, d = X.shape
+    p = H.shape[0]
+    out = np.empty((n, d))
+    sq = np.empty(p)
+    for k in range(p):
+        s = 0.0
+        for j in range(d):
+            s += H[k, j] * H[k, j]
+        sq[k] = s
+    for r in prange(n):
+        x = X[r].copy()
+        inc = np.zeros((p, d))
+        yv = np.empty(d)
+        for _ in range(max_iter):
+            moved = 0.0
+            scale = 0.0
+            for k in range(p):
+                dot = 0.0
+                for j in range(d):
+                    yv[j] = x[j] + inc[k, j]
+                    dot += H[k, j] * yv[j]
+                excess = dot - h[k]
+                if excess < 0.0:
+                    excess = 0.0
+                for j in range(d):
+                    new = yv[j] - excess / sq[k] * H[k, j]
+                    inc[k, j] = yv[j] - new
+                    delta = abs(new - x[j])
+                    if delta > moved:
+                        moved = delta
+                    x[j] = new
+                    if abs(new) > scale:
+                        scale = abs(new)
+            if moved <= tol * (1.0 + scale):
+                break
+        out[r] = x
+    return out

@@ -9,6 +9,7 @@ post-processing and costs no privacy.
 import numpy as np
 from scipy.optimize import linprog
 
+from fastdp._kernels import _metropolis
 from fastdp.exceptions import ValidationError
 
 __all__ = ["Box", "Polytope", "check_constraints"]
@@ -178,7 +179,7 @@ class Polytope:
         X = np.asarray(X, dtype=np.float64)
         return np.all(X @ self.H.T <= self.h, axis=-1)
 
-    def project(self, X, tol=1e-10, max_iter=10_000):
+    def project(self, X, tol=1e-12, max_iter=1000):
         """Euclidean projection by Dykstra's algorithm over the half-spaces.
 
         Rows of ``X`` are projected independently; iteration stops when no row
@@ -190,34 +191,28 @@ class Polytope:
         X = np.array(X, dtype=np.float64, copy=True)
         single = X.ndim == 1
         X = np.atleast_2d(X)
-        H, h = self.H, self.h
-        sq = np.einsum("ij,ij->i", H, H)
-        increments = np.zeros((H.shape[0],) + X.shape)
-        for _ in range(max_iter):
-            previous = X.copy()
-            for k in range(H.shape[0]):
-                Y = X + increments[k]
-                excess = np.maximum(Y @ H[k] - h[k], 0.0)
-                X = Y - np.outer(excess / sq[k], H[k])
-                increments[k] = Y - X
-            if np.max(np.abs(X - previous)) <= tol * (1.0 + np.max(np.abs(X))):
-                break
-        return self._pull_inside(X)[0] if single else self._pull_inside(X)
+        outside = ~self.contains(X)
+        if np.any(outside):
+            X[outside] = self._dykstra(X[outside], tol, max_iter)
+        return X[0] if single else X
+
+    def _dykstra(self, X, tol, max_iter):
+        X = _metropolis.dykstra_project(np.ascontiguousarray(X), self.H, self.h, tol, max_iter)
+        return self._pull_inside(X)
 
     def _pull_inside(self, X):
-        """Move rows that are outside by rounding onto the segment towards the centre."""
+        """Move rows left outside by rounding onto the segment towards the centre."""
         outside = ~self.contains(X)
         if not np.any(outside):
             return X
         c = self._center
-        for r in np.flatnonzero(outside):
-            direction = X[r] - c
-            slack = self.h - self.H @ c
-            growth = self.H @ direction
-            with np.errstate(divide="ignore"):
-                limits = np.where(growth > 0, slack / growth, np.inf)
-            t = min(1.0, float(limits.min())) * (1.0 - 1e-12)
-            X[r] = c + t * direction
+        direction = X[outside] - c
+        slack = self.h - self.H @ c                      # > 0: c is interior
+        growth = direction @ self.H.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limits = np.where(growth > 0, slack / growth, np.inf)
+        t = np.minimum(1.0, limits.min(axis=1)) * (1.0 - 1e-12)
+        X[outside] = c + t[:, None] * direction
         return X
 
     def center(self):
