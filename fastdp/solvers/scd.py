@@ -65,6 +65,8 @@ from fastdp.exceptions import ValidationError
 from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
 from fastdp.sampling import Sampler, get_sampler
 from fastdp.solvers._result import SolverResult
+from fastdp.solvers.registry import EstimatorSolver
+from fastdp.solvers.registry import EstimatorSolver
 
 __all__ = [
     "dual_dpscd",
@@ -74,6 +76,7 @@ __all__ = [
     "dual_sensitivity",
     "seq_sensitivity",
     "primal_sensitivity",
+    "ESTIMATOR_SOLVERS",
 ]
 
 _LOSS_CODES = {"squared": _scd.LOSS_RIDGE, "logistic": _scd.LOSS_LOGISTIC, "hinge": _scd.LOSS_HINGE}
@@ -690,3 +693,111 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         lazy_noise=False, diagnostics={"n_noise_draws": int(done * (n + L)) if private else 0},
         num_threads=1, history=history, extra={"sigma_prime": float(L)},
     )
+
+
+# --------------------------------------------------------------------------
+# estimator adapters (see fastdp.solvers.registry)
+# --------------------------------------------------------------------------
+
+
+class _DualScdEstimatorSolver(EstimatorSolver):
+    """Runs :func:`dual_dpscd` (or :func:`seq_dpscd`) for the estimators.
+
+    The noise parameter is the noise multiplier sigma; the event is the
+    sampler's event of ``T`` Gaussian steps, exactly as the solver reports it.
+    """
+
+    options = ("box_eps",)
+
+    def __init__(self, name, sequential):
+        self.name = name
+        self.sequential = sequential
+        if sequential:
+            self.options = ("box_eps", "sigma_prime", "seq_sensitivity")
+
+    def _sampler(self, config):
+        return _resolve_sampler(config["sampler"], config["batch_size"])
+
+    def event(self, n_samples, config, noise):
+        sampler = self._sampler(config)
+        sampler.check(n_samples)
+        return _privacy_event(sampler, n_samples, sampler.n_steps(n_samples, config["epochs"]),
+                              float(noise))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        kwargs = dict(
+            loss=loss, lam=config["lam"], epochs=config["epochs"],
+            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
+            sampler=self._sampler(config), lazy_noise=config["lazy_noise"],
+            random_state=random_state, record_history=config["record_history"],
+            **config["options"],
+        )
+        if self.sequential:
+            return seq_dpscd(X, y, **kwargs)
+        return dual_dpscd(X, y, num_threads=config["num_threads"], **kwargs)
+
+
+ESTIMATOR_SOLVERS = {
+    "dpscd": _DualScdEstimatorSolver("dpscd", sequential=False),
+    "seq_dpscd": _DualScdEstimatorSolver("seq_dpscd", sequential=True),
+}
+
+
+# --------------------------------------------------------------------------
+# adapters for the scikit-learn estimators (fastdp.solvers.registry)
+# --------------------------------------------------------------------------
+
+
+class DPSCDEstimatorSolver(EstimatorSolver):
+    """``solver="dpscd"`` of the estimators: :func:`dual_dpscd`.
+
+    ``solver_options``: ``box_eps`` (default 1e-4).  The noise parameter is the
+    noise multiplier sigma (std ``sigma * sqrt(2) C``); the event is the
+    sampler's event of T steps of ``GaussianEvent(sigma)``.
+    """
+
+    name = "dpscd"
+    losses = ("squared", "logistic", "hinge")
+    noise_name = "noise_multiplier"
+    options = ("box_eps",)
+
+    def event(self, n_samples, config, noise):
+        from fastdp.privacy.events import GaussianEvent
+
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        return sampler.event(n_samples, sampler.n_steps(n_samples, config["epochs"]),
+                             GaussianEvent(noise))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        options = config.get("options", {})
+        return dual_dpscd(
+            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
+            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
+            sampler=config["sampler"], lazy_noise=config.get("lazy_noise", True),
+            box_eps=options.get("box_eps", 1e-4), random_state=random_state,
+            num_threads=config.get("num_threads"),
+            record_history=config.get("record_history", False))
+
+
+class SeqDPSCDEstimatorSolver(DPSCDEstimatorSolver):
+    """``solver="seq_dpscd"``: :func:`seq_dpscd` (needs ``sampler="shuffle"`` or ``"fixed"``).
+
+    ``solver_options``: ``box_eps``, ``sigma_prime`` (default 1) and
+    ``seq_sensitivity`` (``"paper"`` default, or ``"repo"``).
+    """
+
+    name = "seq_dpscd"
+    options = ("box_eps", "sigma_prime", "seq_sensitivity")
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        options = config.get("options", {})
+        return seq_dpscd(
+            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
+            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
+            sampler=config["sampler"], sigma_prime=options.get("sigma_prime", 1.0),
+            seq_sensitivity=options.get("seq_sensitivity", "paper"),
+            lazy_noise=config.get("lazy_noise", True), box_eps=options.get("box_eps", 1e-4),
+            random_state=random_state, record_history=config.get("record_history", False))
+
+
+ESTIMATOR_SOLVERS = {"dpscd": DPSCDEstimatorSolver(), "seq_dpscd": SeqDPSCDEstimatorSolver()}
