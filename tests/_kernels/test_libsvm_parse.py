@@ -183,3 +183,33 @@ def test_many_hard_tokens_grow_the_buffer():
 def test_qid_values_and_bad_qid_line():
     out = _run_kernel(b"1 qid:7 1:1\n2 qid:x 1:1\n")
     assert out["err"] == kernel.ERR_NONE and out["qid_line"] == 2
+
+
+def test_exact_ties_with_decimal_exponents():
+    """Exact midpoints between two doubles written with <= 19 digits and q != 0.
+
+    m odd with 2**53 < m < 2**54 is a midpoint of doubles; m * 2**k with m a
+    multiple of 5**q has q trailing decimal zeros (q > 0 exponents), and
+    m / 2**k = m * 5**k / 10**k gives the negative exponents -4..-1.
+    """
+    rng = np.random.default_rng(6)
+    tokens = []
+    for q in range(1, 8):
+        for _ in range(300):
+            s = int(rng.integers(2**53 // 5**q + 1, 2**54 // 5**q - 1)) | 1
+            m = s * 5**q
+            if not (2**53 < m < 2**54) or m % 2 == 0:
+                continue
+            k = int(rng.integers(q, 20))
+            value = m << k
+            mantissa = value // 10**q
+            if value % 10**q == 0 and mantissa < 10**19:
+                tokens.append(b"%de%d" % (mantissa, q))
+    for k in range(1, 5):
+        for _ in range(300):
+            m = int(rng.integers(2**53, 2**54)) | 1
+            digits = m * 5**k
+            if digits < 10**19:
+                tokens.append(b"%de-%d" % (digits, k))
+    assert len(tokens) > 500
+    assert _assert_bit_identical_or_deferred(tokens) == 0.0
