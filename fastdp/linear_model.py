@@ -48,14 +48,11 @@ from fastdp._validation import check_labels, check_random_state, check_X
 from fastdp.exceptions import ValidationError
 from fastdp.preprocessing import normalize_rows
 from fastdp.privacy.accountants import get_accountant
-from fastdp.privacy.calibration import calibrate
-from fastdp.privacy.events import GaussianEvent, NonPrivateEvent
-from fastdp.sampling import get_sampler
-from fastdp.solvers import scd as scd_solvers
+from fastdp.privacy.events import NonPrivateEvent
+from fastdp.solvers.registry import get_estimator_solver
 
 __all__ = ["DPRidge", "DPLogisticRegression", "DPLinearSVC"]
 
-_SOLVERS = ("dpscd", "seq_dpscd")
 _DEFAULT_BATCH_SIZE = 1000
 
 
@@ -81,11 +78,12 @@ class _DPLinearModel(BaseEstimator):
         alpha=1e-4,
         solver="dpscd",
         batch_size=None,
-        clip=1.0,
+        clip="auto",
         epochs=10,
         sampler="poisson",
         accountant="rdp",
         noise_multiplier=None,
+        solver_options=None,
         normalize=False,
         ledger=None,
         record_history=False,
@@ -104,6 +102,7 @@ class _DPLinearModel(BaseEstimator):
         self.sampler = sampler
         self.accountant = accountant
         self.noise_multiplier = noise_multiplier
+        self.solver_options = solver_options
         self.normalize = normalize
         self.ledger = ledger
         self.record_history = record_history
@@ -128,8 +127,9 @@ class _DPLinearModel(BaseEstimator):
                     and self.epsilon > 0)
 
     def _check_params(self, n_samples):
-        if self.solver not in _SOLVERS:
-            raise ValidationError(f"solver must be one of {_SOLVERS}; got {self.solver!r}.")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValidationError(
+                f"solver_options must be a dict or None; got {type(self.solver_options).__name__}.")
         eps = self.epsilon
         if (isinstance(eps, bool) or not isinstance(eps, numbers.Real) or math.isnan(eps)
                 or eps <= 0):
@@ -209,39 +209,49 @@ class _DPLinearModel(BaseEstimator):
         elif private:
             X = check_X(X, max_row_norm=1.0)
 
-        sampler = get_sampler(self.sampler, batch_size)
-        sampler.check(n_samples)
-        n_steps = sampler.n_steps(n_samples, self.epochs)
+        solver = get_estimator_solver(self.solver)
+        if self._loss not in solver.losses:
+            raise ValidationError(
+                f"solver {self.solver!r} does not support the {self._loss} loss of "
+                f"{type(self).__name__}; it supports {list(solver.losses)}.")
+        config = self._solver_config(solver, batch_size)
+        if isinstance(self.clip, str):
+            if self.clip != "auto":
+                raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")
+            config["clip"] = float(solver.default_clip(n_samples, config, self._loss))
         accountant = get_accountant(self.accountant)
         if private:
             if self.noise_multiplier is not None:
-                sigma = float(self.noise_multiplier)
+                noise = float(self.noise_multiplier)
             else:
-                sigma = float(calibrate(
-                    lambda s: sampler.event(n_samples, n_steps, GaussianEvent(s)),
-                    self.epsilon, delta, accountant=accountant))
-            planned_event = sampler.event(n_samples, n_steps, GaussianEvent(sigma))
+                noise = solver.noise_for_budget(n_samples, config, float(self.epsilon), delta,
+                                                accountant)
+            planned_event = solver.event(n_samples, config, noise)
         else:
-            sigma = 0.0
+            noise = 0.0
             planned_event = NonPrivateEvent()
         if self.ledger is not None:
+            # Charged before training: a fit over budget raises here and releases nothing.
             self.ledger.charge(planned_event, label=type(self).__name__)
 
-        result = self._run_solver(X, y, sampler, sigma, batch_size)
-        if result.event != planned_event:  # pragma: no cover - internal consistency guard
+        result = solver.run(X, y, loss=self._loss, noise=noise, config=config,
+                            random_state=check_random_state(self.random_state))
+        if result.event != planned_event:  # internal consistency guard
             raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
 
         self.coef_ = self._shape_coef(result.coef)
         self.intercept_ = self._shape_intercept()
         if classes is not None:
             self.classes_ = classes
-        self.noise_multiplier_ = sigma
+        self.noise_multiplier_ = noise
+        self.noise_name_ = solver.noise_name
         self.delta_ = delta if private else 0.0
         self.epsilon_ = accountant.epsilon(result.event, delta) if private else math.inf
         self.privacy_event_ = result.event
         self.privacy_report_ = accountant.report(result.event, delta) if private else None
         self.sampler_ = result.sampler
         self.sample_rate_ = result.sample_rate
+        self.clip_ = config["clip"]
         self.n_iter_ = result.n_iter
         self.history_ = result.history
         self.solver_result_ = result
@@ -250,15 +260,20 @@ class _DPLinearModel(BaseEstimator):
             print(self._describe())
         return self
 
-    def _run_solver(self, X, y, sampler, sigma, batch_size):
-        common = dict(
-            loss=self._loss, lam=float(self.alpha), epochs=self.epochs, batch_size=batch_size,
-            clip=self.clip, noise_multiplier=sigma, sampler=sampler, lazy_noise=self.lazy_noise,
-            random_state=check_random_state(self.random_state), record_history=self.record_history,
-        )
-        if self.solver == "dpscd":
-            return scd_solvers.dual_dpscd(X, y, num_threads=self.num_threads, **common)
-        return scd_solvers.seq_dpscd(X, y, **common)
+    def _solver_config(self, solver, batch_size):
+        options = {} if self.solver_options is None else dict(self.solver_options)
+        solver.check_options(options)
+        return {
+            "lam": float(self.alpha),
+            "batch_size": batch_size,
+            "epochs": self.epochs,
+            "clip": self.clip,
+            "sampler": self.sampler,
+            "lazy_noise": self.lazy_noise,
+            "num_threads": self.num_threads,
+            "record_history": self.record_history,
+            "options": options,
+        }
 
     def _describe(self):
         eps = "inf (not private)" if math.isinf(self.epsilon_) else f"{self.epsilon_:.6g}"
@@ -284,12 +299,16 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         Target delta in (0, 1); ``None`` means ``min(1e-5, 1/(10 N))``.
     alpha : float, default=1e-4
         L2 strength lambda of the 1/N-averaged objective (as in ``SGDRegressor``).
-    solver : {"dpscd", "seq_dpscd"}, default="dpscd"
-        Dual DP-SCD (spec 000 Algorithm 1) or seqDP-SCD (Algorithm 3).
+    solver : str, default="dpscd"
+        ``"dpscd"``: dual DP-SCD (spec 000 Algorithm 1); ``"seq_dpscd"``:
+        seqDP-SCD (Algorithm 3); further solvers are listed in
+        :data:`fastdp.solvers.registry.ESTIMATOR_SOLVER_NAMES`.
     batch_size : int or None, default=None
         Expected mini-batch size L (``None``: ``min(1000, N)``).
-    clip : float, default=1.0
-        Bound C on each coordinate update.
+    clip : float or "auto", default="auto"
+        Bound C on each update (DP-SCD: each coordinate step; DP-SGD: each
+        per-example gradient).  ``"auto"`` lets the solver choose from public
+        quantities only (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
     epochs : float, default=10
         Passes over the data; ``T = floor(epochs N / L)`` steps.
     sampler : {"poisson", "fixed", "shuffle"}, default="poisson"
@@ -297,7 +316,11 @@ class DPRidge(RegressorMixin, _DPLinearModel):
     accountant : {"rdp", "pld", "moments"} or accountant, default="rdp"
         Accountant used to calibrate sigma and to report ``epsilon_``.
     noise_multiplier : float or None, default=None
-        Bypass calibration and use this sigma (``epsilon_`` is then computed).
+        Bypass calibration and use this noise parameter (``epsilon_`` is then
+        computed for it).
+    solver_options : dict or None, default=None
+        Solver-specific settings (e.g. ``{"box_eps": 1e-4}`` for DP-SCD,
+        ``{"seq_sensitivity": "repo"}`` for seqDP-SCD); unknown keys are rejected.
     normalize : bool, default=False
         Rescale every row to unit L2 norm before training (per example,
         private-safe).  Otherwise rows with norm > 1 are rejected.
@@ -320,7 +343,8 @@ class DPRidge(RegressorMixin, _DPLinearModel):
     intercept_ : float
         Always 0.0 (no intercept; append a constant feature if needed).
     noise_multiplier_, epsilon_, delta_ : float
-        sigma used; epsilon computed by the accountant for the event that ran; delta.
+        Noise parameter used (its meaning in ``noise_name_``); epsilon computed
+        by the accountant for the event that ran; delta.
     privacy_event_ : fastdp.privacy.events.DpEvent
     privacy_report_ : EpsilonReport or None
     n_iter_ : int

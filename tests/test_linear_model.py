@@ -49,7 +49,8 @@ def regression_data(rng):
 
 # The estimator checks feed data whose rows are not normalised; a private fit
 # would (rightly) refuse it, so the checks run non-private (epsilon=inf) with
-# plain SDCA steps, and once privately with per-example normalisation.
+# plain SDCA steps, and once privately (large epsilon) with per-example
+# normalisation and the automatic clipping bound.
 _CHECK_ESTIMATORS = [
     DPRidge(epsilon=np.inf, batch_size=1, sampler="shuffle", epochs=20, clip=None,
             random_state=0),
@@ -62,16 +63,7 @@ _CHECK_ESTIMATORS = [
 ]
 
 
-def _expected_failed_checks(estimator):
-    failures = {}
-    if getattr(estimator, "normalize", False):
-        failures["check_classifiers_train"] = (
-            "rows are normalised to unit norm and there is no intercept, so the blob data of "
-            "this check is not separable through the origin")
-    return failures
-
-
-@parametrize_with_checks(_CHECK_ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(_CHECK_ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -265,3 +257,16 @@ def test_bad_labels_and_data(binary_data):
         DPLogisticRegression().fit(bad, y)
     with pytest.raises(ValidationError):
         DPRidge().fit(np.empty((0, 3)), np.empty(0))
+
+
+def test_seq_dpscd_solver_with_options(binary_data):
+    X, y = binary_data
+    est = DPLogisticRegression(solver="seq_dpscd", sampler="shuffle", epsilon=2.0, batch_size=20,
+                               epochs=2, solver_options={"seq_sensitivity": "repo"},
+                               random_state=0).fit(X, y)
+    assert est.epsilon_ <= 2.0
+    assert est.solver_result_.algorithm == "seq_dpscd"
+    with pytest.raises(ValidationError, match="solver_options"):
+        DPLogisticRegression(solver_options={"no_such_option": 1}).fit(X, y)
+    with pytest.raises(ValidationError, match="Poisson"):
+        DPLogisticRegression(solver="seq_dpscd", sampler="poisson").fit(X, y)

@@ -57,6 +57,13 @@ class EstimatorSolver:
                 f"solver {self.name!r} does not understand solver_options {unknown}; "
                 f"it accepts {sorted(self.options)}.")
 
+    def default_clip(self, n_samples, config, loss):
+        """The clipping bound used for ``clip="auto"`` (default 1.0).
+
+        Only public quantities (n, the settings) may enter it.
+        """
+        return 1.0
+
     def event(self, n_samples, config, noise):
         """Privacy event of a whole run with noise parameter ``noise`` (> 0)."""
         raise NotImplementedError

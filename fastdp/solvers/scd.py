@@ -718,6 +718,18 @@ class _DualScdEstimatorSolver(EstimatorSolver):
     def _sampler(self, config):
         return _resolve_sampler(config["sampler"], config["batch_size"])
 
+    def default_clip(self, n_samples, config, loss):
+        """``C = lam N / L``: the size of an unscaled coordinate step.
+
+        With unit-norm rows and sigma' = L the step is about
+        ``residual * lam N / L``, so this C clips only unusually large steps
+        while keeping the noise (proportional to C) matched to the signal.
+        Logistic and hinge steps never exceed 1, so C is capped at 1 there.
+        It uses only public quantities (N, lambda, L).
+        """
+        clip = config["lam"] * n_samples / config["batch_size"]
+        return min(clip, 1.0) if get_loss(loss).task == "binary" else clip
+
     def event(self, n_samples, config, noise):
         sampler = self._sampler(config)
         sampler.check(n_samples)
@@ -741,63 +753,3 @@ ESTIMATOR_SOLVERS = {
     "dpscd": _DualScdEstimatorSolver("dpscd", sequential=False),
     "seq_dpscd": _DualScdEstimatorSolver("seq_dpscd", sequential=True),
 }
-
-
-# --------------------------------------------------------------------------
-# adapters for the scikit-learn estimators (fastdp.solvers.registry)
-# --------------------------------------------------------------------------
-
-
-class DPSCDEstimatorSolver(EstimatorSolver):
-    """``solver="dpscd"`` of the estimators: :func:`dual_dpscd`.
-
-    ``solver_options``: ``box_eps`` (default 1e-4).  The noise parameter is the
-    noise multiplier sigma (std ``sigma * sqrt(2) C``); the event is the
-    sampler's event of T steps of ``GaussianEvent(sigma)``.
-    """
-
-    name = "dpscd"
-    losses = ("squared", "logistic", "hinge")
-    noise_name = "noise_multiplier"
-    options = ("box_eps",)
-
-    def event(self, n_samples, config, noise):
-        from fastdp.privacy.events import GaussianEvent
-
-        sampler = get_sampler(config["sampler"], config["batch_size"])
-        return sampler.event(n_samples, sampler.n_steps(n_samples, config["epochs"]),
-                             GaussianEvent(noise))
-
-    def run(self, X, y, *, loss, noise, config, random_state):
-        options = config.get("options", {})
-        return dual_dpscd(
-            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
-            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
-            sampler=config["sampler"], lazy_noise=config.get("lazy_noise", True),
-            box_eps=options.get("box_eps", 1e-4), random_state=random_state,
-            num_threads=config.get("num_threads"),
-            record_history=config.get("record_history", False))
-
-
-class SeqDPSCDEstimatorSolver(DPSCDEstimatorSolver):
-    """``solver="seq_dpscd"``: :func:`seq_dpscd` (needs ``sampler="shuffle"`` or ``"fixed"``).
-
-    ``solver_options``: ``box_eps``, ``sigma_prime`` (default 1) and
-    ``seq_sensitivity`` (``"paper"`` default, or ``"repo"``).
-    """
-
-    name = "seq_dpscd"
-    options = ("box_eps", "sigma_prime", "seq_sensitivity")
-
-    def run(self, X, y, *, loss, noise, config, random_state):
-        options = config.get("options", {})
-        return seq_dpscd(
-            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
-            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
-            sampler=config["sampler"], sigma_prime=options.get("sigma_prime", 1.0),
-            seq_sensitivity=options.get("seq_sensitivity", "paper"),
-            lazy_noise=config.get("lazy_noise", True), box_eps=options.get("box_eps", 1e-4),
-            random_state=random_state, record_history=config.get("record_history", False))
-
-
-ESTIMATOR_SOLVERS = {"dpscd": DPSCDEstimatorSolver(), "seq_dpscd": SeqDPSCDEstimatorSolver()}
