@@ -22,8 +22,9 @@ Privacy
 * Requirement: every row has L2 norm <= 1.  Rows above are rejected unless
   ``normalize=True``, which rescales each row to norm 1 (per example, so it
   costs no privacy).
-* Released: ``coef_`` (and the solver's noisy transcript, covered by the same
-  event).  ``history_`` (when ``record_history=True``) reads the data and is a
+* Released: ``coef_`` (and ``solver_result_.v``, the noisy transcript that the
+  same event covers).  DP-SCD's dual variables alpha are not released: their
+  noisy coordinates would reveal which examples each batch sampled.  ``history_`` (when ``record_history=True``) reads the data and is a
   **non-private** diagnostic.
 * Spent: the noise multiplier is calibrated so that the chosen accountant's
   epsilon for the exact event that runs is at most ``epsilon`` at ``delta``.
@@ -33,6 +34,7 @@ Privacy
   and trains nothing.
 """
 
+import dataclasses
 import math
 import numbers
 import time
@@ -80,7 +82,7 @@ class _DPLinearModel(BaseEstimator):
         batch_size=None,
         clip="auto",
         epochs=10,
-        sampler="poisson",
+        sampler=None,
         accountant="rdp",
         noise_multiplier=None,
         solver_options=None,
@@ -254,7 +256,10 @@ class _DPLinearModel(BaseEstimator):
         self.clip_ = config["clip"]
         self.n_iter_ = result.n_iter
         self.history_ = result.history
-        self.solver_result_ = result
+        # alpha (internal dual state) is not released: its noisy coordinates
+        # reveal which examples were sampled, which the event does not cover.
+        self.solver_result_ = dataclasses.replace(result, alpha=None) if hasattr(
+            result, "alpha") else result
         self.fit_time_ = time.perf_counter() - started
         if self.verbose:
             print(self._describe())
@@ -268,7 +273,7 @@ class _DPLinearModel(BaseEstimator):
             "batch_size": batch_size,
             "epochs": self.epochs,
             "clip": self.clip,
-            "sampler": self.sampler,
+            "sampler": solver.default_sampler if self.sampler is None else self.sampler,
             "lazy_noise": self.lazy_noise,
             "num_threads": self.num_threads,
             "record_history": self.record_history,
@@ -311,8 +316,11 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         quantities only (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
     epochs : float, default=10
         Passes over the data; ``T = floor(epochs N / L)`` steps.
-    sampler : {"poisson", "fixed", "shuffle"}, default="poisson"
-        Mini-batch sampler; each is accounted for by its own event.
+    sampler : {"poisson", "fixed", "shuffle"} or None, default=None
+        Mini-batch sampler; each is accounted for by its own event.  ``None``
+        picks the solver's default: ``"poisson"`` (add/remove adjacency, exact
+        accounting) for DP-SCD, ``"fixed"`` for seqDP-SCD (whose sensitivity
+        needs bounded batches).
     accountant : {"rdp", "pld", "moments"} or accountant, default="rdp"
         Accountant used to calibrate sigma and to report ``epsilon_``.
     noise_multiplier : float or None, default=None

@@ -270,3 +270,15 @@ def test_seq_dpscd_solver_with_options(binary_data):
         DPLogisticRegression(solver_options={"no_such_option": 1}).fit(X, y)
     with pytest.raises(ValidationError, match="Poisson"):
         DPLogisticRegression(solver="seq_dpscd", sampler="poisson").fit(X, y)
+
+
+def test_default_sampler_per_solver_and_alpha_not_released(binary_data):
+    X, y = binary_data
+    seq = DPLogisticRegression(solver="seq_dpscd", epsilon=2.0, batch_size=20, epochs=1,
+                               random_state=0).fit(X, y)
+    assert seq.sampler_ == "fixed"
+    dual = DPLogisticRegression(epsilon=2.0, batch_size=20, epochs=1, random_state=0).fit(X, y)
+    assert dual.sampler_ == "poisson"
+    # the noisy dual variables would reveal the sampled batches: never kept
+    assert dual.solver_result_.alpha is None
+    np.testing.assert_allclose(dual.coef_[0], dual.solver_result_.v / (dual.alpha * X.shape[0]))

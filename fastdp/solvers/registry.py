@@ -42,12 +42,15 @@ class EstimatorSolver:
         reported on the fitted estimator.
     options : tuple of str
         Keys of ``solver_options`` the solver understands (others are rejected).
+    default_sampler : str
+        Sampler used when the estimator's ``sampler`` is None.
     """
 
     name = "solver"
     losses = ("squared", "logistic", "hinge")
     noise_name = "noise_multiplier"
     options = ()
+    default_sampler = "poisson"
 
     def check_options(self, options):
         """Reject unknown ``solver_options`` keys with a clear error."""

@@ -714,6 +714,8 @@ class _DualScdEstimatorSolver(EstimatorSolver):
         self.sequential = sequential
         if sequential:
             self.options = ("box_eps", "sigma_prime", "seq_sensitivity")
+            # Poisson batches are unbounded, and so is seqDP-SCD's sensitivity.
+            self.default_sampler = "fixed"
 
     def _sampler(self, config):
         return _resolve_sampler(config["sampler"], config["batch_size"])
