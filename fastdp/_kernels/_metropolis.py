@@ -22,7 +22,8 @@ One step of a chain (spec 001, section 2.3.1): draw ``d`` standard normals
 ``z`` and one uniform ``u`` in (0, 1) (always both, so the random stream of a
 chain does not depend on the data), propose ``y = x + step_std * z``; if y is
 outside P the step is a rejection (the step still counts, proposals are never
-redrawn); otherwise accept when ``log(u) < -beta * (f(y) - f(x))``.
+redrawn); otherwise accept when ``f(y) < f(x) - log(u) / beta`` (probability
+min(1, exp(-beta (f(y) - f(x))))).
 
 Random numbers: every chain owns a xoshiro256** generator seeded through
 splitmix64 from its own 64-bit seed; normals come from the 256-layer
@@ -91,7 +92,7 @@ def _next_u64(state):
 @njit(cache=True)
 def _next_open_uniform(state):
     """Uniform double in the open interval (0, 1) (53 random bits, midpoint)."""
-    return (np.float64(_next_u64(state) >> np.uint64(11)) + 0.5) * _INV_2_53
+    return (np.float64(np.int64(_next_u64(state) >> np.uint64(11))) + 0.5) * _INV_2_53
 
 
 def _ziggurat_tables():
@@ -124,15 +125,17 @@ def _next_normal(state):
     """Standard normal by the ziggurat method (one 64-bit draw in ~99% of calls).
 
     Bits 0-7 of the draw pick the layer, bit 8 the sign and bits 11-63 the
-    abscissa, so the three are independent.
+    abscissa, so the three are independent. The sign is applied by a
+    multiplication (no unpredictable branch); unsigned table indices skip
+    numba's negative-index wraparound.
     """
     while True:
         bits = _next_u64(state)
-        layer = np.int64(bits & np.uint64(0xFF))
-        negative = (bits >> np.uint64(8)) & np.uint64(1)
-        xx = np.float64(bits >> np.uint64(11)) * _INV_2_53 * _ZIG_X[layer]
-        if xx < _ZIG_X[layer + 1]:
-            return -xx if negative else xx
+        layer = bits & np.uint64(0xFF)
+        sign = 1.0 - 2.0 * np.float64(np.int64((bits >> np.uint64(8)) & np.uint64(1)))
+        xx = np.float64(np.int64(bits >> np.uint64(11))) * _INV_2_53 * _ZIG_X[layer]
+        if xx < _ZIG_X[layer + np.uint64(1)]:
+            return sign * xx
         if layer == 0:
             # tail beyond r (Marsaglia 1964)
             while True:
@@ -140,11 +143,11 @@ def _next_normal(state):
                 e = -math.log(_next_open_uniform(state))
                 if 2.0 * e > a * a:
                     break
-            xx = _ZIG_R + a
-            return -xx if negative else xx
-        height = _ZIG_F[layer] + _next_open_uniform(state) * (_ZIG_F[layer + 1] - _ZIG_F[layer])
-        if height < math.exp(-0.5 * xx * xx):
-            return -xx if negative else xx
+            return sign * (_ZIG_R + a)
+        f_hi = _ZIG_F[layer + np.uint64(1)]
+        f_lo = _ZIG_F[layer]
+        if f_lo + _next_open_uniform(state) * (f_hi - f_lo) < math.exp(-0.5 * xx * xx):
+            return sign * xx
 
 
 @njit(cache=True)
@@ -224,14 +227,41 @@ def objective_values(kind, At, b, tau, weight, X):
 # chains
 # --------------------------------------------------------------------------
 @njit(cache=True)
+def _piece_score(At, b, i, y):
+    """a_i . y + b_i, summed in the same order as :func:`_objective`."""
+    s = b[i]
+    for j in range(At.shape[0]):
+        s += At[j, i] * y[j]
+    return s
+
+
+@njit(cache=True)
+def _argmax_piece(At, b, x):
+    best, arg = -np.inf, 0
+    for i in range(b.shape[0]):
+        s = _piece_score(At, b, i, x)
+        if s > best:
+            best, arg = s, i
+    return arg
+
+
+@njit(cache=True)
 def _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
                x, n_steps, step_std, state):
-    """Advance one chain in place from ``x``; returns the number of accepted moves."""
+    """Advance one chain in place from ``x``; returns the number of accepted moves.
+
+    Acceptance rule: accept y iff f(y) < f(x) - log(u) / beta, which has
+    probability min(1, exp(-beta (f(y) - f(x)))). For max-affine objectives the
+    piece that was active at the last accepted point is scored first: if it
+    already reaches the threshold, f(y) does too and the proposal is rejected
+    without scoring the other pieces (same decision as the full evaluation).
+    """
     d = x.shape[0]
     z = np.empty(d)
     y = np.empty(d)
     s = np.empty(b.shape[0])
     fx = _objective(kind, At, b, tau, weight, x, s)
+    active = _argmax_piece(At, b, x) if kind == OBJ_MAX_AFFINE else 0
     n_accepted = 0
     for _ in range(n_steps):
         u = _draw_step(state, z)
@@ -239,13 +269,19 @@ def _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
             y[j] = x[j] + step_std[j] * z[j]
         if not _inside(y, H, h, lo, hi, use_box):
             continue
+        threshold = fx - math.log(u) / beta if beta > 0.0 else np.inf
+        if kind == OBJ_MAX_AFFINE and _piece_score(At, b, active, y) >= threshold:
+            continue
         fy = _objective(kind, At, b, tau, weight, y, s)
-        # log(u) < 0 always, so a move that does not increase f is accepted
-        # without evaluating the logarithm (same decisions, less work).
-        if fy <= fx or math.log(u) < -beta * (fy - fx):
+        if fy < threshold:
             for j in range(d):
                 x[j] = y[j]
             fx = fy
+            if kind == OBJ_MAX_AFFINE:
+                for i in range(s.shape[0]):
+                    if s[i] == fy:
+                        active = i
+                        break
             n_accepted += 1
     return n_accepted
 

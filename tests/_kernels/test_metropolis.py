@@ -57,7 +57,8 @@ def ref_chain(kind, A, b, tau, weight, beta, H, h, lo, hi, use_box, x0, step_std
         if not ref_inside(y, H, h, lo, hi, use_box):
             continue
         fy = ref_objective(kind, A, b, tau, weight, y)
-        if fy <= fx or math.log(uniforms[t]) < -beta * (fy - fx):
+        threshold = fx - math.log(uniforms[t]) / beta if beta > 0 else math.inf
+        if fy < threshold:
             x, fx = y, fy
             accepted += 1
     return x, accepted
