@@ -96,12 +96,12 @@ class GossipRound:
 
 def _groups(active, edges):
     """Metropolis weights of the sampled subgraph, grouped by identical rows."""
-    if len(edges) and np.all(np.bincount(edges.ravel()) <= 1):
+    if len(edges) and len(np.unique(edges)) == 2 * len(edges):
         half = np.array([0.5, 0.5])
         groups = [(e, e, half) for e in edges]               # a matching: pairs average
-        matched = edges.ravel()
-        for i in np.setdiff1d(active, matched, assume_unique=True):
-            groups.append((np.array([i]), np.array([i]), np.ones(1)))
+        if len(active) != 2 * len(edges):
+            for i in np.setdiff1d(active, edges.ravel(), assume_unique=True):
+                groups.append((np.array([i]), np.array([i]), np.ones(1)))
         groups.sort(key=lambda g: g[0][0])
         return tuple(groups)
     nbrs = {int(i): [] for i in active}

