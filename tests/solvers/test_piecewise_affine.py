@@ -716,3 +716,59 @@ def test_pinball_mechanisms_run_and_offset_perturbation_is_refused():
     cdf = np.cumsum(dens)
     cdf /= cdf[-1]
     assert stats.kstest(x, lambda t: np.interp(t, grid, cdf)).pvalue > ALPHA
+
+
+# --------------------------------------------------------------------------
+# reproduction (fastdp.experiments.seed001): R1-R4
+# --------------------------------------------------------------------------
+def test_reproduction_deterministic_columns_match_spec_pilot():
+    from fastdp.experiments import seed001
+
+    cfg = seed001.Config()
+    for c, row in seed001.PILOT_C.items():
+        prob = seed001.make_problem(cfg, c=c)
+        assert prob.solve()[1] == pytest.approx(row[0], abs=6e-4)
+        assert prob.value(prob.center()) == pytest.approx(row[1], abs=6e-4)
+        assert prob.lipschitz == pytest.approx(4.173, abs=6e-4)
+    for m, row in seed001.PILOT_M.items():
+        prob = seed001.make_problem(cfg, m=m)
+        assert prob.solve()[1] == pytest.approx(row[0], abs=6e-4)
+        assert prob.value(prob.center()) == pytest.approx(row[1], abs=6e-4)
+    assert seed001.make_problem(cfg, m=200).lipschitz == pytest.approx(5.194, abs=6e-4)
+
+
+def test_reproduction_smoke(tmp_path):
+    from fastdp.experiments import seed001
+
+    cfg = seed001.quick_config(n_runs=20, n_steps=200, n_iter=10, n_importance=2000,
+                               c_grid=(0.1, 1.0), m_grid=(5, 10), k_grid=(2, 5), eps_grid=(1.0,))
+    results = seed001.run_all(cfg)
+    claims = {c["claim"]: c["held"] for c in results["claims"]}
+    assert claims["f_opt is non-increasing in c (exact)"]
+    assert claims["f_opt is non-decreasing in m for nested pieces (exact)"]
+    path = seed001.write_report(results, cfg, tmp_path, figures=False)
+    text = path.read_text()
+    assert "R1 (Fig. 1)" in text and "R4" in text and "## Claims" in text
+    assert (tmp_path / "seed001.json").exists()
+
+
+@pytest.mark.slow
+def test_reproduction_matches_spec_pilot_numbers(tmp_path):
+    """R2/R3 at the spec's defaults with 1000 runs: our means against the pilot's.
+
+    The pilot's 2 SEM is about 1-2% of each value; we accept |ours - pilot|
+    <= 4 * sqrt(2) SEM (two independent estimates).
+    """
+    from fastdp.experiments import seed001
+
+    cfg = seed001.Config(c_grid=(0.1, 1.0, 10.0), m_grid=(5, 200))
+    rng = np.random.default_rng(cfg.seed)
+    for sweep, pilot in ((seed001.sweep_c(cfg, rng), seed001.PILOT_C),
+                         (seed001.sweep_m(cfg, rng), seed001.PILOT_M)):
+        for key, point in sweep.items():
+            for col, ref in zip(seed001.PILOT_COLUMNS[2:], pilot[key][2:]):
+                if ref is None or point.get(col) is None:
+                    continue
+                ours = point[col]
+                assert abs(ours["mean"] - ref) <= 4 * math.sqrt(2) * ours["sem"] + 0.002 * abs(ref), \
+                    (key, col, ours["mean"], ref)
