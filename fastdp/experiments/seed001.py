@@ -137,7 +137,7 @@ def evaluate_point(cfg, prob, epsilon, rng, *, exact=True):
     value = prob.value
     res = offset_perturbation(prob, epsilon, n_runs=n, random_state=rng)
     out["M_P"] = _stats(value(res.x))
-    out["M_P_noise_sup"] = _stats(res.diagnostics["noise_sup_norm"])
+    out["M_P_noise_sup"] = _stats(res.diagnostics["noise_sup_norm_nonprivate"])
     for name, kw in (("M_S_raw", dict(paper_sqrt_d=True)),
                      ("M_S_proj", dict(paper_sqrt_d=True, project=True)),
                      ("M_S_tight_proj", dict(project=True))):

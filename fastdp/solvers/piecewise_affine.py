@@ -63,6 +63,7 @@ from fastdp.solvers._pa_constraints import Box, Polytope
 from fastdp.solvers._pa_problem import PiecewiseAffineProblem, SumOfPinballProblem
 from fastdp.solvers._pa_samplers import (
     exact_1d_sample,
+    importance_estimates,
     metropolis_sample,
     rejection_sample,
     rejection_upper_bound,
@@ -84,6 +85,7 @@ __all__ = [
     "data_independent_baselines",
     "dp_minimize",
     "evaluate",
+    "importance_estimates",
     "METHODS",
     "bounds",
     "chebyshev_regression_problem",
@@ -131,8 +133,10 @@ class PiecewiseAffineResult:
         point, B3) and ``"uniform_subgradient"`` (Algorithm 2 with epsilon -> 0,
         B4, same settings), each shaped like ``x``.
     diagnostics : dict
-        Run details. Entries marked non-private (e.g. the Metropolis
-        acceptance rate, which depends on the data) must not be published.
+        Run details for tests and experiments. Keys ending in ``_nonprivate``
+        (the Metropolis acceptance rate, which depends on the data; the norms
+        of the noise, which together with the output locate the private
+        quantity) must not be published.
     trajectory : ndarray or None
         All iterates of the subgradient method when ``output="trajectory"``.
     """
@@ -252,8 +256,8 @@ def offset_perturbation(problem, epsilon, *, noise="vector_laplace", n_runs=None
     X = np.vstack([problem.with_offsets(problem.b + w).solve()[0] for w in W])
     return _finish(problem, X, single, "offset_perturbation", epsilon, event, rng,
                    params={"noise": noise},
-                   diagnostics={"noise_norm": np.linalg.norm(W, axis=1),
-                                "noise_sup_norm": np.abs(W).max(axis=1)})
+                   diagnostics={"noise_norm_nonprivate": np.linalg.norm(W, axis=1),
+                                "noise_sup_norm_nonprivate": np.abs(W).max(axis=1)})
 
 
 # --------------------------------------------------------------------------
@@ -295,7 +299,7 @@ def solution_perturbation(problem, epsilon, *, sensitivity=None, paper_sqrt_d=Fa
                    PureEvent(epsilon, problem.adjacency), rng,
                    params={"sensitivity": sensitivity, "paper_sqrt_d": bool(paper_sqrt_d),
                            "project": bool(project)},
-                   diagnostics={"noise_norm": np.linalg.norm(W, axis=1)})
+                   diagnostics={"noise_norm_nonprivate": np.linalg.norm(W, axis=1)})
 
 
 # --------------------------------------------------------------------------

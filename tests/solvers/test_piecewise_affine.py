@@ -354,11 +354,11 @@ def test_T12_offset_and_solution_perturbation_density_ratios():
     # the mechanisms really use these scales: KS of the noise norms
     prob = random_problem(2, d=3, m=m, b_max=b_max)
     res = pa.offset_perturbation(prob, eps, n_runs=300, random_state=1)
-    assert stats.kstest(res.diagnostics["noise_norm"], stats.gamma(m, scale=1 / rate).cdf).pvalue > ALPHA
+    assert stats.kstest(res.diagnostics["noise_norm_nonprivate"], stats.gamma(m, scale=1 / rate).cdf).pvalue > ALPHA
     R = prob.diameter()
     for paper, scale in ((False, R), (True, math.sqrt(3) * R)):
         res = pa.solution_perturbation(prob, eps, paper_sqrt_d=paper, n_runs=5000, random_state=2)
-        assert stats.kstest(res.diagnostics["noise_norm"], stats.gamma(3, scale=scale / eps).cdf).pvalue > ALPHA
+        assert stats.kstest(res.diagnostics["noise_norm_nonprivate"], stats.gamma(3, scale=scale / eps).cdf).pvalue > ALPHA
         for _ in range(200):  # shift by at most Delta = R
             shift = rng.standard_normal(3)
             shift *= R * rng.random() / np.linalg.norm(shift)
@@ -431,7 +431,7 @@ def test_T15_solution_perturbation_bound(d):
         gap = pa.evaluate(prob, res)["gap"]
         bound = bounds.solution_perturbation_bound(prob.lipschitz, d, R, eps, paper_sqrt_d=True)
         assert gap.mean() <= bound + 4 * gap.std() / math.sqrt(1000)
-        norms = res.diagnostics["noise_norm"]
+        norms = res.diagnostics["noise_norm_nonprivate"]
         expected = d * math.sqrt(d) * R / eps
         assert abs(norms.mean() - expected) < 4 * norms.std() / math.sqrt(1000)
         if project:
@@ -516,7 +516,7 @@ def test_T19_offset_perturbation_bound_holds_per_run():
     prob = random_problem(19, d=3, m=8)
     res = pa.offset_perturbation(prob, 0.5, n_runs=300, random_state=19)
     gap = pa.evaluate(prob, res)["gap"]
-    assert np.all(gap <= 2 * res.diagnostics["noise_sup_norm"] + 1e-9)
+    assert np.all(gap <= 2 * res.diagnostics["noise_sup_norm_nonprivate"] + 1e-9)
     assert np.all(gap >= -1e-9)
     assert gap.mean() <= bounds.offset_perturbation_bound(8, 1.0, 0.5)
 
