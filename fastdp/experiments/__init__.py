@@ -1,0 +1,1 @@
+"""Paper reproductions, one module per seed (``python -m fastdp.experiments.seed002``)."""

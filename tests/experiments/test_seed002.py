@@ -1,0 +1,78 @@
+"""Reproduction of seed 002 (spec 002, section 6.5): quick mode by default, the full grid slow."""
+import math
+
+import numpy as np
+import pytest
+
+from fastdp.experiments import seed002
+
+
+@pytest.fixture(scope="module")
+def section5():
+    U, z = seed002.make_synthetic_logreg()
+    return seed002.Section5Problem(U, z)
+
+
+def test_calibrated_data_match_the_spec(section5):
+    # spec 002, section 5.3: L = 5.10008, F* = 0.27896, F(x0) - F* = 28.90, 9.58% negatives
+    assert section5.smoothness == pytest.approx(5.100080706735987, rel=1e-9)
+    assert section5.f_star == pytest.approx(0.278965, abs=2e-6)
+    assert section5.objective(section5.x0) - section5.f_star == pytest.approx(28.90, abs=0.01)
+    assert np.mean(section5.z < 0) == pytest.approx(0.0958, abs=1e-4)
+    assert section5.problem.sensitivity == 40.0
+    # x* is a stationary point (spec B9)
+    assert np.linalg.norm(section5.problem.gradient(section5.x_star)) < 1e-9
+
+
+def test_quick_reproduction(tmp_path, section5):
+    # the --quick path (T = 100, both conventions, m in {n, 1000}, c in {0.1, 1}); one run per
+    # cell keeps the default suite lean.  The noise-free part dominates at c = 0.1 and the
+    # -opt values at c = 1 are averages over ~100 noisy steps, so a factor 2 against the
+    # spec's 6-run replication is a wide margin.
+    grid = seed002.reproduce(tmp_path, quick=True, runs=1, section=section5)
+    report = (tmp_path / "seed002.md").read_text()
+    assert "## noise_convention = paper, m = 1000, c = 1.0" in report
+    assert "FAIL" not in report and report.count("PASS") >= 8
+    n = 100_000
+    for conv, m, c in seed002.REPL:
+        for name, values in seed002.REPL[conv, m, c].items():
+            ours = grid[conv, m, c, name, 100]["final"]
+            assert values[0] / 2 < ours < values[0] * 2, (conv, m, c, name, ours, values[0])
+    for conv in seed002.CONVENTIONS:
+        for m in (n, 1000):
+            assert grid[conv, m, 1.0, "DP-MASG-opt", 100]["horizon"] == 89
+    # realized epsilon: 1 for the paper's scale, sqrt(2) (m = n) for the authors' code
+    assert grid["paper", n, 1.0, "DP-NAG", 100]["epsilon"] == pytest.approx(1.0, rel=1e-12)
+    assert grid["reference_code", n, 1.0, "DP-NAG", 100]["epsilon"] == pytest.approx(math.sqrt(2))
+    assert grid["reference_code", 1000, 1.0, "DP-GD", 100]["epsilon"] == pytest.approx(1.661, abs=1e-3)
+
+
+def test_command_line_rejects_unknown_options():
+    with pytest.raises(SystemExit):
+        seed002.main(["--bogus"])
+
+
+def test_fig2_profiles_and_fig1_table():
+    profiles = seed002.fig2_profiles()
+    assert [p.size for p in profiles.values()] == [53, 133, 293, 613]
+    assert profiles[2][0] == pytest.approx(64.7, abs=0.1)
+    rows = seed002.fig1_table()
+    best = [r for r in rows if r["c_w"] == 1e-2 and r["alpha"] == 1.0][-1]
+    assert best["nag_reference"][0] == pytest.approx(-1.24, abs=0.01)
+    assert best["nag_reference"][1] == 14
+
+
+@pytest.mark.slow
+def test_full_reproduction(tmp_path, section5):
+    # spec 6.5: 20 runs, the whole grid, both conventions; the claims of section 5.4 hold
+    # and the reference-code finals are within a factor 1.5 of the spec's replication
+    # (2x for the oscillating T = 200 curves)
+    grid = seed002.reproduce(tmp_path, eval_every=10, section=section5)
+    report = (tmp_path / "seed002.md").read_text()
+    assert "FAIL" not in report
+    for (conv, m, c), table in seed002.REPL.items():
+        for name, values in table.items():
+            for T, ref in zip(seed002.HORIZONS, values):
+                factor = 2.0 if T == 200 else 1.5
+                ours = grid[conv, m, c, name, T]["final"]
+                assert ref / factor < ours < ref * factor, (conv, m, c, name, T, ours, ref)
