@@ -55,7 +55,9 @@ class BlsgdSettings:
     noise : "laplace" (ε_BT, eq. 4) or "gaussian" (ρ_BT, eq. 5) NOISYBTLS.
     c_grad, c_obj : gradient / objective clipping thresholds (paper 3 and 1).
     amplification, check, fixed_order, batch_accounting : see
-        :class:`~fastdp.solvers._ls_budget.RdpBudgetFilter`.
+        :class:`~fastdp.solvers._ls_budget.RdpBudgetFilter` (defaults "zw_general",
+        "unamplified", None, "joint"; ``batch_accounting="separate"`` is the paper's
+        slightly optimistic per-call amplification).
     svt_analysis : "paper" (Thms 2/3) or "conservative" (pure ε_BT / naive composition).
     normalize : "expected" (divide by the public m = q·n, default) or "actual" (|B|,
         paper-literal; the batch size is then not protected by the analysis).
@@ -85,7 +87,7 @@ class BlsgdSettings:
     amplification: str = "zw_general"
     check: str = "unamplified"
     fixed_order: int = None
-    batch_accounting: str = "separate"
+    batch_accounting: str = "joint"
     svt_analysis: str = "paper"
     normalize: str = "expected"
     mu: float = 1e-3
