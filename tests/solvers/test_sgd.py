@@ -236,3 +236,25 @@ def test_estimator_adapters(rng):
                                        config=dict(config, clip=None),
                                        random_state=np.random.default_rng(0))
     assert res.event == NonPrivateEvent() and math.isinf(res.clip)
+
+
+@pytest.mark.parametrize("reg", ["paper", "repo"])
+def test_noise_std_is_sigma_c_closed_form(reg):
+    """All-zero rows (no gradient): theta_T = -kappa sum_t rho^(T-t) xi_t, xi_t ~ N(0, (sigma C)^2).
+
+    Per coordinate var = (eta/L)^2 (sigma C)^2 (1 - rho^(2T)) / (1 - rho^2); the sum of
+    squares over 20000 coordinates is chi-square (two-sided level 1e-4).
+    """
+    from scipy import stats
+
+    n, m, L = 200, 20000, 20
+    X = sp.csr_matrix((n, m))
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    res = dpsgd(X, y, loss="logistic", lam=0.3, epochs=2, batch_size=L, clip=0.7,
+                noise_multiplier=1.5, learning_rate=0.5, reg=reg, random_state=4)
+    rho, kappa = res.extra["rho"], res.extra["kappa"]
+    T = res.n_iter
+    var = (kappa * 1.5 * 0.7) ** 2 * (1 - rho ** (2 * T)) / (1 - rho ** 2)
+    chi2 = float(np.sum(res.coef ** 2) / var)
+    assert 2 * min(stats.chi2.cdf(chi2, m), stats.chi2.sf(chi2, m)) > 1e-4
+    assert res.noise_std == pytest.approx(1.5 * 0.7)
