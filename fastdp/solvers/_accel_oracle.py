@@ -169,5 +169,11 @@ class GLMProblem:
         if self.loss.name == "hinge":
             raise ValidationError("the hinge loss is not smooth")
         curvature = 1.0 if self.loss.name == "squared" else 0.25
-        gram = np.asarray((self.X.T @ self.X).todense()) / self.n_samples
-        return curvature * float(np.linalg.eigvalsh(gram)[-1]) + self.lam
+        if self.n_features <= 2000:
+            gram = (self.X.T @ self.X).toarray() / self.n_samples
+            top = float(np.linalg.eigvalsh(gram)[-1])
+        else:  # largest singular value of X without forming the Gram matrix
+            from scipy.sparse.linalg import svds
+
+            top = float(svds(self.X, k=1, return_singular_vectors=False)[0]) ** 2 / self.n_samples
+        return curvature * top + self.lam

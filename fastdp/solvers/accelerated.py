@@ -41,6 +41,14 @@ Privacy
 
 Randomness: one ``numpy.random.Generator`` from ``random_state``, split into
 a batch-sampling stream and a noise stream.
+
+Estimators: ``ESTIMATOR_SOLVERS`` provides ``"dp_gd_laplace"``,
+``"dp_heavy_ball"``, ``"dp_nesterov"`` and ``"dp_masg"`` for
+:mod:`fastdp.linear_model` (``solver_options`` select the -opt allocation,
+the noise convention, ...; see :class:`_AcceleratedEstimatorSolver`).
+Every run builds an :class:`AcceleratedPlan` from public parameters first
+(its ``event`` can be charged to a ledger before any data is read) and
+:func:`run_plan` then executes it with the gradient oracle.
 """
 
 import math
