@@ -693,7 +693,7 @@ _ESTIMATOR_OPTIONS = ("n_iter", "step_size", "step_multiplier", "momentum", "smo
 _CURVATURE = {"squared": 1.0, "logistic": 0.25}
 
 
-class _AcceleratedEstimatorSolver:
+class _AcceleratedEstimatorSolver(EstimatorSolver):
     """Runs a spec-002 solver for :mod:`fastdp.linear_model` (see ``solvers.registry``).
 
     Settings come from the estimator (``alpha`` → lam = μ, ``batch_size`` →
@@ -719,7 +719,7 @@ class _AcceleratedEstimatorSolver:
     losses = ("squared", "logistic")
     noise_name = "schedule_epsilon"
     options = _ESTIMATOR_OPTIONS
-    check_options = EstimatorSolver.check_options
+    default_sampler = "fixed"  # uniform batches without replacement (spec 002, A8)
 
     def __init__(self, name, algorithm):
         self.name = name
