@@ -185,9 +185,9 @@ class RdpBudgetFilter:
         return self._accountant.rdp_curve(PoissonSampledEvent(sample_rate, event))
 
     # ------------------------------------------------------------ the filter
-    def _increment(self, events, sample_rate):
+    def _increment(self, events, sample_rate, fresh_batch=False):
         """Amplified cost that charging ``events`` (in order) now would subtract."""
-        if sample_rate >= 1.0 or self.batch_accounting == "separate":
+        if sample_rate >= 1.0 or self.batch_accounting == "separate" or fresh_batch:
             return sum(self.amplified(e, sample_rate) for e in events)
         rate, inner = self._batch if self._batch is not None else (sample_rate, [])
         if rate != sample_rate:
@@ -196,19 +196,20 @@ class RdpBudgetFilter:
         before = self._batch_curve if self._batch_curve is not None else 0.0
         return np.maximum(total - before, 0.0)
 
-    def can_afford(self, events, sample_rate=1.0):
+    def can_afford(self, events, sample_rate=1.0, fresh_batch=False):
         """True if some allowed order has ``rem[a] >`` the cost of ``events``.
 
         ``events`` is one event or a sequence of events that would all be
         charged (e.g. a gradient followed by a line search) on the open batch
-        (a new one if none is open). With ``check="unamplified"`` the cost is
+        (a new one if none is open), or each on its own fresh batch with
+        ``fresh_batch=True`` (CHEB's second gradient). With ``check="unamplified"`` the cost is
         the sum of their unsampled curves (the paper's check); under joint
         accounting it is never less than the increment actually charged, so
         the budget can never go negative at the order that passed.
         """
         if not isinstance(events, (list, tuple)):
             events = (events,)
-        increment = self._increment(events, sample_rate)
+        increment = self._increment(events, sample_rate, fresh_batch)
         if self.check == "unamplified":
             cost = sum(self.unamplified(e) for e in events)
             if self.batch_accounting == "joint":
@@ -229,14 +230,18 @@ class RdpBudgetFilter:
         self._batch = None
         self._batch_curve = None
 
-    def charge(self, event, sample_rate=1.0):
-        """Subtract the cost of one released call; returns the amplified cost."""
-        cost = self._increment((event,), sample_rate)
+    def charge(self, event, sample_rate=1.0, fresh_batch=False):
+        """Subtract the cost of one released call; returns the amplified cost.
+
+        ``fresh_batch=True``: the call ran on its own freshly sampled batch
+        (amplified alone; the open joint batch is left untouched).
+        """
+        cost = self._increment((event,), sample_rate, fresh_batch)
         self.rem = self.rem - cost
         self.n_charges += 1
         if sample_rate >= 1.0:
             self._events.append(event)
-        elif self.batch_accounting == "separate":
+        elif self.batch_accounting == "separate" or fresh_batch:
             self._events.append(PoissonSampledEvent(sample_rate, event))
         else:
             if self._batch is None:

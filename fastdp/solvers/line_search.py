@@ -93,6 +93,7 @@ __all__ = [
     "dp_blsgd_fixed",
     "dp_agd",
     "fixed_split_event",
+    "average_releases",
     "zcdp_rho_for",
     "ESTIMATOR_SOLVERS",
 ]
@@ -152,6 +153,18 @@ def _add_gaussian(clean_sum, c_grad, rho, rng, noise_free=False):
     if noise_free:
         return clean_sum.copy()
     return clean_sum + (c_grad / math.sqrt(2.0 * rho)) * rng.standard_normal(clean_sum.shape[0])
+
+
+def average_releases(noisy_old, fresh, rho_old, rho_new):
+    """DP-AGD's GradAvg: combine two Gaussian releases of the same clipped sum.
+
+    ``noisy_old`` was released with budget ρ_old, ``fresh`` with
+    ρ_new − ρ_old; the weights (ρ_old/ρ_new, 1 − ρ_old/ρ_new) give noise
+    variance exactly C²/(2ρ_new) per coordinate, as one release at ρ_new
+    (post-processing: no extra privacy cost).
+    """
+    weight = rho_old / rho_new
+    return weight * noisy_old + (1.0 - weight) * fresh
 
 
 def _noisy_gradient(oracle, rows, w, c_grad, rho, m, mu, rng, noise_free=False):
@@ -287,19 +300,13 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
     budget = RdpBudgetFilter(epsilon, delta, amplification=cfg.amplification, check=cfg.check,
                              fixed_order=cfg.fixed_order, batch_accounting=cfg.batch_accounting)
 
-    def afford(*events):
-        return True if noise_free else budget.can_afford(list(events), q)
+    def afford(*events, fresh_batch=False):
+        return True if noise_free else budget.can_afford(list(events), q, fresh_batch)
 
-    def charge(event, own_batch=False):
-        if noise_free:
-            return
-        if own_batch and cfg.batch_accounting == "joint" and q < 1.0:
-            # a fresh batch (CHEB) is its own sampled event, outside the open batch
-            budget.close_batch()
-            budget.charge(event, q)
-            budget.close_batch()
-        else:
-            budget.charge(event, q)
+    def charge(event, fresh_batch=False):
+        # CHEB's gradient runs on its own fresh batch: amplified alone
+        if not noise_free:
+            budget.charge(event, q, fresh_batch)
 
     w = _initial_point(cfg.init, cfg.init_scale, d, init_rng)
     rho_grad = cfg.rho_grad
@@ -356,13 +363,13 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
                 w_new = w - eta * g
                 steps.record(eta)
                 angles.accept(g)
-            elif refine == "cheb" and afford(_gradient_event(rho_grad)):
+            elif refine == "cheb" and afford(_gradient_event(rho_grad), fresh_batch=True):
                 event2 = _gradient_event(rho_grad)
                 rows2 = _batch(stream, q, oracle)
                 m2 = m_expected if cfg.normalize == "expected" else max(rows2.shape[0], 1)
                 g2 = _noisy_gradient(oracle, rows2, w, c_grad, rho_grad, m2, cfg.mu,
                                      noise_rng, noise_free)[0]
-                charge(event2, own_batch=True)
+                charge(event2, fresh_batch=True)
                 log["n_gradient_calls"] += 1
                 log["gradient_evaluations"] += rows2.shape[0]
                 log["n_noise_draws"] += d
@@ -389,8 +396,7 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
                 charge(refine_event)
                 log["n_refinements"] += 1
                 log["n_noise_draws"] += d
-                weight = rho_grad / rho_new
-                noisy_sum = weight * noisy_sum + (1.0 - weight) * fresh
+                noisy_sum = average_releases(noisy_sum, fresh, rho_grad, rho_new)
                 g = noisy_sum / m + cfg.mu * w
                 rho_grad = rho_new
             else:
@@ -627,8 +633,7 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
             fresh = _add_gaussian(clean, c_grad, rho_new - rho_grad, noise_rng)
             events.append(_gradient_event(rho_new - rho_grad))
             rho_left -= rho_new - rho_grad
-            weight = rho_grad / rho_new
-            noisy = weight * noisy + (1.0 - weight) * fresh
+            noisy = average_releases(noisy, fresh, rho_grad, rho_new)
             rho_grad = rho_new
             n_refinements += 1
         etas_log.append(step)
