@@ -476,15 +476,19 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
     Parameters
     ----------
     noise_multiplier : float
-        σ of the iteration: ρ_iter = 1/(2σ²).
+        σ of the iteration: ρ_iter = 1/(2σ²). ``0`` runs without privacy (no
+        noise, classic Armijo backtracking, ``NonPrivateEvent``).
     n_iter : int
         Iterations T.
     batch_size : int
         Expected batch size L (q = L/n).
     """
     if not (isinstance(noise_multiplier, (int, float, np.floating))
-            and math.isfinite(noise_multiplier) and noise_multiplier > 0):
-        raise ValidationError(f"noise_multiplier must be a finite number > 0; got {noise_multiplier!r}.")
+            and not isinstance(noise_multiplier, bool)
+            and math.isfinite(noise_multiplier) and noise_multiplier >= 0):
+        raise ValidationError(
+            f"noise_multiplier must be a finite number >= 0; got {noise_multiplier!r}.")
+    private = noise_multiplier > 0
     if isinstance(n_iter, bool) or int(n_iter) != n_iter or n_iter < 0:
         raise ValidationError(f"n_iter must be an integer >= 0; got {n_iter!r}.")
     oracle = _prepare(X, y, loss, num_threads)
@@ -493,7 +497,8 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
     smp.check(n)
     q = smp.sample_rate(n)
     m = smp.expected_batch_size(n)
-    rho_iter = 1.0 / (2.0 * float(noise_multiplier) ** 2)
+    # noise_multiplier = 0: non-private run (no noise, classic Armijo, NonPrivateEvent)
+    rho_iter = 1.0 / (2.0 * float(noise_multiplier) ** 2) if private else 1.0
     step_event = fixed_split_event(rho_iter, grad_share=grad_share, max_it=max_it,
                                    svt_analysis=svt_analysis)
     ls_event = step_event.events[1]
@@ -511,7 +516,8 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
     ptr, idx = stream.take(int(n_iter))
     for t in range(int(n_iter)):
         rows = idx[ptr[t]:ptr[t + 1]]
-        g = _noisy_gradient(oracle, rows, w, cfg.c_grad, rho_grad, m, cfg.mu, noise_rng)[0]
+        g = _noisy_gradient(oracle, rows, w, cfg.c_grad, rho_grad, m, cfg.mu, noise_rng,
+                            noise_free=not private)[0]
         z = oracle.margins(rows, w)
         u = oracle.margins(rows, g)
         etas = candidate_steps(steps.eta0, cfg.beta, cfg.max_it)
@@ -520,7 +526,8 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
         outcome = noisy_backtracking(z, u, oracle.labels(rows), loss_code=oracle.kernel_code,
                                      c_obj=cfg.c_obj, etas=etas, slope=slope,
                                      curvature=curvature, event=ls_event, rng=noise_rng,
-                                     fallback_step=fallback_factor * steps.eta0)
+                                     fallback_step=fallback_factor * steps.eta0,
+                                     noise_free=not private)
         if outcome.accepted:
             steps.record(outcome.eta)
             accepted += 1
@@ -531,11 +538,12 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
             mean, reg = _objective(oracle, w, cfg.mu)
             history.append(dict(iteration=t + 1, objective=mean, regularized_objective=reg,
                                 eta=outcome.eta))
-    event = smp.event(n, int(n_iter), step_event)
-    extra = dict(etas=etas_log, n_accepted=accepted, rho_iter=rho_iter, grad_share=grad_share,
+    event = smp.event(n, int(n_iter), step_event) if private else NonPrivateEvent()
+    extra = dict(etas=etas_log, n_accepted=accepted, rho_iter=(rho_iter if private else math.inf),
+                 grad_share=grad_share,
                  eta0=steps.eta0, n_noise_draws=int(n_iter) * (d + cfg.max_it + 1))
     return _result(w, algorithm="dp_blsgd_fixed", loss=loss, mu=cfg.mu, n_iter=int(n_iter), q=q,
-                   n=n, rho=rho_grad, c_grad=cfg.c_grad, event=event, history=history,
+                   n=n, rho=(rho_grad if private else 0.0), c_grad=cfg.c_grad, event=event, history=history,
                    extra=extra, sampler=smp.name, num_threads=num_threads)
 
 
@@ -653,3 +661,61 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
     return _result(w, algorithm="dp_agd", loss=loss, mu=mu, n_iter=t, q=1.0, n=n, rho=rho_grad,
                    c_grad=c_grad, event=ComposedEvent(tuple(events)), history=history,
                    extra=extra, num_threads=num_threads)
+
+
+# --------------------------------------------------------------------------
+# scikit-learn estimator adapter
+# --------------------------------------------------------------------------
+class FixedSplitEstimatorSolver(EstimatorSolver):
+    """``solver="dp_blsgd"`` of the estimators: :func:`dp_blsgd_fixed`.
+
+    The estimators need the whole run's event before training, so they use
+    the non-adaptive fixed split (spec 003 §3.8): the noise parameter is the
+    per-iteration noise multiplier σ (ρ_iter = 1/(2σ²), 90 % gradient, 10 %
+    Gaussian line search), calibrated so that the accountant's ε of
+    ``sampler.event(n, T, fixed_split_event(ρ_iter))`` is at most the target
+    (T = floor(epochs·n/L)). ``clip`` is C_grad and ``alpha`` (the
+    estimator's L2 strength) is μ. The adaptive DP-BLSGD (CHEB, budget
+    filter) is available as :func:`dp_blsgd`.
+
+    ``solver_options``: ``c_obj``, ``grad_share``, ``eta0``, ``max_it``,
+    ``armijo_alpha`` (the Armijo constant α), ``beta``, ``tau``, ``varsigma``,
+    ``eta0_cap``, ``armijo_scale``, ``svt_analysis``, ``init``, ``init_scale``.
+    The line-search event has an RDP analysis only: use ``accountant="rdp"``.
+    """
+
+    name = "dp_blsgd"
+    losses = ("squared", "logistic", "hinge")
+    noise_name = "noise_multiplier"
+    options = ("c_obj", "grad_share", "eta0", "max_it", "armijo_alpha", "beta", "tau",
+               "varsigma", "eta0_cap", "armijo_scale", "svt_analysis", "init", "init_scale")
+
+    @staticmethod
+    def _step_event(config, noise):
+        options = config.get("options", {})
+        return fixed_split_event(1.0 / (2.0 * noise ** 2),
+                                 grad_share=options.get("grad_share", 0.9),
+                                 max_it=options.get("max_it", 10),
+                                 svt_analysis=options.get("svt_analysis", "paper"))
+
+    def event(self, n_samples, config, noise):
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        n_steps = sampler.n_steps(n_samples, config["epochs"])
+        return sampler.event(n_samples, n_steps, self._step_event(config, noise))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        options = dict(config.get("options", {}))
+        if "armijo_alpha" in options:
+            options["alpha"] = options.pop("armijo_alpha")
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        clip = config["clip"]
+        return dp_blsgd_fixed(
+            X, y, noise_multiplier=float(noise),
+            n_iter=sampler.n_steps(X.shape[0], config["epochs"]),
+            batch_size=config["batch_size"], loss=loss, mu=config["lam"],
+            c_grad=(3.0 if clip is None else clip), sampler=config["sampler"],
+            random_state=random_state, record_history=config.get("record_history", False),
+            num_threads=config.get("num_threads") or 1, **options)
+
+
+ESTIMATOR_SOLVERS = {"dp_blsgd": FixedSplitEstimatorSolver()}
