@@ -1,4 +1,4 @@
-"""Output and objective perturbation for L2-regularised logistic regression.
+"""Output and objective perturbation for L2-regularised logistic regression and Huber SVMs.
 
 The two classic ERM baselines of K. Chaudhuri, C. Monteleoni, A. D. Sarwate,
 "Differentially Private Empirical Risk Minimization", JMLR 12 (2011)
@@ -16,9 +16,12 @@ and nothing else.  The paper's assumptions, all enforced here:
 * the loss, as a function of the margin ``u = y x^T theta``, is convex and
   doubly differentiable with ``|loss'(u)| <= 1`` and ``|loss''(u)| <= c``.
 
-Of fastdp's losses only the logistic loss qualifies (``c = 1/4``): the
-squared loss has an unbounded derivative, the hinge loss is not
-differentiable; both are rejected.
+Two losses qualify: the logistic loss (``c = 1/4``) and the paper's
+Huber-smoothed hinge loss ``loss="huber_hinge"`` (section 3.4.2 of the paper,
+``c = 1/(2h)``; twice differentiable except at ``u = 1 +- h``, where the paper
+notes the argument still holds since loss'' exists almost everywhere and is
+bounded).  The squared loss has an unbounded derivative and the plain hinge
+loss is not differentiable: both are rejected.
 
 Privacy
 -------
@@ -82,6 +85,10 @@ __all__ = [
     "output_sensitivity",
     "sample_l2_laplace",
     "solve_logistic",
+    "solve_erm",
+    "MarginLoss",
+    "LogisticMarginLoss",
+    "HuberHingeLoss",
     "ESTIMATOR_SOLVERS",
 ]
 
@@ -160,14 +167,85 @@ def objective_perturbation_parameters(epsilon, n_samples, lam, curvature=LOGISTI
 # --------------------------------------------------------------------------
 
 
-class _LogisticObjective:
-    """``J(theta) + linear^T theta + (extra/2)||theta||^2`` with its gradient and Hessian products."""
+class MarginLoss:
+    """A loss of the margin ``u = y x^T theta`` with ``|loss'| <= 1`` and ``0 <= loss'' <= curvature``.
 
-    def __init__(self, X, y, lam, linear, num_threads):
+    Attributes
+    ----------
+    name : str
+    curvature : float
+        c, the bound on the second derivative (Theorem 9's constant).
+    """
+
+    name = None
+    curvature = None
+
+    def value(self, u):
+        raise NotImplementedError
+
+    def derivative(self, u):
+        raise NotImplementedError
+
+    def second_derivative(self, u):
+        raise NotImplementedError
+
+
+class LogisticMarginLoss(MarginLoss):
+    """``log(1 + exp(-u))``: ``|loss'| < 1``, ``loss'' <= 1/4``."""
+
+    name = "logistic"
+    curvature = LOGISTIC_CURVATURE
+
+    def value(self, u):
+        return np.logaddexp(0.0, -u)
+
+    def derivative(self, u):
+        return -expit(-u)
+
+    def second_derivative(self, u):
+        return expit(u) * expit(-u)
+
+
+class HuberHingeLoss(MarginLoss):
+    """The paper's Huber-smoothed hinge loss (Chaudhuri et al. 2011, section 3.4.2).
+
+    ``0`` for ``u > 1 + h``; ``(1 + h - u)^2 / (4h)`` for ``|1 - u| <= h``;
+    ``1 - u`` for ``u < 1 - h``.  ``|loss'| <= 1`` and ``loss'' <= 1/(2h)``.
+    """
+
+    name = "huber_hinge"
+
+    def __init__(self, h=0.5):
+        h = _real("huber_h", h)
+        if not (0.0 < h < math.inf):
+            raise ValidationError(f"huber_h must be a finite number > 0; got {h!r}.")
+        self.h = h
+        self.curvature = 1.0 / (2.0 * h)
+
+    def value(self, u):
+        h = self.h
+        inside = (1.0 + h - u) ** 2 / (4.0 * h)
+        return np.where(u > 1.0 + h, 0.0, np.where(u < 1.0 - h, 1.0 - u, inside))
+
+    def derivative(self, u):
+        h = self.h
+        return np.where(u > 1.0 + h, 0.0, np.where(u < 1.0 - h, -1.0, -(1.0 + h - u) / (2.0 * h)))
+
+    def second_derivative(self, u):
+        h = self.h
+        return np.where(np.abs(1.0 - u) <= h, 1.0 / (2.0 * h), 0.0)
+
+
+class _MarginObjective:
+    """``(1/n) sum loss(y_i x_i^T theta) + (reg/2)||theta||^2 + linear^T theta``, with
+    gradient and Hessian-vector products from the ``_glm`` kernels."""
+
+    def __init__(self, X, y, reg, linear, loss, num_threads):
         self.X, self.y = X, y
         self.n, self.m = X.shape
-        self.reg = lam
+        self.reg = reg
         self.linear = linear
+        self.loss = loss
         self.num_threads = num_threads
         self.rows = np.arange(self.n, dtype=np.int64)
         self._margins = np.empty(self.n)
@@ -178,14 +256,17 @@ class _LogisticObjective:
                      np.ascontiguousarray(theta, dtype=np.float64), out, self.num_threads)
         return out
 
-    def value_and_gradient(self, theta):
-        yz = self.y * self._margin(theta, self._margins)
-        value = float(np.sum(np.logaddexp(0.0, -yz))) / self.n
-        weights = -self.y * expit(-yz) / self.n
-        grad = self.reg * theta + self.linear
+    def _row_sum(self, weights, out):
         _glm.weighted_row_sum(self.X.data, self.X.indices, self.X.indptr, self.rows, weights,
-                              grad, self.num_threads)
-        self._curvature = expit(yz) * expit(-yz) / self.n
+                              out, self.num_threads)
+        return out
+
+    def value_and_gradient(self, theta):
+        u = self.y * self._margin(theta, self._margins)
+        value = float(np.sum(self.loss.value(u))) / self.n
+        grad = self._row_sum(self.y * self.loss.derivative(u) / self.n,
+                             self.reg * theta + self.linear)
+        self._curvature = self.loss.second_derivative(u) / self.n
         value += 0.5 * self.reg * float(theta @ theta) + float(self.linear @ theta)
         return value, grad
 
@@ -193,18 +274,28 @@ class _LogisticObjective:
         if self._curvature is None:
             self.value_and_gradient(theta)
         xd = self._margin(direction, np.empty(self.n))
-        out = self.reg * np.asarray(direction, dtype=np.float64)
-        _glm.weighted_row_sum(self.X.data, self.X.indices, self.X.indptr, self.rows,
-                              self._curvature * xd, out, self.num_threads)
-        return out
+        return self._row_sum(self._curvature * xd,
+                             self.reg * np.asarray(direction, dtype=np.float64))
 
 
-def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_threads=None):
-    """Minimise ``(1/n) sum log(1 + exp(-y_i x_i^T theta)) + (lam/2)||theta||^2 + linear^T theta``.
+def _csr(X):
+    X = check_X(X)
+    if not sp.issparse(X):
+        X = sp.csr_matrix(X)
+        X.sort_indices()
+        if X.indices.dtype != X.indptr.dtype:
+            X.indptr = X.indptr.astype(X.indices.dtype)
+    return X
+
+
+def solve_erm(X, y, lam, *, loss="logistic", huber_h=0.5, linear=None, gtol=1e-10,
+              max_iter=200, num_threads=None):
+    """Minimise ``(1/n) sum loss(y_i x_i^T theta) + (lam/2)||theta||^2 + linear^T theta``.
 
     Trust-region Newton-CG (scipy ``trust-ncg``) with gradients and Hessian
     products from :mod:`fastdp._kernels._glm`, stopped when the gradient norm
-    is at most ``gtol``.  Non-private: the result reveals the data.
+    is at most ``gtol``.  ``loss``: ``"logistic"`` or ``"huber_hinge"`` (with
+    ``huber_h``), labels in {-1, +1}.  Non-private: the result reveals the data.
 
     Returns
     -------
@@ -212,16 +303,13 @@ def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_thre
     info : dict
         ``gradient_norm``, ``iterations``, ``converged``.
     """
-    X = check_X(X)
-    if not sp.issparse(X):
-        X = sp.csr_matrix(X)
-        X.sort_indices()
-        if X.indices.dtype != X.indptr.dtype:
-            X.indptr = X.indptr.astype(X.indices.dtype)
+    X = _csr(X)
+    margin_loss = loss if isinstance(loss, MarginLoss) else _margin_loss(loss, huber_h)
     y = np.ascontiguousarray(y, dtype=np.float64)
     m = X.shape[1]
     linear = np.zeros(m) if linear is None else np.ascontiguousarray(linear, dtype=np.float64)
-    objective = _LogisticObjective(X, y, float(lam), linear, _check_num_threads(num_threads))
+    objective = _MarginObjective(X, y, float(lam), linear, margin_loss,
+                                 _check_num_threads(num_threads))
     result = minimize(objective.value_and_gradient, np.zeros(m), jac=True, method="trust-ncg",
                       hessp=objective.hessian_product,
                       options={"gtol": gtol, "maxiter": int(max_iter)})
@@ -232,21 +320,30 @@ def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_thre
                    "converged": bool(gnorm <= gtol)}
 
 
+def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_threads=None):
+    """:func:`solve_erm` with the logistic loss (non-private)."""
+    return solve_erm(X, y, lam, loss="logistic", linear=linear, gtol=gtol, max_iter=max_iter,
+                     num_threads=num_threads)
+
+
 # --------------------------------------------------------------------------
 # argument checks
 # --------------------------------------------------------------------------
 
 
-def _check_loss(loss):
-    loss = get_loss(loss)
-    if loss.name != "logistic":
-        reason = "unbounded derivative" if loss.name == "squared" else "not differentiable"
-        raise ValidationError(
-            f"output and objective perturbation (Chaudhuri et al. 2011) need a convex, doubly "
-            f"differentiable loss of the margin with |loss'| <= 1 and bounded loss''; the "
-            f"{loss.name} loss breaks this ({reason}). "
-            "Use loss='logistic', or a gradient-perturbation solver (dpsgd, dpscd).")
-    return loss
+def _margin_loss(loss, huber_h=0.5):
+    """The :class:`MarginLoss` for ``loss``; rejects losses that break the paper's assumptions."""
+    if isinstance(loss, str) and loss.lower() == "huber_hinge":
+        return HuberHingeLoss(huber_h)
+    name = get_loss(loss).name
+    if name == "logistic":
+        return LogisticMarginLoss()
+    reason = "unbounded derivative" if name == "squared" else "not differentiable"
+    raise ValidationError(
+        f"output and objective perturbation (Chaudhuri et al. 2011) need a convex, doubly "
+        f"differentiable loss of the margin with |loss'| <= 1 and bounded loss''; the "
+        f"{name} loss breaks this ({reason}). Use loss='logistic' or 'huber_hinge' (the "
+        "paper's smoothed SVM loss), or a gradient-perturbation solver (dpsgd, dpscd).")
 
 
 def _check_positive_finite(name, value):
@@ -270,25 +367,20 @@ def _check_max_iter(max_iter):
     return int(max_iter)
 
 
-def _prepare(X, y, loss):
-    X = check_X(X, max_row_norm=1.0, row_norm_tol=_ROW_NORM_TOL)
-    if not sp.issparse(X):
-        X = sp.csr_matrix(X)
-        X.sort_indices()
-        if X.indices.dtype != X.indptr.dtype:
-            X.indptr = X.indptr.astype(X.indices.dtype)
-    y, _ = check_labels(y, loss.task, n_samples=X.shape[0])
+def _prepare(X, y):
+    X = _csr(check_X(X, max_row_norm=1.0, row_norm_tol=_ROW_NORM_TOL))
+    y, _ = check_labels(y, "binary", n_samples=X.shape[0])
     y = np.ascontiguousarray(y, dtype=np.float64)
     if not np.all(np.abs(y) == 1.0):
-        raise ValidationError("the logistic loss needs labels in {-1, +1}.")
+        raise ValidationError("output and objective perturbation need labels in {-1, +1}.")
     return X, y
 
 
-def _solve_or_raise(X, y, lam, linear, tol, max_iter, num_threads):
+def _solve_or_raise(X, y, lam, linear, tol, max_iter, num_threads, loss=None):
     n = X.shape[0]
     gtol = tol / n
-    theta, info = solve_logistic(X, y, lam, linear=linear, gtol=gtol, max_iter=max_iter,
-                                 num_threads=num_threads)
+    theta, info = solve_erm(X, y, lam, loss=loss or LogisticMarginLoss(), linear=linear,
+                            gtol=gtol, max_iter=max_iter, num_threads=num_threads)
     if not info["converged"]:
         raise FastDPError(
             f"the minimiser did not reach gradient norm {gtol:.3g} in {max_iter} Newton "
@@ -297,11 +389,11 @@ def _solve_or_raise(X, y, lam, linear, tol, max_iter, num_threads):
     return theta, info
 
 
-def _result(theta, *, algorithm, lam, n, noise_parameter, sensitivity, noise_std, event, info,
-            num_threads, extra):
+def _result(theta, *, algorithm, loss, lam, n, noise_parameter, sensitivity, noise_std, event,
+            info, num_threads, extra):
     return SolverResult(
         coef=theta, alpha=None, v=None, n_iter=1, epochs=math.nan, algorithm=algorithm,
-        loss="logistic", lam=lam, noise_multiplier=noise_parameter, sensitivity=sensitivity,
+        loss=loss.name, lam=lam, noise_multiplier=noise_parameter, sensitivity=sensitivity,
         noise_std=noise_std, clip=math.inf, batch_size=float(n), sample_rate=1.0,
         sampler="none", adjacency="replace_one", event=event, lazy_noise=False,
         diagnostics={"optimizer_iterations": info["iterations"],
@@ -315,8 +407,8 @@ def _result(theta, *, algorithm, lam, n, noise_parameter, sensitivity, noise_std
 
 
 def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mechanism="laplace",
-                        loss="logistic", tol=_DEFAULT_TOL, max_iter=200, random_state=None,
-                        num_threads=None):
+                        loss="logistic", huber_h=0.5, tol=_DEFAULT_TOL, max_iter=200,
+                        random_state=None, num_threads=None):
     """Output perturbation (Chaudhuri et al. 2011, Algorithm 1): ``argmin J + b``.
 
     Parameters
@@ -334,8 +426,10 @@ def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mecha
     noise_multiplier : float
         For ``mechanism="gaussian"``: sigma > 0, ``b ~ N(0, (sigma Delta)^2 I)``.
     mechanism : {"laplace", "gaussian"}, default="laplace"
-    loss : {"logistic"}
+    loss : {"logistic", "huber_hinge"}, default="logistic"
         Other losses break Theorem 6's assumptions and are rejected.
+    huber_h : float, default=0.5
+        h of the Huber hinge loss (the value spec 003's baselines use).
     tol : float, default=1e-6
         Relative optimisation error: the minimiser is computed to gradient
         norm ``tol / n`` and Delta grows by the factor ``(R + tol) / R``.
@@ -361,7 +455,7 @@ def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mecha
     replace-one adjacency; released: the model.  The Gaussian variant is the
     Gaussian mechanism on the same L2 sensitivity.
     """
-    loss = _check_loss(loss)
+    loss = _margin_loss(loss, huber_h)
     lam = _check_positive_finite("lam", lam)
     tol = _check_tol(tol)
     max_iter = _check_max_iter(max_iter)
@@ -376,10 +470,10 @@ def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mecha
         noise_multiplier = _check_positive_finite("noise_multiplier", noise_multiplier)
     else:
         raise ValidationError(f"mechanism must be 'laplace' or 'gaussian'; got {mechanism!r}.")
-    X, y = _prepare(X, y, loss)
+    X, y = _prepare(X, y)
     n, m = X.shape
     rng = check_random_state(random_state)
-    theta, info = _solve_or_raise(X, y, lam, None, tol, max_iter, num_threads)
+    theta, info = _solve_or_raise(X, y, lam, None, tol, max_iter, num_threads, loss)
     sensitivity = output_sensitivity(n, lam, tol)
     if mechanism == "laplace":
         scale = sensitivity / epsilon
@@ -392,13 +486,13 @@ def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mecha
         noise = noise_std * rng.standard_normal(m)
         event = GaussianEvent(noise_multiplier, Adjacency.REPLACE_ONE)
         noise_parameter = noise_multiplier
-    return _result(theta + noise, algorithm="output_perturbation", lam=lam, n=n,
+    return _result(theta + noise, algorithm="output_perturbation", loss=loss, lam=lam, n=n,
                    noise_parameter=noise_parameter, sensitivity=sensitivity,
                    noise_std=noise_std, event=event, info=info, num_threads=num_threads,
                    extra={"mechanism": mechanism, "tol": tol})
 
 
-def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", tol=_DEFAULT_TOL,
+def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, tol=_DEFAULT_TOL,
                            max_iter=200, random_state=None, num_threads=None):
     """Objective perturbation (Chaudhuri et al. 2011, Algorithm 2).
 
@@ -408,8 +502,8 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", tol=_DEFAULT_
 
     Parameters
     ----------
-    X, y, lam, loss, tol, max_iter, random_state, num_threads
-        As :func:`output_perturbation`.
+    X, y, lam, loss, huber_h, tol, max_iter, random_state, num_threads
+        As :func:`output_perturbation`; c = 1/4 (logistic) or 1/(2h) (Huber hinge).
     epsilon : float
         The pure-DP epsilon > 0.
 
@@ -418,7 +512,7 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", tol=_DEFAULT_
     SolverResult
         ``event`` is ``PureEvent(epsilon, replace_one)``; ``noise_multiplier``
         is ``1 / epsilon``; ``extra`` holds ``epsilon_prime``, ``delta_reg``
-        and ``curvature`` (c = 1/4).
+        and ``curvature`` c.
 
     Notes
     -----
@@ -428,25 +522,27 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", tol=_DEFAULT_
     released: the model.  The proof is for the exact minimiser (see the
     module docstring for the optimisation tolerance).
     """
-    loss = _check_loss(loss)
+    loss = _margin_loss(loss, huber_h)
     lam = _check_positive_finite("lam", lam)
     epsilon = _check_positive_finite("epsilon", epsilon)
     tol = _check_tol(tol)
     max_iter = _check_max_iter(max_iter)
     num_threads = _check_num_threads(num_threads)
-    X, y = _prepare(X, y, loss)
+    X, y = _prepare(X, y)
     n, m = X.shape
-    eps_prime, delta_reg = objective_perturbation_parameters(epsilon, n, lam)
+    eps_prime, delta_reg = objective_perturbation_parameters(epsilon, n, lam, loss.curvature)
     rng = check_random_state(random_state)
     b = sample_l2_laplace(rng, m, 2.0 / eps_prime)
-    theta, info = _solve_or_raise(X, y, lam + delta_reg, b / n, tol, max_iter, num_threads)
-    return _result(theta, algorithm="objective_perturbation", lam=lam, n=n,
+    theta, info = _solve_or_raise(X, y, lam + delta_reg, b / n, tol, max_iter, num_threads,
+                                  loss)
+    return _result(theta, algorithm="objective_perturbation", loss=loss, lam=lam, n=n,
                    noise_parameter=1.0 / epsilon, sensitivity=math.nan,
                    noise_std=(2.0 / eps_prime) * math.sqrt(m + 1.0) / n,
                    event=PureEvent(epsilon, Adjacency.REPLACE_ONE), info=info,
                    num_threads=num_threads,
                    extra={"epsilon_prime": eps_prime, "delta_reg": delta_reg,
-                          "curvature": LOGISTIC_CURVATURE, "tol": tol})
+                          "curvature": loss.curvature, "tol": tol,
+                          **({"huber_h": loss.h} if loss.name == "huber_hinge" else {})})
 
 
 # --------------------------------------------------------------------------
@@ -538,12 +634,7 @@ class ObjectivePerturbationEstimatorSolver(_PerturbationEstimatorSolver):
 
 
 def _prepare_nonprivate(X, y):
-    X = check_X(X)
-    if not sp.issparse(X):
-        X = sp.csr_matrix(X)
-        X.sort_indices()
-        if X.indices.dtype != X.indptr.dtype:
-            X.indptr = X.indptr.astype(X.indices.dtype)
+    X = _csr(X)
     y, _ = check_labels(y, "binary", n_samples=X.shape[0])
     return X, np.ascontiguousarray(y, dtype=np.float64)
 

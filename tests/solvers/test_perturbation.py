@@ -23,6 +23,7 @@ from fastdp.solvers.perturbation import (
     output_perturbation,
     output_sensitivity,
     sample_l2_laplace,
+    solve_erm,
     solve_logistic,
 )
 
@@ -220,3 +221,47 @@ def test_estimator_adapter_runs_and_nonprivate_limit(rng):
     assert res.event == NonPrivateEvent()
     exact, _ = solve_logistic(sp.csr_matrix(X * 5), y, 0.01, gtol=1e-13)
     np.testing.assert_allclose(res.coef, exact, rtol=1e-6, atol=1e-8)
+
+
+def _huber(u, h):
+    return np.where(u > 1 + h, 0.0, np.where(u < 1 - h, 1 - u, (1 + h - u) ** 2 / (4 * h)))
+
+
+def _huber_gradient(X, y, theta, lam, h):
+    u = y * (X @ theta)
+    d = np.where(u > 1 + h, 0.0, np.where(u < 1 - h, -1.0, -(1 + h - u) / (2 * h)))
+    return X.T @ (y * d) / X.shape[0] + lam * theta
+
+
+def test_huber_hinge_solver_matches_scipy_lbfgs(rng):
+    from scipy.optimize import minimize
+
+    X, y = _data(rng, n=200, m=4)
+    lam, h = 0.05, 0.5
+    theta, info = solve_erm(sp.csr_matrix(X), y, lam, loss="huber_hinge", huber_h=h, gtol=1e-12)
+    assert info["converged"]
+    ref = minimize(lambda t: np.mean(_huber(y * (X @ t), h)) + 0.5 * lam * t @ t, np.zeros(4),
+                   jac=lambda t: _huber_gradient(X, y, t, lam, h), method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10000}).x
+    np.testing.assert_allclose(theta, ref, rtol=1e-6, atol=1e-8)
+
+
+def test_objective_perturbation_huber_hinge_noise_and_constants(rng):
+    """Huber SVM (c = 1/(2h)): b recovered from the optimality condition is l2-Laplace."""
+    X, y = _data(rng, n=150, m=3)
+    lam, eps, h = 0.02, 1.0, 0.5
+    eps_p, delta = objective_perturbation_parameters(eps, 150, lam, curvature=1 / (2 * h))
+    bs = []
+    for seed in range(400):
+        res = objective_perturbation(X, y, lam=lam, epsilon=eps, loss="huber_hinge", huber_h=h,
+                                     random_state=seed)
+        bs.append(-150 * (_huber_gradient(X, y, res.coef, lam, h) + delta * res.coef))
+    bs = np.array(bs)
+    assert res.loss == "huber_hinge" and res.extra["curvature"] == 1.0
+    assert res.extra["epsilon_prime"] == eps_p
+    assert stats.kstest(np.linalg.norm(bs, axis=1), stats.gamma(a=3, scale=2.0 / eps_p).cdf
+                        ).pvalue > ALPHA
+    out = output_perturbation(X, y, lam=lam, epsilon=eps, loss="huber_hinge", random_state=0)
+    assert out.loss == "huber_hinge" and out.event == PureEvent(eps, Adjacency.REPLACE_ONE)
+    with pytest.raises(ValidationError, match="huber_h"):
+        objective_perturbation(X, y, lam=lam, epsilon=eps, loss="huber_hinge", huber_h=0.0)
