@@ -264,14 +264,13 @@ def prop42_allocation(log_coefficients, epsilon):
 
     The exact minimiser of Σ a_t b_t² subject to Σ ε_t = ε when m = n
     (b_t = S1/(n ε_t)); used for m < n too, with exact inversion of eq. 3.3
-    (spec A4).  The returned budgets sum to ``epsilon`` (to rounding; the
-    last one absorbs it).
+    (spec A4).  The returned budgets sum to ``epsilon`` up to rounding
+    (relative 1e-15); callers account the scales actually used.
     """
     log_a = np.asarray(log_coefficients, dtype=np.float64).ravel()
     eps = _real("epsilon", epsilon)
     weights = np.exp(log_a / 3.0 - logsumexp(log_a / 3.0))
-    budgets = eps * weights
-    return budgets
+    return eps * weights
 
 
 def prop42_objective(log_coefficients, sensitivity, n, epsilon):
