@@ -177,3 +177,18 @@ def test_laplace_draws_have_the_stated_scale():
         assert np.mean(np.abs(eta)) == pytest.approx(scale, rel=4e-3)
         assert np.var(eta) == pytest.approx(variance, rel=9e-3)
         assert abs(np.mean(eta)) < 4 * math.sqrt(variance / eta.size)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 10**7), frac=st.floats(0.0, 1.0), e=st.floats(1e-9, 50.0),
+       S=st.floats(1e-3, 1e3))
+def test_round_trip_property(n, frac, e, S):
+    m = max(1, int(round(frac * n)))
+    b = acc.b_for_eps(S, e, n, m)
+    assert b > 0
+    assert acc.eps_step(S, b, n, m) == pytest.approx(e, rel=1e-9)
+    # more noise never costs more
+    assert acc.eps_step(S, 1.01 * b, n, m) <= e * (1 + 1e-12)

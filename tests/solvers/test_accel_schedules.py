@@ -241,3 +241,20 @@ def test_bound_coefficients_nag_closed_form():
         assert math.exp(log_a0) == pytest.approx(factor * q ** 10, rel=1e-13)
     with pytest.raises(ValidationError):
         sch.log_bound_coefficients(np.full(3, 1.0), None, 2.0, 0.5)  # alpha > 1/L
+
+
+def test_masg_coefficients_against_direct_products():
+    # eq. 4.8 written out term by term, for every horizon tau (paper constants)
+    s = sch.masg_schedule(60, 20.0, 1.0, step_multiplier=0.7, n1=7)
+    alphas, stages = s["step_sizes"], s["stages"]
+    q = 1 - np.sqrt(1.0 * alphas)
+    bounds = sch.horizon_bounds(alphas, stages, 20.0, 1.0, 3, 2.0, 50, 0.5, 4.0, "paper")
+    for tau in (1, 7, 8, 30, 60):
+        a = np.array([alphas[t] * (1 + alphas[t] * 20.0) * np.prod(q[t + 1:tau])
+                      * 2.0 ** (stages[tau - 1] - stages[t]) for t in range(tau)])
+        a0 = 2.0 ** (stages[tau - 1] - stages[0]) * np.prod(q[:tau])
+        direct = a0 * 4.0 + 3 * (2.0 / (50 * 0.5)) ** 2 * np.sum(a ** (1 / 3)) ** 3
+        assert bounds[tau - 1] == pytest.approx(direct, rel=1e-12)
+        log_a, log_a0 = sch.log_bound_coefficients(alphas[:tau], stages[:tau], 20.0, 1.0, "paper")
+        assert np.allclose(np.exp(log_a), a, rtol=1e-12)
+        assert math.exp(log_a0) == pytest.approx(a0, rel=1e-12)
