@@ -63,6 +63,34 @@ from fastdp.privacy.calibration import calibrate
 from fastdp.sampling import FixedSizeSampler
 from fastdp.solvers import _accel_accounting as acc
 from fastdp.solvers import _accel_schedules as sch
+from fastdp.solvers._accel_accounting import (  # noqa: F401  (public re-exports)
+    b_for_eps,
+    eps0_uniform,
+    eps_step,
+    laplace_schedule_event,
+    noise_second_moment,
+    subsampling_variance_bound,
+    total_epsilon,
+)
+from fastdp.solvers._accel_oracle import GLMProblem, glm_l1_sensitivity, sensitivity_logreg  # noqa: F401
+from fastdp.solvers._accel_schedules import (  # noqa: F401
+    choose_horizon,
+    horizon_bounds,
+    log_bound_coefficients,
+    masg_schedule,
+    nag_momentum,
+    numerical_allocation,
+    polyak_heavy_ball_parameters,
+    prop42_allocation,
+)
+from fastdp.solvers._accel_theory import (  # noqa: F401
+    hb_quadratic_bound,
+    hb_stationary_trace,
+    lmi_min_eigenvalue,
+    prop34_bound,
+    rho_hb,
+    rho_nag_reference,
+)
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
 
@@ -78,6 +106,16 @@ __all__ = [
     "plan_masg",
     "run_plan",
     "ESTIMATOR_SOLVERS",
+    # problem and accounting
+    "GLMProblem", "glm_l1_sensitivity", "sensitivity_logreg",
+    "eps_step", "b_for_eps", "eps0_uniform", "total_epsilon", "laplace_schedule_event",
+    "subsampling_variance_bound", "noise_second_moment",
+    # schedules and budget allocation
+    "nag_momentum", "polyak_heavy_ball_parameters", "masg_schedule", "log_bound_coefficients",
+    "horizon_bounds", "choose_horizon", "prop42_allocation", "numerical_allocation",
+    # theory
+    "rho_hb", "rho_nag_reference", "hb_stationary_trace", "hb_quadratic_bound",
+    "lmi_min_eigenvalue", "prop34_bound",
 ]
 
 
