@@ -153,8 +153,14 @@ class ElasticNetPenalty(Regularizer):
         if self.phi == 0.0:                      # same bits as the general formula
             return -z * (c1[t2] - c1[t1 - 1])
         absz = np.abs(z)
-        last = np.searchsorted(tables["thr"], absz, side="left")   # last tau with thr < |z|
-        end = np.clip(last, t1 - 1, t2)
+        thr = tables["thr"]                     # thr[tau - 1] for tau = 1, 2, ...
+        if t2 - t1 < 12:                        # short stretch: count instead of bisecting
+            end = np.full(absz.shape, t1 - 1, dtype=np.intp)
+            for tau in range(t1, t2 + 1):
+                end += thr[tau - 1] < absz
+        else:
+            end = np.clip(np.searchsorted(thr[t1 - 1:t2], absz, side="left") + (t1 - 1),
+                          t1 - 1, t2)
         return -np.sign(z) * (absz * (c1[end] - c1[t1 - 1]) - (c2[end] - c2[t1 - 1]))
 
 
