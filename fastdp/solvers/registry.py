@@ -95,6 +95,7 @@ _REGISTRY = {
     "sgd": "fastdp.solvers.sgd:ESTIMATOR_SOLVERS",
     "output": "fastdp.solvers.perturbation:ESTIMATOR_SOLVERS",
     "objective": "fastdp.solvers.perturbation:ESTIMATOR_SOLVERS",
+    "dp_gd_laplace": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_heavy_ball": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_nesterov": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_masg": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
