@@ -1,0 +1,373 @@
+"""Save and load fitted fastdp estimators: JSON metadata plus an ``.npz`` of arrays.
+
+No pickle anywhere: a saved model is two plain files that any language can
+read, and loading one never executes code.
+
+Format (``"format": "fastdp.model"``, ``"version": 1``)
+------------------------------------------------------
+``save_model(est, "model")`` writes
+
+* ``model.npz``: the arrays, written with :func:`numpy.savez` and read back
+  with ``allow_pickle=False``: ``coef`` (float64), ``intercept`` (float64)
+  and, for classifiers, ``classes`` (numbers or unicode strings);
+* ``model.json`` (UTF-8)::
+
+    {"format": "fastdp.model", "version": 1,
+     "fastdp_version": "0.1.0", "created_utc": "2026-01-01T12:00:00Z",
+     "estimator": "DPLogisticRegression",          # class in fastdp.linear_model
+     "params": {...},                                # get_params(); the ledger is not stored
+     "privacy": {"epsilon": 0.99, "delta": 1e-05,   # epsilon_ / delta_ ("inf" if not private)
+                 "noise_multiplier": 3.1, "noise_name": "noise_multiplier",
+                 "accountant": "rdp", "event": {...DpEvent.to_dict()...},
+                 "report": {"epsilon_guaranteed": ..., "epsilon_if_poisson_assumed": null,
+                            "delta": ..., "accountant": "rdp", "adjacency": "add_remove"},
+                 "sampler": "poisson", "sample_rate": 0.03, "clip": 1.0, "n_iter": 310,
+                 "seed": 0},                         # random_state if it was an int, else null
+     "fit": {"n_features_in": 68, "feature_names_in": null, "fit_time": 0.2},
+     "arrays": {"file": "model.npz", "sha256": "...", "names": ["coef", "intercept", "classes"]}}
+
+Non-finite numbers are written as the strings ``"inf"``, ``"-inf"``,
+``"nan"`` (JSON has no literal for them).  The ``.npz`` is referred to by its
+file name relative to the JSON file, and its SHA-256 is checked on load, so the
+two files travel together and a mismatched pair is refused.
+
+Privacy
+-------
+A saved model holds only what the fit released (``coef_``, the intercept,
+the classes) and public metadata: the privacy event, ε, δ, σ, the settings.
+It deliberately leaves out ``history_`` and ``solver_result_`` (non-private
+diagnostics and internal state such as the dual variables, which the event
+does not cover).  Saving and loading are post-processing: no privacy cost.
+The seed is stored for reproducibility; anyone holding the seed *and* the
+training data could replay the noise, so treat a model file with a seed as
+you would treat the seed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+import json
+import math
+import numbers
+import os
+from pathlib import Path
+
+import numpy as np
+
+import fastdp
+from fastdp.exceptions import ValidationError
+from fastdp.privacy.accountants import EpsilonReport
+from fastdp.privacy.events import Adjacency, event_from_dict
+
+__all__ = ["save_model", "load_model", "model_paths", "read_model_metadata",
+           "MODEL_FORMAT", "MODEL_VERSION"]
+
+MODEL_FORMAT = "fastdp.model"
+MODEL_VERSION = 1
+
+_ARRAY_NAMES = ("coef", "intercept", "classes")
+
+
+def _estimator_classes():
+    from fastdp import linear_model
+
+    return {name: getattr(linear_model, name) for name in linear_model.__all__}
+
+
+def model_paths(path):
+    """``(json_path, npz_path)`` for a model base path.
+
+    ``"model"``, ``"model.json"`` and ``"model.npz"`` all name the pair
+    ``model.json`` + ``model.npz``.
+    """
+    path = Path(os.fspath(path))
+    if path.suffix in (".json", ".npz"):
+        path = path.with_suffix("")
+    return path.with_name(path.name + ".json"), path.with_name(path.name + ".npz")
+
+
+# ----------------------------------------------------------------------------
+# JSON helpers
+# ----------------------------------------------------------------------------
+def _number(value):
+    """A float for JSON, with non-finite values as strings."""
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def _from_number(value, what):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value in ("inf", "-inf", "nan"):
+            return float(value)
+        raise ValidationError(f"model file: {what} must be a number, got {value!r}.")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValidationError(f"model file: {what} must be a number, got {value!r}.")
+    return float(value)
+
+
+def _jsonable_param(name, value):
+    """A JSON value for an estimator parameter (or raise with what to do)."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return _number(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable_param(f"{name}[{k!r}]", v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable_param(name, v) for v in value]
+    raise ValidationError(
+        f"cannot save parameter {name}={value!r} ({type(value).__name__}) as JSON; set it to a "
+        "number, string or None before saving (an accountant instance: use its name).")
+
+
+def _params_for_file(estimator):
+    params = {}
+    for name, value in estimator.get_params(deep=False).items():
+        if name == "ledger":
+            params[name] = None  # a ledger is a live budget, not part of the model
+        elif name == "random_state" and not (value is None or isinstance(value, numbers.Integral)):
+            params[name] = None  # a Generator's state is not stored; the seed field says so
+        else:
+            params[name] = _jsonable_param(name, value)
+    return params
+
+
+def _params_from_file(params):
+    out = {}
+    for name, value in params.items():
+        if isinstance(value, str) and value in ("inf", "-inf", "nan") and name != "solver":
+            value = float(value)
+        elif isinstance(value, dict):
+            value = _params_from_file(value)
+        out[name] = value
+    return out
+
+
+def _report_to_dict(report):
+    if report is None:
+        return None
+    return {"epsilon_guaranteed": _number(report.epsilon_guaranteed),
+            "epsilon_if_poisson_assumed": _number(report.epsilon_if_poisson_assumed),
+            "delta": _number(report.delta), "accountant": report.accountant,
+            "adjacency": None if report.adjacency is None else report.adjacency.value}
+
+
+def _report_from_dict(data):
+    if data is None:
+        return None
+    try:
+        adjacency = None if data["adjacency"] is None else Adjacency(data["adjacency"])
+        return EpsilonReport(_from_number(data["epsilon_guaranteed"], "report epsilon"),
+                             _from_number(data["epsilon_if_poisson_assumed"], "report what-if"),
+                             _from_number(data["delta"], "report delta"),
+                             str(data["accountant"]), adjacency)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValidationError(f"model file: invalid privacy report {data!r}: {exc}") from exc
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ----------------------------------------------------------------------------
+# save
+# ----------------------------------------------------------------------------
+def save_model(estimator, path):
+    """Save a fitted fastdp estimator as ``PATH.json`` + ``PATH.npz``.
+
+    Parameters
+    ----------
+    estimator : DPRidge, DPLogisticRegression or DPLinearSVC
+        Fitted (has ``coef_``).
+    path : str or os.PathLike
+        Base path; a ``.json`` or ``.npz`` suffix is dropped.  Missing parent
+        directories are created; existing files are replaced.
+
+    Returns
+    -------
+    pathlib.Path
+        The JSON file (pass it, or the base path, to :func:`load_model`).
+
+    Notes
+    -----
+    Privacy: stores the released model and public metadata only (see the
+    module docstring); ``history_`` and ``solver_result_`` are not saved.
+    """
+    classes = _estimator_classes()
+    name = type(estimator).__name__
+    if name not in classes or type(estimator) is not classes[name]:
+        raise ValidationError(
+            f"save_model saves fastdp estimators ({', '.join(sorted(classes))}); got {name}.")
+    if not hasattr(estimator, "coef_"):
+        raise ValidationError(f"this {name} is not fitted yet; call fit(X, y) before saving.")
+    json_path, npz_path = model_paths(path)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+
+    arrays = {"coef": np.asarray(estimator.coef_, dtype=np.float64),
+              "intercept": np.atleast_1d(np.asarray(estimator.intercept_, dtype=np.float64))}
+    if hasattr(estimator, "classes_"):
+        labels = np.asarray(estimator.classes_)
+        if labels.dtype == object:
+            labels = labels.astype(str)
+        arrays["classes"] = labels
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    payload = buffer.getvalue()
+
+    seed = estimator.random_state if isinstance(estimator.random_state, numbers.Integral) \
+        and not isinstance(estimator.random_state, bool) else None
+    accountant = estimator.accountant if isinstance(estimator.accountant, str) else getattr(
+        estimator.accountant, "name", type(estimator.accountant).__name__)
+    feature_names = getattr(estimator, "feature_names_in_", None)
+    metadata = {
+        "format": MODEL_FORMAT,
+        "version": MODEL_VERSION,
+        "fastdp_version": fastdp.__version__,
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "estimator": name,
+        "params": _params_for_file(estimator),
+        "privacy": {
+            "epsilon": _number(estimator.epsilon_),
+            "delta": _number(estimator.delta_),
+            "noise_multiplier": _number(estimator.noise_multiplier_),
+            "noise_name": getattr(estimator, "noise_name_", "noise_multiplier"),
+            "accountant": accountant,
+            "event": estimator.privacy_event_.to_dict(),
+            "report": _report_to_dict(estimator.privacy_report_),
+            "sampler": estimator.sampler_,
+            "sample_rate": _number(estimator.sample_rate_),
+            "clip": _number(estimator.clip_),
+            "n_iter": int(estimator.n_iter_),
+            "seed": None if seed is None else int(seed),
+        },
+        "fit": {
+            "n_features_in": int(estimator.n_features_in_),
+            "feature_names_in": None if feature_names is None else [str(f) for f in feature_names],
+            "fit_time": _number(getattr(estimator, "fit_time_", None)),
+        },
+        "arrays": {"file": npz_path.name, "sha256": _sha256(payload), "names": sorted(arrays)},
+    }
+    text = json.dumps(metadata, indent=1, allow_nan=False)
+    npz_path.write_bytes(payload)
+    json_path.write_text(text + "\n", encoding="utf-8")
+    return json_path
+
+
+# ----------------------------------------------------------------------------
+# load
+# ----------------------------------------------------------------------------
+def read_model_metadata(path):
+    """The validated JSON metadata of a saved model (nothing is unpickled or run)."""
+    json_path, _ = model_paths(path)
+    if not json_path.is_file():
+        raise ValidationError(f"no fastdp model at {json_path} (expected the file written by "
+                              "save_model / 'fastdp train --out').")
+    try:
+        data = json.loads(json_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationError(f"{json_path} is not a fastdp model file (invalid JSON: {exc}).") \
+            from exc
+    required = {"format", "version", "estimator", "params", "privacy", "fit", "arrays"}
+    if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT or not required <= set(data):
+        raise ValidationError(f"{json_path} is not a fastdp model file.")
+    if data["version"] != MODEL_VERSION:
+        raise ValidationError(f"{json_path} has model format version {data['version']!r}; this "
+                              f"fastdp reads version {MODEL_VERSION}.")
+    return data
+
+
+def load_model(path):
+    """Load an estimator saved by :func:`save_model`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The JSON file, the ``.npz`` file or their common base path.
+
+    Returns
+    -------
+    estimator
+        A fitted estimator of the saved class with the saved parameters,
+        ``coef_``, ``intercept_``, ``classes_``, ``n_features_in_``,
+        ``epsilon_``, ``delta_``, ``noise_multiplier_``, ``privacy_event_``,
+        ``privacy_report_``, ``sampler_``, ``sample_rate_``, ``clip_``,
+        ``n_iter_``; plus ``model_metadata_`` (the JSON dict).  ``history_``
+        is None (never saved).
+
+    Raises
+    ------
+    ValidationError
+        Not a fastdp model, unknown version or estimator, a missing or
+        modified ``.npz`` (SHA-256 mismatch), inconsistent shapes.
+    """
+    data = read_model_metadata(path)
+    json_path, _ = model_paths(path)
+    classes = _estimator_classes()
+    name = data["estimator"]
+    if name not in classes:
+        raise ValidationError(f"{json_path}: unknown estimator {name!r}; this fastdp has "
+                              f"{sorted(classes)}.")
+    arrays_info = data["arrays"]
+    npz_path = json_path.with_name(str(arrays_info.get("file", "")))
+    if not npz_path.is_file() or npz_path.parent != json_path.parent:
+        raise ValidationError(f"{json_path}: its array file {npz_path} is missing; keep the .json "
+                              "and .npz files together.")
+    payload = npz_path.read_bytes()
+    if _sha256(payload) != arrays_info.get("sha256"):
+        raise ValidationError(f"{npz_path} does not match {json_path} (SHA-256 differs): the files "
+                              "come from different saves or were modified.")
+    try:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except ValueError as exc:
+        raise ValidationError(f"{npz_path}: unreadable arrays ({exc}).") from exc
+    if "coef" not in arrays or "intercept" not in arrays:
+        raise ValidationError(f"{npz_path}: missing 'coef' or 'intercept'.")
+
+    try:
+        estimator = classes[name](**_params_from_file(data["params"]))
+    except TypeError as exc:
+        raise ValidationError(f"{json_path}: parameters do not fit {name}: {exc}") from exc
+    fit, privacy = data["fit"], data["privacy"]
+    n_features = int(fit["n_features_in"])
+    coef = np.asarray(arrays["coef"], dtype=np.float64)
+    if coef.shape[-1] != n_features:
+        raise ValidationError(f"{json_path}: coef has {coef.shape[-1]} features, the metadata "
+                              f"says {n_features}.")
+    estimator.coef_ = coef
+    intercept = np.asarray(arrays["intercept"], dtype=np.float64)
+    estimator.intercept_ = float(intercept[0]) if name == "DPRidge" else intercept
+    if "classes" in arrays:
+        estimator.classes_ = arrays["classes"]
+    estimator.n_features_in_ = n_features
+    if fit.get("feature_names_in") is not None:
+        estimator.feature_names_in_ = np.asarray(fit["feature_names_in"], dtype=object)
+    try:
+        estimator.privacy_event_ = event_from_dict(privacy["event"])
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ValidationError(f"{json_path}: invalid privacy event: {exc}") from exc
+    estimator.epsilon_ = _from_number(privacy["epsilon"], "epsilon")
+    estimator.delta_ = _from_number(privacy["delta"], "delta")
+    estimator.noise_multiplier_ = _from_number(privacy["noise_multiplier"], "noise_multiplier")
+    estimator.noise_name_ = privacy.get("noise_name", "noise_multiplier")
+    estimator.privacy_report_ = _report_from_dict(privacy.get("report"))
+    estimator.sampler_ = privacy.get("sampler")
+    estimator.sample_rate_ = _from_number(privacy.get("sample_rate"), "sample_rate")
+    estimator.clip_ = _from_number(privacy.get("clip"), "clip")
+    estimator.n_iter_ = int(privacy.get("n_iter", 0))
+    estimator.fit_time_ = _from_number(fit.get("fit_time"), "fit_time")
+    estimator.history_ = None
+    estimator.model_metadata_ = data
+    return estimator
