@@ -35,6 +35,7 @@ def test_check_claims_reads_the_grid():
     assert all(claims.values()) and len(claims) == 8
 
 
+@pytest.mark.slow
 def test_news20_binary(data_dir):
     X, y, Xt, yt = seed004.load_problem("news20", data_dir)
     assert X.shape[1] == 62061 and set(np.unique(y)) == {-1.0, 1.0}

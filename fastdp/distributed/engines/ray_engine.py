@@ -192,6 +192,14 @@ class RayEngine(Engine):
             return Agent.remote(i, program_ref, shard_refs[i], keys[i], rounds[i], self.shard_loader)
 
         actors = [make(i) for i in range(n)]
+        try:
+            return self._rounds(ray, actors, make, program, schedule, rounds, eval_rounds)
+        finally:
+            for a in actors:
+                ray.kill(a)
+
+    def _rounds(self, ray, actors, make, program, schedule, rounds, eval_rounds):
+        n, T = schedule.n_nodes, schedule.n_rounds
         pending, acks = {}, []
         for i in range(n):
             ack, msg = actors[i].first_message.options(num_returns=2).remote()
@@ -244,8 +252,6 @@ class RayEngine(Engine):
                 pending = saved_pending
         outs = ray.get([a.finish.remote(T) for a in actors])
         seconds = time.perf_counter() - start
-        for a in actors:
-            ray.kill(a)
         n_messages = schedule.n_messages()
         return EngineResult(
             node_averages=np.stack([o[0] for o in outs]), z=np.stack([o[1] for o in outs]),
