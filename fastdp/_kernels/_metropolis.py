@@ -76,17 +76,8 @@ def _seed_state(seed, state):
 
 @njit(cache=True)
 def _next_u64(state):
-    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
-    t = s1 << np.uint64(17)
-    s2 ^= s0
-    s3 ^= s1
-    s1 ^= s2
-    s0 ^= s3
-    s2 ^= t
-    s3 = _rotl(s3, 45)
-    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
-    return result
+    bits, state[0], state[1], state[2], state[3] = _xoshiro_step(state[0], state[1], state[2], state[3])
+    return bits
 
 
 @njit(cache=True)
@@ -120,22 +111,39 @@ _ZIG_LAYERS = 256
 _ZIG_X, _ZIG_F, _ZIG_R = _ziggurat_tables()
 
 
-@njit(cache=True)
-def _next_normal(state):
-    """Standard normal by the ziggurat method (one 64-bit draw in ~99% of calls).
+@njit(cache=True, inline="always")
+def _xoshiro_step(s0, s1, s2, s3):
+    """One xoshiro256** output with the state held in registers."""
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    return result, s0, s1, s2, s3
+
+
+@njit(cache=True, inline="always")
+def _ziggurat_first_try(bits):
+    """Layer, sign, abscissa and fast-path acceptance of one ziggurat draw.
 
     Bits 0-7 of the draw pick the layer, bit 8 the sign and bits 11-63 the
     abscissa, so the three are independent. The sign is applied by a
     multiplication (no unpredictable branch); unsigned table indices skip
     numba's negative-index wraparound.
     """
+    layer = bits & np.uint64(0xFF)
+    sign = 1.0 - 2.0 * np.float64(np.int64((bits >> np.uint64(8)) & np.uint64(1)))
+    xx = np.float64(np.int64(bits >> np.uint64(11))) * _INV_2_53 * _ZIG_X[layer]
+    return layer, sign, xx, xx < _ZIG_X[layer + np.uint64(1)]
+
+
+@njit(cache=True)
+def _ziggurat_slow(state, layer, sign, xx):
+    """Finish a ziggurat draw whose first try missed the inner rectangle."""
     while True:
-        bits = _next_u64(state)
-        layer = bits & np.uint64(0xFF)
-        sign = 1.0 - 2.0 * np.float64(np.int64((bits >> np.uint64(8)) & np.uint64(1)))
-        xx = np.float64(np.int64(bits >> np.uint64(11))) * _INV_2_53 * _ZIG_X[layer]
-        if xx < _ZIG_X[layer + np.uint64(1)]:
-            return sign * xx
         if layer == 0:
             # tail beyond r (Marsaglia 1964)
             while True:
@@ -148,14 +156,42 @@ def _next_normal(state):
         f_lo = _ZIG_F[layer]
         if f_lo + _next_open_uniform(state) * (f_hi - f_lo) < math.exp(-0.5 * xx * xx):
             return sign * xx
+        layer, sign, xx, inside = _ziggurat_first_try(_next_u64(state))
+        if inside:
+            return sign * xx
+
+
+@njit(cache=True)
+def _next_normal(state):
+    """Standard normal by the 256-layer ziggurat (one 64-bit draw in ~99% of calls)."""
+    layer, sign, xx, inside = _ziggurat_first_try(_next_u64(state))
+    if inside:
+        return sign * xx
+    return _ziggurat_slow(state, layer, sign, xx)
 
 
 @njit(cache=True)
 def _draw_step(state, z):
-    """The random numbers of one Metropolis step: fills ``z``, returns ``u``."""
+    """The random numbers of one Metropolis step: fills ``z`` with normals, returns ``u``.
+
+    Same numbers as ``d`` calls of :func:`_next_normal` followed by one
+    :func:`_next_open_uniform`, but with the generator state kept in
+    registers on the fast path (it is written back only for the rare slow
+    path and at the end).
+    """
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
     for j in range(z.shape[0]):
-        z[j] = _next_normal(state)
-    return _next_open_uniform(state)
+        bits, s0, s1, s2, s3 = _xoshiro_step(s0, s1, s2, s3)
+        layer, sign, xx, inside = _ziggurat_first_try(bits)
+        if inside:
+            z[j] = sign * xx
+        else:
+            state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+            z[j] = _ziggurat_slow(state, layer, sign, xx)
+            s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    bits, s0, s1, s2, s3 = _xoshiro_step(s0, s1, s2, s3)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+    return (np.float64(np.int64(bits >> np.uint64(11))) + 0.5) * _INV_2_53
 
 
 # --------------------------------------------------------------------------
