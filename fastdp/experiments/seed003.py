@@ -6,6 +6,9 @@ logistic regression and SVM on Adult, Bank and IPUMS-BR; hours on two
 cores) or ``--quick`` (the first 2 of the 10 folds, 1 run). Writes
 ``seed003.md`` (accuracy and objective tables, run statistics, which of the
 paper's qualitative claims held) and PNG figures when matplotlib is installed.
+``--sweeps`` adds the Fig. 1 hyper-parameter sweeps (Adult, logistic,
+ε ∈ {0.05, 0.2}), the Fig. 2 evaluation counts against q (ε = 0.4) and the
+amplification ablation of spec 003 §8 A1 (R2, R3, R5).
 
 Data (spec 003 §6.1), read from ``../shared/data`` (or ``FASTDP_DATA``):
 
@@ -57,6 +60,8 @@ __all__ = [
     "fold_indices",
     "run_algorithm",
     "run_grid",
+    "run_sweeps",
+    "sweep_report",
     "check_claims",
     "write_report",
     "reproduce",
@@ -375,16 +380,134 @@ def _write_figures(out_dir, grid, datasets, losses, epsilons):
             plt.close(fig)
 
 
+# --------------------------------------------------------------------------
+# Fig. 1 / Fig. 2 sweeps (R2, R3) and the amplification ablation (R5)
+# --------------------------------------------------------------------------
+#: spec 003 §6.3 [DECISION] x-axis values of Fig. 1, plus the §8 A1 ablation
+SWEEPS = {
+    "alpha": [0.1, 0.3, 0.5, 0.7, 0.9],
+    "beta": [0.5, 0.6, 0.7, 0.8, 0.9],
+    "noise": ["laplace", "gaussian"],
+    "sample_rate": [0.01, 0.05, 0.1, 0.5, 1.0],
+    "budget_rule": ["no", "must", "adap"],
+    "zeta": [0.0, 0.01, 0.05, 0.1],
+    "amplification": ["zw_general", "sgm_exact", "zw_tight_all"],
+}
+SWEEP_EPSILONS = (0.05, 0.2)
+
+
+def run_sweeps(*, folds=2, runs=1, epsilons=SWEEP_EPSILONS, sweeps=None, data_home=None,
+               log=print):
+    """Fig. 1 (Adult, logistic): DP-BLSGD accuracy while one setting varies
+    (``zeta`` runs DP-BLSGD-AC), and Fig. 2: per-example gradient / objective
+    evaluations against q at ε = 0.4. Returns ``(fig1, fig2)`` dicts."""
+    X, y = load_paper_dataset("adult", data_home)
+    splits = fold_indices(X.shape[0])[:folds]
+    fig1 = {}
+    for name, values in (sweeps or SWEEPS).items():
+        for value in values:
+            for eps in epsilons:
+                accs = []
+                for f, (tr, te) in enumerate(splits):
+                    for r in range(runs):
+                        kw = {name: value}
+                        if name == "zeta":
+                            kw["adaptive_clipping"] = True
+                        if name == "amplification" and value == "sgm_exact":
+                            kw["batch_accounting"] = "separate"   # sgm needs a Gaussian-only call
+                        res = LS.dp_blsgd(X[tr], y[tr], epsilon=eps, delta=DELTA, mu=MU,
+                                          random_state=1000 * f + r, **kw)
+                        accs.append(float(np.mean(np.sign(X[te] @ res.coef) == y[te])))
+                fig1[(name, value, eps)] = float(np.mean(accs))
+                log(f"sweep {name}={value} ε={eps}: acc={fig1[(name, value, eps)]:.4f}")
+    fig2 = {}
+    for q in SWEEPS["sample_rate"]:
+        grads, objs, accs = [], [], []
+        for f, (tr, te) in enumerate(splits):
+            res = LS.dp_blsgd(X[tr], y[tr], epsilon=0.4, delta=DELTA, mu=MU, sample_rate=q,
+                              random_state=1000 * f)
+            grads.append(res.diagnostics["gradient_evaluations"])
+            objs.append(res.diagnostics["objective_evaluations"])
+            accs.append(float(np.mean(np.sign(X[te] @ res.coef) == y[te])))
+        fig2[q] = dict(gradient_evaluations=float(np.mean(grads)),
+                       objective_evaluations=float(np.mean(objs)), acc=float(np.mean(accs)))
+        log(f"fig2 q={q}: {fig2[q]}")
+    return fig1, fig2
+
+
+def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
+    """Markdown lines for :func:`run_sweeps` (Fig. 1 claims C1–C7, Fig. 2 claim C5)."""
+    lines = ["## Fig. 1 sweeps (Adult, logistic regression, DP-BLSGD)", "",
+             "| setting | value | " + " | ".join(f"ε={e}" for e in epsilons) + " |",
+             "|---|---|" + "---|" * len(epsilons)]
+    names = sorted({k[0] for k in fig1}, key=list(SWEEPS).index)
+    for name in names:
+        for value in SWEEPS[name]:
+            if (name, value, epsilons[0]) in fig1:
+                lines.append(f"| {name} | {value} | " + " | ".join(
+                    _fmt(fig1.get((name, value, e))) for e in epsilons) + " |")
+    lines += ["", "## Fig. 2: evaluations against q (ε = 0.4; per-example counts)", "",
+              "| q | gradient evaluations | objective evaluations | accuracy |", "|---|---|---|---|"]
+    for q, row in fig2.items():
+        lines.append(f"| {q} | {row['gradient_evaluations']:.3g} | "
+                     f"{row['objective_evaluations']:.3g} | {_fmt(row['acc'])} |")
+    claims = []
+    hi, lo = max(epsilons), min(epsilons)
+
+    def spread(name, eps):
+        vals = [fig1[(name, v, eps)] for v in SWEEPS[name] if (name, v, eps) in fig1]
+        return max(vals) - min(vals) if vals else math.nan
+
+    if ("alpha", 0.5, hi) in fig1:
+        claims.append(("C1: robust to α and β at the larger ε (spread < 0.02)",
+                       spread("alpha", hi) < 0.02 and spread("beta", hi) < 0.02,
+                       f"spreads {spread('alpha', hi):.3f}, {spread('beta', hi):.3f}"))
+    if ("noise", "laplace", lo) in fig1:
+        k = sum(fig1[("noise", "laplace", e)] >= fig1[("noise", "gaussian", e)] for e in epsilons)
+        claims.append(("C3: Laplace NOISYBTLS ≥ Gaussian", k == len(epsilons), f"{k}/{len(epsilons)}"))
+    if ("sample_rate", 0.1, hi) in fig1:
+        claims.append(("C4: robust to q at the larger ε (spread < 0.02)",
+                       spread("sample_rate", hi) < 0.02, f"spread {spread('sample_rate', hi):.3f}"))
+    if fig2 and 0.1 in fig2 and 1.0 in fig2:
+        ratio = fig2[1.0]["gradient_evaluations"] / max(fig2[0.1]["gradient_evaluations"], 1)
+        claims.append(("C5: subsampling cuts evaluations (q = 1 vs 0.1) at similar accuracy",
+                       ratio > 2 and abs(fig2[1.0]["acc"] - fig2[0.1]["acc"]) < 0.02,
+                       f"gradient-evaluation ratio {ratio:.1f}, accuracy "
+                       f"{fig2[1.0]['acc']:.3f} vs {fig2[0.1]['acc']:.3f}"))
+    if ("budget_rule", "adap", lo) in fig1:
+        k = sum(fig1[("budget_rule", "adap", e)] >= max(fig1[("budget_rule", "no", e)],
+                                                         fig1[("budget_rule", "must", e)])
+                for e in epsilons)
+        claims.append(("C6: 'adap' budget allocation beats 'no' and 'must'", k == len(epsilons),
+                       f"{k}/{len(epsilons)} ε"))
+    if ("zeta", 0.05, lo) in fig1:
+        claims.append(("C7: AC (ζ = 0.05) helps at the smaller ε",
+                       fig1[("zeta", 0.05, lo)] > fig1[("zeta", 0.0, lo)],
+                       f"{fig1[('zeta', 0.05, lo)]:.3f} vs {fig1[('zeta', 0.0, lo)]:.3f}"))
+    if claims:
+        lines += ["", "| claim | held | detail |", "|---|---|---|"]
+        lines += [f"| {c} | {'yes' if h else 'no'} | {d} |" for c, h, d in claims]
+    return lines
+
+
 def reproduce(out, *, quick=False, folds=None, runs=None, datasets=DATASETS, losses=LOSSES,
-              epsilons=EPSILONS, algorithms=ALGORITHMS, data_home=None, log=print):
-    """Run the grid and write the report; returns the report path."""
+              epsilons=EPSILONS, algorithms=ALGORITHMS, data_home=None, sweeps=False, log=print):
+    """Run the grid (and the Fig. 1/2 sweeps if asked) and write the report; returns its path."""
     folds = (2 if quick else 10) if folds is None else folds
     runs = (1 if quick else 5) if runs is None else runs
     started = time.perf_counter()
     grid = run_grid(datasets=datasets, losses=losses, epsilons=epsilons, algorithms=algorithms,
                     folds=folds, runs=runs, data_home=data_home, log=log)
-    return write_report(out, grid, datasets=datasets, losses=losses, epsilons=epsilons,
+    extra = []
+    if sweeps:
+        fig1, fig2 = run_sweeps(folds=folds, runs=runs, data_home=data_home, log=log)
+        extra = sweep_report(fig1, fig2)
+    path = write_report(out, grid, datasets=datasets, losses=losses, epsilons=epsilons,
                         folds=folds, runs=runs, elapsed=time.perf_counter() - started, quick=quick)
+    if extra:
+        with open(path, "a") as fh:
+            fh.write("\n" + "\n".join(extra) + "\n")
+    return path
 
 
 def main(argv=None):
@@ -397,10 +520,12 @@ def main(argv=None):
     parser.add_argument("--losses", nargs="+", default=list(LOSSES), choices=LOSSES)
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--data-home", default=None)
+    parser.add_argument("--sweeps", action="store_true",
+                        help="also run the Fig. 1 sweeps, Fig. 2 counts and the amplification ablation")
     args = parser.parse_args(argv)
     path = reproduce(args.out, quick=args.quick, folds=args.folds, runs=args.runs,
                      datasets=args.datasets, losses=args.losses, epsilons=args.epsilons,
-                     data_home=args.data_home)
+                     data_home=args.data_home, sweeps=args.sweeps)
     print(f"report: {path}")
 
 

@@ -37,3 +37,13 @@ def test_small_reproduction_writes_report(data_dir, tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| DP-BLSGD |"))
     acc = float(row.split("|")[2])
     assert acc > 0.89           # above Bank's majority rate (0.883) at ε = 1.6
+
+
+def test_sweep_report_claims_from_numbers():
+    fig1 = {("noise", "laplace", 0.05): 0.80, ("noise", "gaussian", 0.05): 0.79,
+            ("noise", "laplace", 0.2): 0.83, ("noise", "gaussian", 0.2): 0.84}
+    fig2 = {0.1: dict(gradient_evaluations=1e5, objective_evaluations=5e5, acc=0.83),
+            1.0: dict(gradient_evaluations=8e5, objective_evaluations=4e6, acc=0.835)}
+    text = "\n".join(S.sweep_report(fig1, fig2))
+    assert "| C3: Laplace NOISYBTLS ≥ Gaussian | no | 1/2 |" in text
+    assert "C5: subsampling cuts evaluations" in text and "ratio 8.0" in text
