@@ -87,9 +87,6 @@ class Box:
         eye = np.eye(self.dim)
         return np.vstack([eye, -eye]), np.concatenate([self.hi, -self.lo])
 
-    def volume_fraction_of_bounding_box(self):
-        return 1.0
-
     def sample_uniform(self, rng, n):
         """``n`` exact uniform draws from the box, shape (n, d)."""
         return self.lo + (self.hi - self.lo) * rng.random((n, self.dim))
@@ -158,7 +155,6 @@ class Polytope:
             if not (np.isfinite(diameter) and diameter > 0):
                 raise ValidationError(f"diameter must be a finite number > 0; got {diameter!r}.")
             self._diameter = float(diameter)
-        self._volume_fraction = None
 
     def _chebyshev_center(self):
         d = self.H.shape[1]

@@ -24,6 +24,7 @@ __all__ = [
     "vector_laplace",
     "metropolis_sample",
     "rejection_sample",
+    "rejection_upper_bound",
     "exact_1d_sample",
     "exact_1d_pieces",
     "importance_estimates",
@@ -108,9 +109,9 @@ def rejection_upper_bound(problem, beta):
     """Public bound on the expected proposals per exact rejection sample.
 
     Acceptance has probability exp(-beta (f(x) - f_opt)) >= exp(-beta G R) for
-    uniform x (f is G-Lipschitz, P has diameter R), and a polytope costs
-    1 / (volume fraction of its bounding box) box draws per uniform point; the
-    bound uses only public quantities.
+    uniform x (f is G-Lipschitz, P has diameter at most R); the bound uses only
+    public quantities. (For a polytope each uniform point itself costs
+    1 / (volume fraction of its bounding box) box draws, also public.)
     """
     return math.exp(min(700.0, beta * problem.lipschitz * problem.diameter()))
 
