@@ -38,6 +38,11 @@ def test_pure_accountant_spends_exactly_the_budget(solver):
     assert isinstance(event.event, events.FixedSizeSampledEvent)
     assert isinstance(event.event.event, events.LaplaceEvent)
     assert model.solver_result_.extra["noise_convention"] == "paper"
+    # the scales reported are those drawn: S1 / (m eps0) with S1 = 2 sqrt(d) (rows of L2 norm 1,
+    # clip 1) and eps0 from eq. 3.5
+    from fastdp.solvers.accelerated import b_for_eps
+    drawn = model.solver_result_.extra["laplace_scales"]
+    assert np.allclose(drawn, b_for_eps(2 * math.sqrt(8), 0.8 / 20, 1500, 300), rtol=1e-12)
     assert model.score(X, y) > 0.6
 
 

@@ -468,6 +468,7 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
     scales = plan.scales
     if sensitivity_fn is None and float(problem.sensitivity) != plan.sensitivity:
         scales = scales * (float(problem.sensitivity) / plan.sensitivity)
+    drawn = np.empty(T)
     x = _initial_point(x0, d)
     x_prev = x.copy()
     u = None
@@ -480,6 +481,7 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
         scale = scales[k]
         if sensitivity_fn is not None and scale > 0:
             scale = scale * float(sensitivity_fn(x)) / plan.sensitivity
+        drawn[k] = scale
         if smoothing:
             g = problem.gradient(x, rows)
             if scale > 0:
@@ -497,14 +499,15 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
             iterates[k] = x
         if callback is not None:
             callback(k + 1, x)
-    return _result(plan, x, iterates, form, problem)
+    return _result(plan, x, iterates, form, problem, drawn)
 
 
 def _scalar(value):
     return float(value) if isinstance(value, numbers.Real) else math.nan
 
 
-def _result(plan, x, iterates, form, problem):
+def _result(plan, x, iterates, form, problem, scales):
+    """SolverResult of a run; ``scales`` are the Laplace scales drawn (problem units)."""
     private = plan.private
     rel = plan.scales[0] * plan.batch_size / plan.sensitivity if private else 0.0
     extra = {
@@ -513,8 +516,9 @@ def _result(plan, x, iterates, form, problem):
         "noise_convention": plan.noise_convention,
         "allocation": plan.allocation,
         "bound_constants": plan.bound_constants,
-        "laplace_scales": plan.scales,
-        "nominal_scales": plan.nominal_scales,
+        "laplace_scales": np.array(scales),
+        # b_k of the analysis for the problem's (constant) S1
+        "nominal_scales": plan.nominal_scales * (float(problem.sensitivity) / plan.sensitivity),
         "step_epsilons": plan.step_epsilons,
         "epsilon_pure": plan.epsilon,
         "step_sizes": plan.step_sizes,
@@ -530,8 +534,9 @@ def _result(plan, x, iterates, form, problem):
         coef=x.copy(), alpha=None, v=None, n_iter=plan.horizon, epochs=plan.horizon * m / n,
         algorithm=plan.algorithm, loss=getattr(loss, "name", "") or "",
         lam=_scalar(getattr(problem, "lam", math.nan)), noise_multiplier=rel,
-        sensitivity=plan.sensitivity / m if private else 0.0,
-        noise_std=math.sqrt(2.0) * plan.scales[0] if private else 0.0, clip=math.inf,
+        sensitivity=float(problem.sensitivity) / m if private else 0.0,
+        noise_std=math.sqrt(2.0) * scales[0] if private else 0.0,
+        clip=float(getattr(problem, "clip", math.inf)),
         batch_size=float(m), sample_rate=m / n, sampler="fixed" if m < n else "full_batch",
         adjacency="replace_one", event=plan.event, lazy_noise=False,
         diagnostics={"n_noise_draws": plan.horizon * x.size if private else 0},

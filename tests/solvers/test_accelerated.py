@@ -312,6 +312,8 @@ def test_state_dependent_sensitivity_rescales_the_noise():
     half = dp_gd(q, sensitivity_fn=lambda x: 1.0, **kw).extra["iterates"]
     # with step 1 and gradient x, x_k = -eta_k exactly
     assert np.allclose(half, base / 2, rtol=1e-15)
+    res = dp_gd(q, sensitivity_fn=lambda x: 1.0, **kw)
+    assert np.allclose(res.extra["laplace_scales"], res.extra["nominal_scales"] / 2, rtol=1e-15)
     nag_plan = plan_nesterov(n_samples=10, sensitivity=2.0, epsilon=1.0, n_iter=2, step_size=1.0,
                              momentum=0.5)
     with pytest.raises(ValidationError, match="GD / DP-HB only"):
