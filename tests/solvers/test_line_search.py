@@ -256,4 +256,4 @@ def test_bad_input_is_rejected(synthetic):
     with pytest.raises(ValidationError):
         LS.dp_blsgd(X, y, epsilon=1.0, delta=1e-8, _noise_free=True)   # needs max_iter
     with pytest.raises(ValidationError):
-        LS.dp_blsgd_fixed(X, y, noise_multiplier=0.0, n_iter=3, batch_size=10)
+        LS.dp_blsgd_fixed(X, y, noise_multiplier=-1.0, n_iter=3, batch_size=10)
