@@ -543,7 +543,8 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
                  grad_share=grad_share,
                  eta0=steps.eta0, n_noise_draws=int(n_iter) * (d + cfg.max_it + 1))
     return _result(w, algorithm="dp_blsgd_fixed", loss=loss, mu=cfg.mu, n_iter=int(n_iter), q=q,
-                   n=n, rho=(rho_grad if private else 0.0), c_grad=cfg.c_grad, event=event, history=history,
+                   n=n, rho=(rho_grad if private else 0.0), c_grad=cfg.c_grad, event=event,
+                   history=history,
                    extra=extra, sampler=smp.name, num_threads=num_threads)
 
 

@@ -1,6 +1,5 @@
 """Seed 003 reproduction harness (fastdp.experiments.seed003) on a small slice."""
 import numpy as np
-import pytest
 
 from fastdp.experiments import seed003 as S
 from fastdp.privacy.calibration import compute_epsilon
