@@ -1,0 +1,544 @@
+"""The ``fastdp`` command line (``fastdp ...`` or ``python -m fastdp ...``).
+
+Subcommands::
+
+    fastdp train DATA --model {ridge,logistic,svm} [--solver dpscd] [--epsilon 1]
+                 [--delta D] [--ledger FILE [--budget EPS]] [--out MODEL] [--test DATA]
+    fastdp predict MODEL DATA [--output FILE]
+    fastdp evaluate MODEL DATA
+    fastdp privacy epsilon   --noise-multiplier S (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D
+    fastdp privacy calibrate --epsilon E          (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D
+    fastdp ledger show FILE
+    fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [-- EXTRA ARGS...]
+    fastdp demo [--quick]
+
+``DATA`` is a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz) or
+``dataset:NAME`` for one of the real datasets of :mod:`fastdp.datasets`
+(e.g. ``dataset:phishing``, ``dataset:a9a:test``).
+
+User mistakes (a missing file, a malformed LIBSVM line, ε <= 0, an unknown
+solver, a budget that would be exceeded, ...) print one line
+``fastdp: error: ...`` on stderr and exit with status 1 (2 for command-line
+syntax errors); ``--debug`` shows the traceback instead.
+
+Privacy: ``train`` releases the model (and prints its privacy report); the
+training utility it prints reads the training data and is a non-private
+diagnostic, as is everything ``evaluate`` prints about a dataset you pass.
+The ledger (``--ledger``) is charged before training, so a refused fit
+releases nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import math
+import sys
+import time
+
+__all__ = ["main", "build_parser", "REPRODUCTIONS"]
+
+REPRODUCTIONS = ("seed000", "seed001", "seed002", "seed003", "seed004")
+_MODELS = {"ridge": "DPRidge", "logistic": "DPLogisticRegression", "svm": "DPLinearSVC"}
+
+
+class _UsageError(Exception):
+    """A command-line mistake found after parsing (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``fastdp train: error: ...``)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+# ---------------------------------------------------------------------------
+# argument types
+# ---------------------------------------------------------------------------
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or math.isnan(value):
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _epsilon(text):
+    if text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return _positive_float(text)
+
+
+def _probability(text):
+    value = _positive_float(text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1), got {text}")
+    return value
+
+
+def _rate(text):
+    value = _positive_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {text}")
+    return value
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
+    return value
+
+
+def _clip(text):
+    return text if text == "auto" else _positive_float(text)
+
+
+def _option(text):
+    """``key=value`` with value parsed as JSON when possible (numbers, true, null)."""
+    import json
+
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, raw = text.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key.strip(), value
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+def _load_data(spec, n_features=None):
+    """(X, y, description) of a LIBSVM path or ``dataset:NAME[:SUBSET]``."""
+    from fastdp.exceptions import LibsvmParseError, ValidationError
+
+    if spec.startswith("dataset:"):
+        from fastdp.datasets import load_dataset
+
+        parts = spec.split(":")
+        name = parts[1]
+        subset = parts[2] if len(parts) > 2 else "train"
+        X, y = load_dataset(name, subset=subset)
+        if n_features is not None and X.shape[1] != n_features:
+            raise _UsageError(f"{spec} has {X.shape[1]} features but the model expects "
+                              f"{n_features}.")
+        return X, y, f"{name} ({subset})"
+    from fastdp.datasets import load_libsvm
+
+    try:
+        X, y = load_libsvm(spec, n_features=n_features)
+    except LibsvmParseError as exc:
+        raise ValidationError(f"{spec}: {exc}; fix the file (LIBSVM lines read "
+                              "'LABEL INDEX:VALUE ...').") from exc
+    except IsADirectoryError:
+        raise _UsageError(f"{spec} is a directory, not a LIBSVM file.") from None
+    except FileNotFoundError:
+        raise _UsageError(f"no such file: {spec}") from None
+    return X, y, spec
+
+
+def _utility(model, X, y):
+    """(name, value) of the model's utility on (X, y)."""
+    if type(model).__name__ == "DPRidge":
+        residual = model.predict(X) - y
+        return "MSE", float((residual ** 2).mean())
+    return "accuracy", float(model.score(X, y))
+
+
+def _adjacency_text(event):
+    adjacency = getattr(event, "adjacency", None)
+    if adjacency is None:
+        return "none (not private)"
+    value = getattr(adjacency, "value", str(adjacency))
+    return {"add_remove": "add/remove one example",
+            "replace_one": "replace one example"}.get(value, value)
+
+
+def _print_privacy(model, *, target=None, accountant=None, out=print):
+    eps = model.epsilon_
+    if math.isinf(eps):
+        out("privacy          NONE: epsilon = inf (non-private fit)")
+        return
+    target_text = "" if target is None else f" (target {target:g}"
+    if accountant is not None:
+        target_text += f", accountant {accountant}" if target_text else f" (accountant {accountant}"
+    target_text += ")" if target_text else ""
+    out("privacy")
+    out(f"  epsilon        {eps:.6g}{target_text}")
+    out(f"  delta          {model.delta_:.3g}")
+    out(f"  noise          {model.noise_name_} = {model.noise_multiplier_:.6g}")
+    out(f"  sampler        {model.sampler_} (sample rate q = {model.sample_rate_:.4g}, "
+        f"T = {model.n_iter_} steps)")
+    out(f"  adjacency      {_adjacency_text(model.privacy_event_)}")
+    out("  private        the training examples (rows and labels); released: the model "
+        "coefficients")
+    if model.privacy_report_ is not None:
+        out(f"  report         {model.privacy_report_}")
+
+
+def _open_ledger(path, budget, budget_delta, delta):
+    import os
+
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    if os.path.exists(path):
+        ledger = PrivacyLedger.load(path)
+        if budget is not None and budget != ledger.epsilon:
+            raise _UsageError(f"ledger {path} has budget epsilon={ledger.epsilon:g}, not "
+                              f"--budget {budget:g}; drop --budget to use the file's budget.")
+        return ledger
+    if budget is None:
+        raise _UsageError(f"ledger {path} does not exist; pass --budget EPSILON (and optionally "
+                          "--budget-delta) to create it.")
+    return PrivacyLedger(budget, budget_delta if budget_delta is not None else delta, path=path)
+
+
+# ---------------------------------------------------------------------------
+# subcommands
+# ---------------------------------------------------------------------------
+def _cmd_train(args):
+    from fastdp import linear_model
+
+    started = time.perf_counter()
+    X, y, where = _load_data(args.data)
+    cls = getattr(linear_model, _MODELS[args.model])
+    delta = args.delta
+    if delta is None:
+        delta = linear_model.default_delta(X.shape[0])
+    ledger = None
+    if args.ledger:
+        ledger = _open_ledger(args.ledger, args.budget, args.budget_delta, delta)
+    elif args.budget is not None:
+        raise _UsageError("--budget needs --ledger FILE.")
+    options = dict(args.solver_option or [])
+    if args.learning_rate is not None:
+        options["learning_rate"] = args.learning_rate
+    model = cls(epsilon=args.epsilon, delta=delta, alpha=args.alpha, solver=args.solver,
+                batch_size=args.batch_size, clip=args.clip, epochs=args.epochs,
+                sampler=args.sampler, accountant=args.accountant,
+                solver_options=options or None, normalize=args.normalize, ledger=ledger,
+                random_state=args.seed)
+    model.fit(X, y)
+    elapsed = time.perf_counter() - started
+    print(f"fastdp train: {cls.__name__} (solver {args.solver}) on {where}: "
+          f"{X.shape[0]} rows, {X.shape[1]} features")
+    _print_privacy(model, target=None if math.isinf(args.epsilon) else args.epsilon,
+                   accountant=args.accountant)
+    name, value = _utility(model, X, y)
+    print(f"utility          training {name} {value:.6g} (reads the training data: "
+          "non-private diagnostic)")
+    if args.test:
+        Xt, yt, twhere = _load_data(args.test, n_features=X.shape[1])
+        name, value = _utility(model, Xt, yt)
+        print(f"                 test {name} {value:.6g} on {twhere}")
+    print(f"time             fit {model.fit_time_:.3f} s, total {elapsed:.3f} s")
+    if ledger is not None:
+        print(f"ledger           {args.ledger}: spent {ledger.spent():.6g} of "
+              f"{ledger.epsilon:g} at delta {ledger.delta:g} (remaining {ledger.remaining():.6g})")
+    if args.out:
+        from fastdp.persistence import model_paths, save_model
+
+        json_path = save_model(model, args.out)
+        print(f"model saved      {json_path} + {model_paths(json_path)[1]}")
+    return 0
+
+
+def _load_model(path):
+    from fastdp.persistence import load_model
+
+    return load_model(path)
+
+
+def _cmd_predict(args):
+    model = _load_model(args.model)
+    X, _, _ = _load_data(args.data, n_features=model.n_features_in_)
+    predictions = model.predict(X)
+    lines = "\n".join(f"{p:.10g}" if isinstance(p, (float, int)) or hasattr(p, "dtype") and
+                      p.dtype.kind in "fiu" else str(p) for p in predictions)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(lines + "\n")
+        print(f"wrote {len(predictions)} predictions to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(lines + "\n")
+    return 0
+
+
+def _cmd_evaluate(args):
+    model = _load_model(args.model)
+    X, y, where = _load_data(args.data, n_features=model.n_features_in_)
+    meta = model.model_metadata_
+    print(f"fastdp evaluate: {type(model).__name__} from {args.model} "
+          f"(fastdp {meta.get('fastdp_version')}, seed {meta['privacy'].get('seed')})")
+    _print_privacy(model, accountant=meta["privacy"].get("accountant"))
+    name, value = _utility(model, X, y)
+    print(f"utility          {name} {value:.6g} on {where} ({X.shape[0]} rows)")
+    return 0
+
+
+def _steps_and_rate(args):
+    from fastdp.sampling import n_steps_for_epochs
+
+    by_rate = args.sample_rate is not None or args.steps is not None
+    by_size = any(v is not None for v in (args.n, args.batch_size, args.epochs))
+    if by_rate == by_size:
+        raise _UsageError("give either --sample-rate and --steps, or --n, --batch-size and "
+                          "--epochs.")
+    if by_rate:
+        if args.sample_rate is None or args.steps is None:
+            raise _UsageError("--sample-rate and --steps go together.")
+        return args.sample_rate, args.steps, args.n
+    if None in (args.n, args.batch_size, args.epochs):
+        raise _UsageError("--n, --batch-size and --epochs go together.")
+    if args.batch_size > args.n:
+        raise _UsageError(f"--batch-size {args.batch_size} is larger than --n {args.n}.")
+    steps = n_steps_for_epochs(args.epochs, args.n, args.batch_size)
+    return args.batch_size / args.n, steps, args.n
+
+
+def _cmd_privacy_epsilon(args):
+    from fastdp.privacy import compute_epsilon_report
+
+    q, steps, n = _steps_and_rate(args)
+    report = compute_epsilon_report(args.noise_multiplier, q, steps, args.delta,
+                                    accountant=args.accountant, sampling=args.sampling,
+                                    dataset_size=n)
+    print(f"epsilon {report.epsilon:.6g}")
+    print(f"  noise multiplier {args.noise_multiplier:g}, sample rate {q:.6g}, {steps} steps, "
+          f"sampling {args.sampling}")
+    print(f"  {report}")
+    return 0
+
+
+def _cmd_privacy_calibrate(args):
+    from fastdp.privacy import calibrate_noise_multiplier
+
+    q, steps, n = _steps_and_rate(args)
+    sigma = calibrate_noise_multiplier(args.epsilon, args.delta, q, steps,
+                                       accountant=args.accountant, sampling=args.sampling,
+                                       dataset_size=n)
+    print(f"noise_multiplier {float(sigma):.6g}")
+    print(f"  smallest sigma with epsilon <= {args.epsilon:g} at delta {args.delta:g} "
+          f"({args.accountant}, sampling {args.sampling}, sample rate {q:.6g}, {steps} steps); "
+          f"epsilon at sigma: {sigma.epsilon:.6g}")
+    return 0
+
+
+def _cmd_ledger_show(args):
+    import datetime
+    import os
+
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    if not os.path.exists(args.file):
+        raise _UsageError(f"no such ledger file: {args.file}")
+    ledger = PrivacyLedger.load(args.file)
+    entries = ledger.entries
+    print(f"ledger {args.file}")
+    print(f"  budget     epsilon {ledger.epsilon:g} at delta {ledger.delta:g} "
+          f"(accountant {ledger.accountant_name})")
+    print(f"  spent      {ledger.spent():.6g}   remaining {ledger.remaining():.6g}   "
+          f"entries {len(entries)}")
+    for k, entry in enumerate(entries, start=1):
+        when = datetime.datetime.fromtimestamp(entry.timestamp, datetime.timezone.utc)
+        alone = ledger.accountant.epsilon(entry.event, ledger.delta)
+        print(f"  {k:3d}. {when:%Y-%m-%d %H:%M:%S} UTC  {entry.label or '(no label)'}  "
+              f"epsilon alone {alone:.6g}  event {entry.event.to_dict().get('kind')}")
+    return 0
+
+
+def _run_reproduction(name, quick, out, extra):
+    if importlib.util.find_spec(f"fastdp.experiments.{name}") is None:
+        raise _UsageError(f"reproduction {name} is not available in this fastdp "
+                          "(fastdp/experiments/{name}.py is missing).")
+    module = importlib.import_module(f"fastdp.experiments.{name}")
+    argv = ["--out", out] + (["--quick"] if quick else []) + list(extra)
+    print(f"== fastdp reproduce {name}{' --quick' if quick else ''}: writing {out}/{name}.md",
+          flush=True)
+    status = module.main(argv)
+    return 0 if status is None else int(status)
+
+
+def _cmd_reproduce(args):
+    extra = list(args.extra)
+    if args.which != "all":
+        return _run_reproduction(args.which, args.quick, args.out, extra)
+    if extra:
+        raise _UsageError("extra arguments only go with a single reproduction, not 'all'.")
+    failures = []
+    for name in REPRODUCTIONS:
+        try:
+            if _run_reproduction(name, args.quick, args.out, ()) != 0:
+                failures.append(name)
+        except Exception as exc:  # report, then go on with the next paper
+            if args.debug:
+                raise
+            print(f"fastdp: error: {name}: {_one_line(exc)}", file=sys.stderr)
+            failures.append(name)
+    if failures:
+        print(f"fastdp: error: reproductions failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_demo(args):
+    from fastdp import demo
+
+    argv = (["--quick"] if args.quick else []) + ["--seed", str(args.seed)]
+    status = demo.main(argv)
+    return 0 if status is None else int(status)
+
+
+# ---------------------------------------------------------------------------
+# parser
+# ---------------------------------------------------------------------------
+def _add_accounting_arguments(p):
+    p.add_argument("--delta", type=_probability, required=True, help="target delta in (0, 1)")
+    p.add_argument("--sample-rate", type=_rate, help="q = batch size / n, in (0, 1]")
+    p.add_argument("--steps", type=_positive_int, help="number of noisy steps T")
+    p.add_argument("--n", type=_positive_int, help="dataset size (with --batch-size, --epochs)")
+    p.add_argument("--batch-size", type=_positive_int, help="(expected) batch size L")
+    p.add_argument("--epochs", type=_positive_float, help="passes; T = floor(epochs n / L)")
+    p.add_argument("--sampling", default="poisson",
+                   choices=("poisson", "fixed_size", "shuffle", "none"),
+                   help="how batches are drawn (default poisson: add/remove adjacency)")
+    p.add_argument("--accountant", default="rdp", choices=("rdp", "pld", "moments"),
+                   help="accountant (default rdp)")
+
+
+def build_parser():
+    """The argparse parser of the ``fastdp`` command."""
+    from fastdp import __version__
+
+    parser = _Parser(prog="fastdp", description="Fast differentially private optimisation: "
+                     "train, evaluate and account for DP linear models.")
+    parser.add_argument("--version", action="version", version=f"fastdp {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show Python tracebacks instead of one-line errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("train", help="train a DP model on a LIBSVM file",
+                       description="Train a differentially private linear model and print its "
+                       "privacy report, utility and time.")
+    p.add_argument("data", metavar="DATA", help="LIBSVM file or dataset:NAME[:SUBSET]")
+    p.add_argument("--model", required=True, choices=sorted(_MODELS),
+                   help="ridge (squared loss), logistic, or svm (hinge loss)")
+    p.add_argument("--solver", default="dpscd",
+                   help="solver name (default dpscd; see fastdp.solvers.registry)")
+    p.add_argument("--epsilon", type=_epsilon, default=1.0,
+                   help="target epsilon > 0 (inf: non-private); default 1")
+    p.add_argument("--delta", type=_probability, default=None,
+                   help="target delta in (0, 1); default min(1e-5, 1/(10 n))")
+    p.add_argument("--alpha", type=_positive_float, default=1e-4, help="L2 strength lambda")
+    p.add_argument("--epochs", type=_positive_float, default=10.0)
+    p.add_argument("--batch-size", type=_positive_int, default=None)
+    p.add_argument("--clip", type=_clip, default="auto", help="update/gradient bound C or auto")
+    p.add_argument("--sampler", choices=("poisson", "fixed", "shuffle"), default=None)
+    p.add_argument("--accountant", choices=("rdp", "pld", "moments"), default="rdp")
+    p.add_argument("--learning-rate", type=_positive_float, default=None,
+                   help="step size (dpsgd and sgd solvers)")
+    p.add_argument("--solver-option", type=_option, action="append", metavar="KEY=VALUE",
+                   help="solver-specific option (repeatable), e.g. box_eps=1e-4")
+    p.add_argument("--normalize", action="store_true",
+                   help="scale every row to unit L2 norm first (per example: no privacy cost)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (same seed, same bits)")
+    p.add_argument("--ledger", metavar="FILE", help="privacy ledger JSON file to charge")
+    p.add_argument("--budget", type=_positive_float, default=None,
+                   help="epsilon budget when --ledger creates a new file")
+    p.add_argument("--budget-delta", type=_probability, default=None,
+                   help="delta of a new ledger (default: --delta)")
+    p.add_argument("--out", metavar="MODEL", help="save the model as MODEL.json + MODEL.npz")
+    p.add_argument("--test", metavar="DATA", help="also report utility on this test file")
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("predict", help="predict with a saved model")
+    p.add_argument("model", metavar="MODEL", help="MODEL.json (or its base path)")
+    p.add_argument("data", metavar="DATA", help="LIBSVM file or dataset:NAME[:SUBSET]")
+    p.add_argument("--output", metavar="FILE", help="write predictions here (default stdout)")
+    p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("evaluate", help="utility of a saved model on a dataset")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("data", metavar="DATA")
+    p.set_defaults(func=_cmd_evaluate)
+
+    privacy = sub.add_parser("privacy", help="privacy accounting").add_subparsers(
+        dest="privacy_command", metavar="{epsilon,calibrate}", parser_class=_Parser)
+    privacy.required = True
+    p = privacy.add_parser("epsilon", help="epsilon of Gaussian noisy steps")
+    p.add_argument("--noise-multiplier", type=_positive_float, required=True)
+    _add_accounting_arguments(p)
+    p.set_defaults(func=_cmd_privacy_epsilon)
+    p = privacy.add_parser("calibrate", help="smallest noise multiplier for a target epsilon")
+    p.add_argument("--epsilon", type=_positive_float, required=True)
+    _add_accounting_arguments(p)
+    p.set_defaults(func=_cmd_privacy_calibrate)
+
+    ledger = sub.add_parser("ledger", help="privacy ledgers").add_subparsers(
+        dest="ledger_command", metavar="{show}", parser_class=_Parser)
+    ledger.required = True
+    p = ledger.add_parser("show", help="budget, spending and entries of a ledger file")
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(func=_cmd_ledger_show)
+
+    p = sub.add_parser("reproduce", help="run a paper reproduction",
+                       description="Run the reproduction of a seed paper and write "
+                       "OUT/SEED.md with tables and PNG figures. Arguments after a lone `--` go to the "
+                       "reproduction's own command line (python -m fastdp.experiments.SEED --help).")
+    p.add_argument("which", choices=REPRODUCTIONS + ("all",))
+    p.add_argument("--quick", action="store_true", help="small grids (minutes, not hours)")
+    p.add_argument("--out", default="reproductions", help="output directory (default "
+                   "reproductions)")
+    # arguments after a lone "--" go to the reproduction's own command line (see main)
+    p.set_defaults(func=_cmd_reproduce)
+
+    p = sub.add_parser("demo", help="fastdp's main job (the README's `make demo`)")
+    p.add_argument("--quick", action="store_true", help="smaller synthetic problem")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def _one_line(exc):
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def main(argv=None):
+    """Entry point of the ``fastdp`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = []
+    if "reproduce" in argv and "--" in argv[argv.index("reproduce"):]:
+        cut = argv.index("--", argv.index("reproduce"))
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.extra = extra
+    from fastdp.exceptions import FastDPError
+
+    user_errors = (FastDPError, ValueError, OSError, _UsageError)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("fastdp: interrupted", file=sys.stderr)
+        return 130
+    except user_errors as exc:
+        if args.debug:
+            raise
+        print(f"fastdp: error: {_one_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, _UsageError) else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
