@@ -5,9 +5,29 @@ minimise the 1/N-averaged, L2-regularised objective
 
     P(theta) = (1/N) sum_i loss(x_i^T theta, y_i) + (alpha/2) ||theta||^2
 
-with a differentially private solver (``solver="dpscd"``: dual DP-SCD of
-spec 000, Algorithm 1; ``"seq_dpscd"``: its sequential variant) and release
+with a differentially private solver chosen by ``solver=`` and release
 ``coef_`` only.
+
+=================  ==========================  =====================  ========================
+``solver``         algorithm (spec)            losses                 noise parameter, event
+=================  ==========================  =====================  ========================
+``"dpscd"``        dual DP-SCD (000, Alg. 1)   squared/logistic/hinge sigma; sampled Gaussian
+``"seq_dpscd"``    seqDP-SCD (000, Alg. 3)     squared/logistic/hinge sigma; sampled Gaussian
+``"dpsgd"``        DP-SGD (000, section 2.6)   squared/logistic/hinge sigma; sampled Gaussian
+``"sgd"``          SGD, not private            squared/logistic/hinge none (epsilon=inf only)
+``"output"``       output perturbation (CMS11) logistic               scale; pure epsilon
+``"objective"``    objective perturbation      logistic               scale; pure epsilon
+``"dp_gd_laplace"`` DP-GD, Laplace (002)       squared/logistic       per-step epsilon; pure
+``"dp_heavy_ball"`` DP heavy ball (002)        squared/logistic       per-step epsilon; pure
+``"dp_nesterov"``  DP Nesterov (002)           squared/logistic       per-step epsilon; pure
+``"dp_masg"``      multistage DP-MASG (002)    squared/logistic       per-step epsilon; pure
+``"dp_blsgd"``     DP-SGD + noisy line search  squared/logistic/hinge sigma; Gaussian + SVT
+                   (003)
+=================  ==========================  =====================  ========================
+
+Solver-specific settings go in ``solver_options`` (each solver lists the
+keys it accepts in its ``options`` attribute, see
+:func:`fastdp.solvers.registry.get_estimator_solver`).
 
 Privacy
 -------
