@@ -252,14 +252,29 @@ class _DPLinearModel(BaseEstimator):
         else:
             noise = 0.0
             planned_event = NonPrivateEvent()
+        reservation = None
         if self.ledger is not None:
-            # Charged before training: a fit over budget raises here and releases nothing.
-            self.ledger.charge(planned_event, label=type(self).__name__)
-
-        result = solver.run(X, y, loss=self._loss, noise=noise, config=config,
-                            random_state=check_random_state(self.random_state))
-        if result.event != planned_event:  # internal consistency guard
-            raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
+            # Reserved before training: a fit over budget raises here and releases nothing.
+            reservation = self.ledger.reserve(planned_event, label=type(self).__name__)
+        try:
+            result = solver.run(X, y, loss=self._loss, noise=noise, config=config,
+                                random_state=check_random_state(self.random_state))
+            if result.event != planned_event:  # internal consistency guard
+                raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
+        except KeyboardInterrupt:
+            # Interrupted by the user: nothing was released, so nothing is charged.
+            if reservation is not None:
+                reservation.cancel()
+            raise
+        except BaseException as exc:
+            # Any other failure may depend on the private data: the charge stays.
+            if reservation is not None:
+                reservation.commit()
+                exc.add_note("fastdp: the privacy ledger keeps this fit's charge (a failure "
+                             "during training can depend on the private data).")
+            raise
+        if reservation is not None:
+            reservation.commit()
 
         self.coef_ = self._shape_coef(result.coef)
         self.intercept_ = self._shape_intercept()

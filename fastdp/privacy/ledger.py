@@ -8,6 +8,21 @@ over the budget raises :class:`~fastdp.exceptions.BudgetExceededError` before
 anything is recorded; the estimators charge before they release anything, so a
 refused fit has spent nothing.
 
+Reservations
+------------
+A fit that may be interrupted reserves its event first
+(:meth:`PrivacyLedger.reserve`), trains, and then commits the reservation
+(it becomes an ordinary entry) or cancels it (it disappears, as if nothing
+had been asked).  A pending reservation counts as spent: it is checked against
+the budget when it is made and every later charge or reservation, in this or
+any other process sharing the file, sees it.  Cancel only when nothing was
+released: fastdp's estimators cancel when the user interrupts training
+(``KeyboardInterrupt``) and keep the charge for every other failure, whose
+occurrence may depend on the private data.  A process killed while its
+reservation is pending leaves it in the file, where it stays counted as spent
+(nobody can tell whether it released something); :meth:`PrivacyLedger.pending`
+lists such reservations.
+
 Persistence
 -----------
 With ``path`` the ledger lives in a JSON file (format below) that is replaced
@@ -25,12 +40,17 @@ So concurrent charges are serialised and can never jointly exceed the budget,
 and no charge is lost.  (On platforms without ``fcntl`` the ledger works but
 does not lock, and says so with a warning.)
 
-File format (``"format": "fastdp.privacy_ledger"``, ``"version": 1``)::
+File format (``"format": "fastdp.privacy_ledger"``, ``"version": 2``)::
 
-    {"format": ..., "version": 1, "epsilon": 1.0, "delta": 1e-05,
+    {"format": ..., "version": 2, "epsilon": 1.0, "delta": 1e-05,
      "accountant": "rdp", "accountant_options": {},
      "entries": [{"event": {...event_to_dict...}, "label": "fit 1",
-                  "timestamp": 1763700000.123}, ...]}
+                  "timestamp": 1763700000.123, "status": "committed"},
+                 {"event": {...}, "label": "fit 2", "timestamp": ...,
+                  "status": "reserved", "id": "3f2a..."}, ...]}
+
+Version 1 files (no ``status``: every entry committed) are read as well and
+rewritten as version 2 on the next charge.
 """
 
 from __future__ import annotations
@@ -43,6 +63,7 @@ import os
 import tempfile
 import threading
 import time
+import uuid
 import warnings
 
 from fastdp.exceptions import BudgetExceededError, ValidationError
@@ -56,6 +77,7 @@ except ImportError:  # pragma: no cover - exercised on Windows only
 __all__ = [
     "PrivacyLedger",
     "LedgerEntry",
+    "Reservation",
     "event_to_dict",
     "event_from_dict",
     "LEDGER_FORMAT",
@@ -63,7 +85,10 @@ __all__ = [
 ]
 
 LEDGER_FORMAT = "fastdp.privacy_ledger"
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+COMMITTED = "committed"
+RESERVED = "reserved"
 
 
 # ----------------------------------------------------------------------------
@@ -98,7 +123,7 @@ def event_from_dict(data):
 # ----------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class LedgerEntry:
-    """One charged release.
+    """One charged (or reserved) release.
 
     Attributes
     ----------
@@ -108,21 +133,94 @@ class LedgerEntry:
         Free text given to :meth:`PrivacyLedger.charge` (e.g. the estimator).
     timestamp : float
         POSIX time (seconds since the epoch, UTC) of the charge.
+    status : {"committed", "reserved"}
+        ``"reserved"`` while a :class:`Reservation` is pending; it counts as
+        spent either way.
+    reservation_id : str or None
+        Identifies a pending reservation (None for committed entries).
     """
 
     event: ev.DpEvent
     label: str
     timestamp: float
+    status: str = COMMITTED
+    reservation_id: str | None = None
+
+    @property
+    def pending(self):
+        """True while this entry is an uncommitted reservation."""
+        return self.status == RESERVED
 
     def to_dict(self):
-        return {"event": event_to_dict(self.event), "label": self.label,
-                "timestamp": self.timestamp}
+        data = {"event": event_to_dict(self.event), "label": self.label,
+                "timestamp": self.timestamp, "status": self.status}
+        if self.reservation_id is not None:
+            data["id"] = self.reservation_id
+        return data
 
     @classmethod
     def from_dict(cls, data):
-        if not isinstance(data, dict) or set(data) != {"event", "label", "timestamp"}:
+        required = {"event", "label", "timestamp"}
+        if (not isinstance(data, dict) or not required <= set(data)
+                or not set(data) <= required | {"status", "id"}):
             raise ValidationError(f"not a ledger entry: {data!r}")
-        return cls(event_from_dict(data["event"]), str(data["label"]), float(data["timestamp"]))
+        status = data.get("status", COMMITTED)
+        if status not in (COMMITTED, RESERVED) or (status == RESERVED) != ("id" in data):
+            raise ValidationError(f"not a ledger entry (bad status/id): {data!r}")
+        return cls(event_from_dict(data["event"]), str(data["label"]), float(data["timestamp"]),
+                   status, None if "id" not in data else str(data["id"]))
+
+
+class Reservation:
+    """A pending charge: :meth:`commit` it after releasing, :meth:`cancel` it if nothing was.
+
+    Returned by :meth:`PrivacyLedger.reserve`.  As a context manager it
+    commits on a normal exit and cancels on ``KeyboardInterrupt``; any other
+    exception commits too (a failure during training may depend on the
+    private data, so its charge stays).
+    """
+
+    def __init__(self, ledger, entry):
+        self._ledger = ledger
+        self.entry = entry
+        self.state = "pending"
+
+    @property
+    def id(self):
+        return self.entry.reservation_id
+
+    def commit(self):
+        """Turn the reservation into an ordinary entry (idempotent)."""
+        if self.state == "committed":
+            return self.entry
+        if self.state == "cancelled":
+            raise ValidationError("this reservation was cancelled; it cannot be committed.")
+        self.entry = self._ledger._finish_reservation(self.id, commit=True)
+        self.state = "committed"
+        return self.entry
+
+    def cancel(self):
+        """Remove the reservation: call only when nothing covered by it was released."""
+        if self.state == "cancelled":
+            return
+        if self.state == "committed":
+            raise ValidationError("this reservation is committed (something was released); "
+                                  "it cannot be cancelled.")
+        self._ledger._finish_reservation(self.id, commit=False)
+        self.state = "cancelled"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.cancel()
+        else:
+            self.commit()
+        return False
+
+    def __repr__(self):
+        return f"Reservation({self.entry.label!r}, {self.state}, id={self.id})"
 
 
 # ----------------------------------------------------------------------------
@@ -195,10 +293,10 @@ def _read_ledger_file(path):
                 "entries"}
     if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT or not required <= set(data):
         raise ValidationError(f"{path} is not a fastdp privacy ledger file")
-    if data["version"] != LEDGER_VERSION:
+    if data["version"] not in _READABLE_VERSIONS:
         raise ValidationError(
             f"{path} has ledger format version {data['version']!r}; this fastdp reads "
-            f"version {LEDGER_VERSION}")
+            f"versions {_READABLE_VERSIONS}")
     entries = tuple(LedgerEntry.from_dict(item) for item in data["entries"])
     return data, entries
 
@@ -485,12 +583,41 @@ class PrivacyLedger:
         BudgetExceededError
             If the composition would exceed the budget; nothing is recorded.
         """
+        return self._record(event, label, reserve=False)
+
+    def reserve(self, event, label=""):
+        """Reserve ``event`` against the budget; commit or cancel the returned reservation.
+
+        The reservation is checked and recorded exactly like :meth:`charge`
+        (it counts as spent from now on, also for other processes sharing the
+        file) but can still be cancelled while nothing has been released.
+
+        Returns
+        -------
+        Reservation
+
+        Raises
+        ------
+        BudgetExceededError
+            If the composition would exceed the budget; nothing is recorded.
+        """
+        return Reservation(self, self._record(event, label, reserve=True))
+
+    def pending(self):
+        """Reservations not yet committed or cancelled (e.g. left by a killed process)."""
+        return tuple(entry for entry in self.entries if entry.pending)
+
+    def _record(self, event, label, reserve):
         if not isinstance(label, str):
             raise ValidationError(f"label must be a string, got {type(label).__name__}")
+        if reserve:
+            entry_args = (RESERVED, uuid.uuid4().hex)
+        else:
+            entry_args = (COMMITTED, None)
         with self._thread_lock:
             if self._path is None:
                 self._checked(self._entries, event, label)
-                entry = LedgerEntry(event, label, time.time())
+                entry = LedgerEntry(event, label, time.time(), *entry_args)
                 self._entries = self._entries + (entry,)
                 return entry
             with _locked(self._lock_path, exclusive=True):
@@ -498,8 +625,33 @@ class PrivacyLedger:
                 self._check_header(data)
                 self._entries = entries
                 self._checked(entries, event, label)
-                entry = LedgerEntry(event, label, time.time())
+                entry = LedgerEntry(event, label, time.time(), *entry_args)
                 new_entries = entries + (entry,)
+                _atomic_write_json(self._path, self._payload(new_entries))
+                self._entries = new_entries
+                return entry
+
+    def _finish_reservation(self, reservation_id, commit):
+        """Commit (mark committed) or cancel (remove) the pending entry ``reservation_id``."""
+        def update(entries):
+            for k, entry in enumerate(entries):
+                if entry.reservation_id == reservation_id and entry.pending:
+                    if commit:
+                        done = dataclasses.replace(entry, status=COMMITTED, reservation_id=None)
+                        return entries[:k] + (done,) + entries[k + 1:], done
+                    return entries[:k] + entries[k + 1:], None
+            raise ValidationError(
+                f"reservation {reservation_id} is not pending in this ledger (committed, "
+                "cancelled, or the ledger file was replaced).")
+
+        with self._thread_lock:
+            if self._path is None:
+                self._entries, entry = update(self._entries)
+                return entry
+            with _locked(self._lock_path, exclusive=True):
+                data, entries = _read_ledger_file(self._path)
+                self._check_header(data)
+                new_entries, entry = update(entries)
                 _atomic_write_json(self._path, self._payload(new_entries))
                 self._entries = new_entries
                 return entry

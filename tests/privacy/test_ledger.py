@@ -342,3 +342,97 @@ def test_two_processes_never_exceed_the_budget(tmp_path):
     assert sum(granted) == len(entries) == 10
     assert PrivacyLedger.load(path).spent() <= 1.0
     assert {e.label[0] for e in entries} <= {"a", "b"}
+
+
+# ----------------------------------------------------------------------------
+# reservations (reserve / commit / cancel)
+# ----------------------------------------------------------------------------
+@pytest.mark.parametrize("backed", [False, True])
+def test_reservations_count_until_cancelled(tmp_path, backed):
+    path = tmp_path / "ledger.json" if backed else None
+    ledger = PrivacyLedger(1.0, 0.0, "pure", path=path)
+    first = ledger.reserve(ev.PureEvent(0.6), "fit A")
+    assert ledger.spent() == 0.6 and [e.pending for e in ledger.entries] == [True]
+    assert ledger.pending() == (first.entry,)
+    with pytest.raises(BudgetExceededError):   # the pending 0.6 counts
+        ledger.reserve(ev.PureEvent(0.5), "fit B")
+    first.cancel()
+    first.cancel()                              # idempotent
+    assert ledger.entries == () and ledger.spent() == 0.0
+    with pytest.raises(ValidationError):
+        first.commit()
+    second = ledger.reserve(ev.PureEvent(0.5), "fit B")
+    entry = second.commit()
+    assert second.commit() == entry and not entry.pending and entry.reservation_id is None
+    with pytest.raises(ValidationError):
+        second.cancel()
+    assert [e.label for e in ledger.entries] == ["fit B"] and ledger.spent() == 0.5
+    if backed:
+        data = json.loads(path.read_text())
+        assert data["version"] == 2 and data["entries"][0]["status"] == "committed"
+        assert PrivacyLedger.load(path).entries == ledger.entries
+
+
+def test_reservation_context_manager():
+    ledger = PrivacyLedger(1.0, 0.0, "pure")
+    with ledger.reserve(ev.PureEvent(0.1), "ok") as reservation:
+        assert reservation.entry.pending
+    assert reservation.state == "committed"
+    with pytest.raises(KeyboardInterrupt):
+        with ledger.reserve(ev.PureEvent(0.2), "interrupted"):
+            raise KeyboardInterrupt
+    with pytest.raises(ZeroDivisionError):
+        with ledger.reserve(ev.PureEvent(0.3), "failed"):
+            1 / 0
+    assert [e.label for e in ledger.entries] == ["ok", "failed"]  # only the interrupt is cancelled
+    assert ledger.spent() == pytest.approx(0.4)
+
+
+def test_version_one_files_are_read_and_upgraded(tmp_path):
+    path = tmp_path / "old.json"
+    old = {"format": LEDGER_FORMAT, "version": 1, "epsilon": 2.0, "delta": 0.0,
+           "accountant": "pure", "accountant_options": {},
+           "entries": [{"event": event_to_dict(ev.PureEvent(0.5)), "label": "old fit",
+                        "timestamp": 1.0}]}
+    path.write_text(json.dumps(old))
+    ledger = PrivacyLedger.load(path)
+    assert ledger.spent() == 0.5 and not ledger.entries[0].pending
+    ledger.charge(ev.PureEvent(0.25), "new fit")
+    assert json.loads(path.read_text())["version"] == 2
+    bad = dict(old, entries=[dict(old["entries"][0], status="reserved")])  # reserved needs an id
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValidationError):
+        PrivacyLedger.load(path)
+
+
+HOLD_A_RESERVATION = """
+    import os, sys, time
+    from fastdp.privacy import events as ev
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    ledger = PrivacyLedger.load(sys.argv[1])
+    reservation = ledger.reserve(ev.PureEvent(0.6), "child")
+    print("reserved", flush=True)
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.01)
+    reservation.cancel()
+    print("cancelled", flush=True)
+"""
+
+
+@pytest.mark.skipif(not POSIX, reason="flock is POSIX")
+def test_a_reservation_in_another_process_counts_against_the_budget(tmp_path):
+    path, release = tmp_path / "shared.json", tmp_path / "go"
+    ledger = PrivacyLedger(1.0, 0.0, "pure", path=path)
+    child = _spawn(HOLD_A_RESERVATION, path, release)
+    try:
+        assert child.stdout.readline().strip() == "reserved", child.stderr.read()
+        with pytest.raises(BudgetExceededError):
+            ledger.charge(ev.PureEvent(0.5), "parent")
+        release.write_text("go")
+        assert child.stdout.readline().strip() == "cancelled", child.stderr.read()
+    finally:
+        child.kill() if child.poll() is None else None
+        child.wait(timeout=30)
+    ledger.charge(ev.PureEvent(0.5), "parent")
+    assert [e.label for e in ledger.entries] == ["parent"]
