@@ -392,10 +392,21 @@ def anchors(data, seed=1):
             "coef": coef}
 
 
+def trivial_baseline(data):
+    """Test metric of the data-free predictor: 0 (the centred training mean) or the majority class."""
+    spec = data.spec
+    if spec.loss == "squared":
+        return float(np.mean(data.y_test ** 2))
+    majority = 1.0 if np.mean(data.y == 1.0) >= 0.5 else -1.0
+    return float(np.mean(data.y_test == majority))
+
+
 def convergence_curves(data, results, epsilons=(0.1, 1.0), seed=1):
     """Per-epoch training objective (non-private diagnostic) of the selected configurations."""
     spec = data.spec
     X_tr, y_tr, _, _ = data.split(seed)
+    ran = sorted(e for e in results if e != "non_private")
+    epsilons = [e for e in epsilons if e in results] or sorted({ran[0], ran[-1]})
     curves = {}
     runs = [("SCD", None), ("SGD", None)] + [(m, e) for e in epsilons for m in ("DP-SCD", "DP-SGD")]
     for method, eps in runs:
@@ -431,6 +442,7 @@ def run_dataset(name, grids, *, epsilons=EPSILONS, data_home=None, log=print):
                 log(f"seed000 {name:12s} {method:10s} {where:12s} {spec.metric} "
                     f"{entry['test_median']:.4g}  config {entry['config']}  σ {entry['sigma']:.4g}")
     anchor = anchors(data)
+    anchor["trivial"] = trivial_baseline(data)
     curves = convergence_curves(data, results) if spec.loss == "squared" else None
     return {"spec": dataclasses.asdict(spec), "n_train": data.n_train,
             "n_test": int(data.X_test.shape[0]), "n_features": int(data.X.shape[1]),
@@ -513,6 +525,11 @@ def check_claims(runs, table):
                      for k in range(len(values) - 1)]
             claims.append((f"{name}: {method} improves as ε grows", _verdict(steps),
                            " → ".join(fmt(v) for v in values)))
+        trivial = run["anchor"].get("trivial")
+        if trivial is not None:
+            beats = [_better(med[e]["DP-SCD"], trivial, higher) for e in eps_list]
+            claims.append((f"{name}: DP-SCD beats the trivial predictor (context, not a paper "
+                           "claim)", _verdict(beats), f"trivial {fmt(trivial)}"))
         reference = max if higher else min
         best_np = reference(run["results"]["non_private"][m]["test_median"] for m in NON_PRIVATE)
         if len(eps_list) > 1:
@@ -623,7 +640,10 @@ def write_report(out_dir, runs, table, *, grids, quick, elapsed, figures=True):
         lines += ["", f"Cells: median [quartiles] over the seeds. Non-private optimum "
                   f"({anchor['name']}, seed-1 training part): test {spec.metric} "
                   f"{_metric_text(anchor['test'], higher)}, training objective "
-                  f"{anchor['objective']:.6g}.", "",
+                  f"{anchor['objective']:.6g}."
+                  + (f" Trivial predictor ({'0, the centred mean' if not higher else 'majority class'}"
+                     f"): {_metric_text(anchor['trivial'], higher)}." if "trivial" in anchor else ""),
+                  "",
                   "Selected configurations (and σ):", "",
                   "| method | " + " | ".join(f"ε = {e:g}" for e in eps_list) + " |",
                   "|---|" + "---|" * len(eps_list)]
