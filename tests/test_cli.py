@@ -134,7 +134,6 @@ def test_privacy_commands_match_the_library(capsys):
 
 
 @pytest.mark.parametrize("args, pattern, status", [
-    (("train", "{root}/missing.svm", "--model", "ridge"), "no such file", 2),
     (("train", "{bad}", "--model", "logistic"), r"bad\.svm: line 2: .*oops", 1),
 ])
 def test_user_mistakes_give_one_line_errors(libsvm_files, args, pattern, status):
@@ -157,6 +156,7 @@ def _main_error(capsys, argv):
 
 
 @pytest.mark.parametrize("argv, pattern", [
+    (["train", "{root}/missing.svm", "--model", "ridge"], "no such file"),
     (["train", "{train}", "--model", "ridge", "--epsilon", "0"], "epsilon: must be > 0"),
     (["train", "{train}", "--model", "logistic", "--solver", "fastest"], "unknown solver"),
     (["predict", "{root}/nothing", "{test}"], "no fastdp model"),
@@ -248,3 +248,17 @@ def test_demo_runs_end_to_end():
     proc = run_cli("demo", "--quick")
     assert proc.returncode == 0, proc.stderr
     assert "DP-SCD" in proc.stdout and "eps=" in proc.stdout
+
+
+def test_non_private_and_solver_options_in_process(libsvm_files, capsys, tmp_path):
+    f = libsvm_files
+    assert cli.main(["train", str(f["train"]), "--model", "ridge", "--epsilon", "inf",
+                     "--seed", "0"]) == 0
+    assert "NONE: epsilon = inf" in capsys.readouterr().out
+    assert cli.main(["train", str(f["train"]), "--model", "svm", "--solver", "dpsgd",
+                     "--learning-rate", "0.5", "--solver-option", 'reg="repo"', "--epsilon", "2",
+                     "--seed", "1", "--out", str(tmp_path / "svm")]) == 0
+    saved = load_model(tmp_path / "svm")
+    assert saved.solver == "dpsgd"
+    assert saved.solver_options == {"learning_rate": 0.5, "reg": "repo"}
+    assert saved.epsilon_ <= 2.0
