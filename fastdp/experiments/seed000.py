@@ -462,21 +462,21 @@ def sigma_table(rows=(("phishing", 1), ("phishing", 10), ("phishing", 100), ("ph
     from fastdp.privacy.moments import calibrate_moments_sigma, legacy_sigma_search
 
     table = []
-    for name, L in rows:
+    cells = [(name, L, eps) for name, L in rows for eps in epsilons]
+    for name, L, eps in progress_bar(cells, desc="seed000 σ table", unit="cell"):
         n, epochs = PAPER_SIZES[name]
         q, steps = L / n, int(epochs * n // L)
-        for eps in epsilons:
-            spec = SPEC_SIGMA.get((name, L), {}) if eps in EPSILONS else {}
-            k = EPSILONS.index(eps) if eps in EPSILONS else 0
-            table.append({
-                "dataset": name, "L": L, "q": q, "T": steps, "epsilon": eps,
-                "exact_ma": calibrate_moments_sigma(eps, delta, q, steps),
-                "repo": legacy_sigma_search(eps, delta, q, steps),
-                "fastdp_rdp": float(calibrate_noise_multiplier(eps, delta, q, steps)),
-                "spec_exact": spec.get("exact", (None,) * 4)[k],
-                "spec_repo": spec.get("repo", (None,) * 4)[k],
-                "spec_improved": spec.get("improved", (None,) * 4)[k],
-            })
+        spec = SPEC_SIGMA.get((name, L), {}) if eps in EPSILONS else {}
+        k = EPSILONS.index(eps) if eps in EPSILONS else 0
+        table.append({
+            "dataset": name, "L": L, "q": q, "T": steps, "epsilon": eps,
+            "exact_ma": calibrate_moments_sigma(eps, delta, q, steps),
+            "repo": legacy_sigma_search(eps, delta, q, steps),
+            "fastdp_rdp": float(calibrate_noise_multiplier(eps, delta, q, steps)),
+            "spec_exact": spec.get("exact", (None,) * 4)[k],
+            "spec_repo": spec.get("repo", (None,) * 4)[k],
+            "spec_improved": spec.get("improved", (None,) * 4)[k],
+        })
     return table
 
 
