@@ -282,3 +282,21 @@ def test_default_sampler_per_solver_and_alpha_not_released(binary_data):
     # the noisy dual variables would reveal the sampled batches: never kept
     assert dual.solver_result_.alpha is None
     np.testing.assert_allclose(dual.coef_[0], dual.solver_result_.v / (dual.alpha * X.shape[0]))
+
+
+def test_every_registered_solver_is_available():
+    from fastdp.solvers.registry import ESTIMATOR_SOLVER_NAMES, get_estimator_solver
+
+    for name in ESTIMATOR_SOLVER_NAMES:
+        solver = get_estimator_solver(name)
+        assert set(solver.losses) <= {"squared", "logistic", "hinge"}
+    with pytest.raises(ValidationError, match="unknown solver"):
+        get_estimator_solver("no_such_solver")
+
+
+def test_line_search_alias(binary_data):
+    X, y = binary_data
+    a = DPLogisticRegression(solver="line_search", epsilon=2.0, random_state=0).fit(X, y)
+    b = DPLogisticRegression(solver="dp_blsgd", epsilon=2.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.epsilon_ <= 2.0

@@ -719,4 +719,5 @@ class FixedSplitEstimatorSolver(EstimatorSolver):
             num_threads=config.get("num_threads") or 1, **options)
 
 
-ESTIMATOR_SOLVERS = {"dp_blsgd": FixedSplitEstimatorSolver()}
+# "line_search" is the same solver under the generic name.
+ESTIMATOR_SOLVERS = {"dp_blsgd": FixedSplitEstimatorSolver(), "line_search": FixedSplitEstimatorSolver()}

@@ -100,6 +100,7 @@ _REGISTRY = {
     "dp_nesterov": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_masg": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_blsgd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+    "line_search": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
 }
 
 ESTIMATOR_SOLVER_NAMES = tuple(_REGISTRY)
