@@ -237,6 +237,8 @@ class _DPLinearModel(BaseEstimator):
                 f"solver {self.solver!r} does not support the {self._loss} loss of "
                 f"{type(self).__name__}; it supports {list(solver.losses)}.")
         config = self._solver_config(solver, batch_size)
+        config["n_features"] = int(X.shape[1])  # public (part of the data's schema)
+        config["loss"] = self._loss
         if isinstance(self.clip, str):
             if self.clip != "auto":
                 raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")

@@ -869,4 +869,8 @@ ESTIMATOR_SOLVERS = {
     "dp_heavy_ball": _AcceleratedEstimatorSolver("dp_heavy_ball", "heavy_ball"),
     "dp_nesterov": _AcceleratedEstimatorSolver("dp_nesterov", "nesterov"),
     "dp_masg": _AcceleratedEstimatorSolver("dp_masg", "masg"),
+    # the short names for the same solvers
+    "heavy_ball": _AcceleratedEstimatorSolver("dp_heavy_ball", "heavy_ball"),
+    "nag": _AcceleratedEstimatorSolver("dp_nesterov", "nesterov"),
+    "masg": _AcceleratedEstimatorSolver("dp_masg", "masg"),
 }

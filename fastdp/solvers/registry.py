@@ -15,7 +15,7 @@ estimator then always does the same four things, whatever the solver:
 
 ``config`` is a plain dict with the estimator's resolved settings:
 ``lam`` (float), ``batch_size`` (int), ``epochs``, ``clip``, ``sampler``
-(name), ``lazy_noise``, ``num_threads``, ``record_history`` and
+(name), ``lazy_noise``, ``num_threads``, ``record_history``, ``n_features``, ``loss`` and
 ``options`` (the estimator's ``solver_options`` dict, solver-specific).
 """
 
@@ -99,6 +99,9 @@ _REGISTRY = {
     "dp_heavy_ball": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_nesterov": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_masg": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
+    "heavy_ball": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
+    "nag": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
+    "masg": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_blsgd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
     "line_search": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
 }
