@@ -8,7 +8,7 @@ install:
 	$(PIP) install --quiet -e .
 
 install-test:
-	$(PIP) install --quiet -e ".[test]"
+	$(PIP) install --quiet -e ".[test,plot,ray]"
 
 demo: install
 	$(PYTHON) -m fastdp.demo
