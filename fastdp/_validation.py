@@ -34,6 +34,7 @@ __all__ = [
     "row_norms",
     "check_labels",
     "check_X_y",
+    "check_real",
     "check_positive",
     "check_in_open_interval",
     "check_privacy_params",
@@ -555,7 +556,25 @@ def check_X_y(X, y, task, **check_X_kwargs):
 # --------------------------------------------------------------------------
 
 
-def _as_real(name, value):
+def check_real(name, value):
+    """Check that a scalar parameter is a real number (not NaN) and return it as a float.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the error message.
+    value : real number
+        Value to check; bools are rejected, infinities are kept.
+
+    Returns
+    -------
+    value : float
+
+    Raises
+    ------
+    ValidationError
+        If ``value`` is not a real number or is NaN.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValidationError(f"{name} must be a real number; got {value!r} of type {type(value).__name__}.")
     value = float(value)
@@ -586,7 +605,7 @@ def check_positive(name, value, *, allow_inf=False):
         If ``value`` is not a real number, is NaN, is <= 0, or is infinite
         while ``allow_inf`` is False.
     """
-    value = _as_real(name, value)
+    value = check_real(name, value)
     if value <= 0:
         raise ValidationError(f"{name} must be > 0; got {value!r}. Pass a positive number.")
     if np.isinf(value) and not allow_inf:
@@ -615,7 +634,7 @@ def check_in_open_interval(name, value, low, high):
     ValidationError
         If ``value`` is not a real number or lies outside ``(low, high)``.
     """
-    value = _as_real(name, value)
+    value = check_real(name, value)
     if not (low < value < high):
         raise ValidationError(
             f"{name} must lie strictly between {low:g} and {high:g}; got {value!r}."
@@ -650,7 +669,7 @@ def check_privacy_params(epsilon, delta, *, allow_inf_epsilon=False, allow_zero_
     ValidationError
         If either parameter is out of range.
     """
-    epsilon = _as_real("epsilon", epsilon)
+    epsilon = check_real("epsilon", epsilon)
     if epsilon <= 0:
         raise ValidationError(
             f"epsilon must be > 0; got {epsilon!r}. Smaller epsilon means more privacy; "
@@ -661,7 +680,7 @@ def check_privacy_params(epsilon, delta, *, allow_inf_epsilon=False, allow_zero_
             "epsilon = inf means no privacy at all, which this function does not accept. "
             "Pass a finite epsilon, or use the non-private option (private=False) if one exists."
         )
-    delta = _as_real("delta", delta)
+    delta = check_real("delta", delta)
     low_ok = delta >= 0 if allow_zero_delta else delta > 0
     if not (low_ok and delta < 1):
         interval = "[0, 1)" if allow_zero_delta else "(0, 1)"
@@ -719,16 +738,17 @@ def check_random_state(random_state):
     )
 
 
-def check_batch_size(batch_size, n_samples):
-    """Check a mini-batch (lot) size against the number of examples.
+def check_batch_size(batch_size, n_samples=None):
+    """Check a mini-batch (lot) size, against the number of examples when it is known.
 
     Parameters
     ----------
     batch_size : int
         Number of examples per mini-batch; must satisfy
         ``1 <= batch_size <= n_samples``.
-    n_samples : int
-        Number of training examples.
+    n_samples : int or None, default=None
+        Number of training examples; ``None`` checks only ``batch_size >= 1``
+        (for a solver argument checked before the data are seen).
 
     Returns
     -------
@@ -741,11 +761,17 @@ def check_batch_size(batch_size, n_samples):
     """
     if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
         raise ValidationError(
-            f"batch_size must be an int; got {batch_size!r} of type {type(batch_size).__name__}."
+            f"batch_size must be a positive int; got {batch_size!r} of type {type(batch_size).__name__}."
         )
     batch_size = int(batch_size)
-    if not 1 <= batch_size <= n_samples:
+    if batch_size < 1:
         raise ValidationError(
-            f"batch_size must be between 1 and n_samples = {n_samples}; got {batch_size}."
+            f"batch_size must be >= 1; got {batch_size}. Use a batch size between 1 and the "
+            "number of examples."
+        )
+    if n_samples is not None and batch_size > n_samples:
+        raise ValidationError(
+            f"batch_size = {batch_size} exceeds the number of examples n = {n_samples}; "
+            "use a batch size between 1 and n."
         )
     return batch_size

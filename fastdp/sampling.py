@@ -46,6 +46,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from fastdp._validation import check_batch_size
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -90,20 +91,6 @@ def epoch_boundaries(epochs, n, batch_size):
         if t > (bounds[-1] if bounds else 0):
             bounds.append(t)
     return bounds
-
-
-def _check_batch_size(batch_size, n=None):
-    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
-        raise ValidationError(f"batch_size must be a positive int; got {batch_size!r}.")
-    batch_size = int(batch_size)
-    if batch_size < 1:
-        raise ValidationError(f"batch_size must be >= 1; got {batch_size}.")
-    if n is not None and batch_size > n:
-        raise ValidationError(
-            f"batch_size = {batch_size} exceeds the number of examples n = {n}; "
-            "use a batch size between 1 and n."
-        )
-    return batch_size
 
 
 def _pack(sizes, flat):
@@ -299,7 +286,7 @@ class PoissonSampler(Sampler):
             self._rate = float(sample_rate)
             self._batch_size = None
         else:
-            self._batch_size = _check_batch_size(batch_size)
+            self._batch_size = check_batch_size(batch_size)
             self._rate = None
 
     def _param_repr(self):
@@ -310,7 +297,7 @@ class PoissonSampler(Sampler):
     def check(self, n):
         super().check(n)
         if self._batch_size is not None:
-            _check_batch_size(self._batch_size, n)
+            check_batch_size(self._batch_size, n)
 
     def sample_rate(self, n):
         if self._rate is not None:
@@ -329,7 +316,30 @@ class PoissonSampler(Sampler):
         return _self_composed(ev.PoissonSampledEvent(self.sample_rate(n), step_event), n_steps)
 
 
-class FixedSizeSampler(Sampler):
+class _FixedBatchSizeSampler(Sampler):
+    """Base of the samplers whose every batch has exactly ``batch_size`` examples.
+
+    Parameters
+    ----------
+    batch_size : int
+        L >= 1, at most n (checked by :meth:`check`).
+    """
+
+    def __init__(self, batch_size):
+        self.batch_size = check_batch_size(batch_size)
+
+    def _param_repr(self):
+        return f"batch_size={self.batch_size!r}"
+
+    def check(self, n):
+        super().check(n)
+        check_batch_size(self.batch_size, n)
+
+    def expected_batch_size(self, n):
+        return self.batch_size
+
+
+class FixedSizeSampler(_FixedBatchSizeSampler):
     """Every step draws ``batch_size`` distinct examples uniformly at random, independently.
 
     The literal reading of Algorithm 1, step 5 of the DP-SCD paper.  Its
@@ -346,19 +356,6 @@ class FixedSizeSampler(Sampler):
     name = "fixed"
     adjacency = "replace_one"
 
-    def __init__(self, batch_size):
-        self.batch_size = _check_batch_size(batch_size)
-
-    def _param_repr(self):
-        return f"batch_size={self.batch_size!r}"
-
-    def check(self, n):
-        super().check(n)
-        _check_batch_size(self.batch_size, n)
-
-    def expected_batch_size(self, n):
-        return self.batch_size
-
     def _draw(self, n, n_steps, rng, state):
         return uniform_subsets(rng, n, np.full(n_steps, self.batch_size, dtype=np.int64))
 
@@ -367,7 +364,7 @@ class FixedSizeSampler(Sampler):
         return _self_composed(ev.FixedSizeSampledEvent(int(n), self.batch_size, step_event), n_steps)
 
 
-class ShuffleSampler(Sampler):
+class ShuffleSampler(_FixedBatchSizeSampler):
     """The DP-SCD paper's sampling: a fresh random permutation every epoch, cut into lots.
 
     Lots are consecutive chunks of ``batch_size`` from the stream of
@@ -391,19 +388,6 @@ class ShuffleSampler(Sampler):
 
     name = "shuffle"
     adjacency = "replace_one"
-
-    def __init__(self, batch_size):
-        self.batch_size = _check_batch_size(batch_size)
-
-    def _param_repr(self):
-        return f"batch_size={self.batch_size!r}"
-
-    def check(self, n):
-        super().check(n)
-        _check_batch_size(self.batch_size, n)
-
-    def expected_batch_size(self, n):
-        return self.batch_size
 
     def _draw(self, n, n_steps, rng, state):
         lot = self.batch_size
