@@ -65,18 +65,17 @@ import math
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit
 
 from fastdp._kernels import _glm
-from fastdp._validation import check_labels, check_random_state, check_X
+from fastdp._validation import check_labels, check_positive, check_random_state, check_X
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.losses import get_loss
 from fastdp.privacy.events import Adjacency, GaussianEvent, PureEvent
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
-from fastdp.solvers.scd import _check_num_threads, _real
+from fastdp.solvers._common import as_csr, check_num_threads
 
 __all__ = [
     "output_perturbation",
@@ -216,9 +215,7 @@ class HuberHingeLoss(MarginLoss):
     name = "huber_hinge"
 
     def __init__(self, h=0.5):
-        h = _real("huber_h", h)
-        if not (0.0 < h < math.inf):
-            raise ValidationError(f"huber_h must be a finite number > 0; got {h!r}.")
+        h = check_positive("huber_h", h)
         self.h = h
         self.curvature = 1.0 / (2.0 * h)
 
@@ -278,16 +275,6 @@ class _MarginObjective:
                              self.reg * np.asarray(direction, dtype=np.float64))
 
 
-def _csr(X):
-    X = check_X(X)
-    if not sp.issparse(X):
-        X = sp.csr_matrix(X)
-        X.sort_indices()
-        if X.indices.dtype != X.indptr.dtype:
-            X.indptr = X.indptr.astype(X.indices.dtype)
-    return X
-
-
 def solve_erm(X, y, lam, *, loss="logistic", huber_h=0.5, linear=None, gtol=1e-10,
               max_iter=200, num_threads=None):
     """Minimise ``(1/n) sum loss(y_i x_i^T theta) + (lam/2)||theta||^2 + linear^T theta``.
@@ -303,13 +290,13 @@ def solve_erm(X, y, lam, *, loss="logistic", huber_h=0.5, linear=None, gtol=1e-1
     info : dict
         ``gradient_norm``, ``iterations``, ``converged``.
     """
-    X = _csr(X)
+    X = as_csr(check_X(X))
     margin_loss = loss if isinstance(loss, MarginLoss) else _margin_loss(loss, huber_h)
     y = np.ascontiguousarray(y, dtype=np.float64)
     m = X.shape[1]
     linear = np.zeros(m) if linear is None else np.ascontiguousarray(linear, dtype=np.float64)
     objective = _MarginObjective(X, y, float(lam), linear, margin_loss,
-                                 _check_num_threads(num_threads))
+                                 check_num_threads(num_threads))
     result = minimize(objective.value_and_gradient, np.zeros(m), jac=True, method="trust-ncg",
                       hessp=objective.hessian_product,
                       options={"gtol": gtol, "maxiter": int(max_iter)})
@@ -346,15 +333,8 @@ def _margin_loss(loss, huber_h=0.5):
         "paper's smoothed SVM loss), or a gradient-perturbation solver (dpsgd, dpscd).")
 
 
-def _check_positive_finite(name, value):
-    value = _real(name, value)
-    if not (0.0 < value < math.inf):
-        raise ValidationError(f"{name} must be a finite number > 0; got {value!r}.")
-    return value
-
-
 def _check_tol(tol):
-    tol = _check_positive_finite("tol", tol)
+    tol = check_positive("tol", tol)
     if tol > 1e-2:
         raise ValidationError(f"tol must be at most 1e-2 (relative optimisation error); got {tol!r}.")
     return tol
@@ -368,7 +348,7 @@ def _check_max_iter(max_iter):
 
 
 def _prepare(X, y):
-    X = _csr(check_X(X, max_row_norm=1.0, row_norm_tol=_ROW_NORM_TOL))
+    X = as_csr(check_X(X, max_row_norm=1.0, row_norm_tol=_ROW_NORM_TOL))
     y, _ = check_labels(y, "binary", n_samples=X.shape[0])
     y = np.ascontiguousarray(y, dtype=np.float64)
     if not np.all(np.abs(y) == 1.0):
@@ -456,18 +436,18 @@ def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mecha
     Gaussian mechanism on the same L2 sensitivity.
     """
     loss = _margin_loss(loss, huber_h)
-    lam = _check_positive_finite("lam", lam)
+    lam = check_positive("lam", lam)
     tol = _check_tol(tol)
     max_iter = _check_max_iter(max_iter)
-    num_threads = _check_num_threads(num_threads)
+    num_threads = check_num_threads(num_threads)
     if mechanism == "laplace":
         if epsilon is None or noise_multiplier is not None:
             raise ValidationError("mechanism='laplace' takes epsilon (and no noise_multiplier).")
-        epsilon = _check_positive_finite("epsilon", epsilon)
+        epsilon = check_positive("epsilon", epsilon)
     elif mechanism == "gaussian":
         if noise_multiplier is None or epsilon is not None:
             raise ValidationError("mechanism='gaussian' takes noise_multiplier (and no epsilon).")
-        noise_multiplier = _check_positive_finite("noise_multiplier", noise_multiplier)
+        noise_multiplier = check_positive("noise_multiplier", noise_multiplier)
     else:
         raise ValidationError(f"mechanism must be 'laplace' or 'gaussian'; got {mechanism!r}.")
     X, y = _prepare(X, y)
@@ -523,11 +503,11 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, 
     module docstring for the optimisation tolerance).
     """
     loss = _margin_loss(loss, huber_h)
-    lam = _check_positive_finite("lam", lam)
-    epsilon = _check_positive_finite("epsilon", epsilon)
+    lam = check_positive("lam", lam)
+    epsilon = check_positive("epsilon", epsilon)
     tol = _check_tol(tol)
     max_iter = _check_max_iter(max_iter)
-    num_threads = _check_num_threads(num_threads)
+    num_threads = check_num_threads(num_threads)
     X, y = _prepare(X, y)
     n, m = X.shape
     eps_prime, delta_reg = objective_perturbation_parameters(epsilon, n, lam, loss.curvature)
@@ -604,7 +584,7 @@ class OutputPerturbationEstimatorSolver(_PerturbationEstimatorSolver):
         if not noise:
             theta, info = _solve_or_raise(*_prepare_nonprivate(X, y), float(config["lam"]),
                                           None, **self._options(config),
-                                          num_threads=_check_num_threads(config.get("num_threads")))
+                                          num_threads=check_num_threads(config.get("num_threads")))
             return _nonprivate_result(theta, X.shape[0], config, info, "output_perturbation")
         kwargs = ({"epsilon": 1.0 / noise} if mechanism == "laplace"
                   else {"noise_multiplier": noise})
@@ -625,7 +605,7 @@ class ObjectivePerturbationEstimatorSolver(_PerturbationEstimatorSolver):
         if not noise:
             theta, info = _solve_or_raise(*_prepare_nonprivate(X, y), float(config["lam"]),
                                           None, **self._options(config),
-                                          num_threads=_check_num_threads(config.get("num_threads")))
+                                          num_threads=check_num_threads(config.get("num_threads")))
             return _nonprivate_result(theta, X.shape[0], config, info, "objective_perturbation")
         return objective_perturbation(X, y, lam=config["lam"], epsilon=1.0 / noise, loss=loss,
                                       random_state=random_state,
@@ -634,7 +614,7 @@ class ObjectivePerturbationEstimatorSolver(_PerturbationEstimatorSolver):
 
 
 def _prepare_nonprivate(X, y):
-    X = _csr(X)
+    X = as_csr(check_X(X))
     y, _ = check_labels(y, "binary", n_samples=X.shape[0])
     return X, np.ascontiguousarray(y, dtype=np.float64)
 
@@ -650,7 +630,7 @@ def _nonprivate_result(theta, n, config, info, algorithm):
         adjacency="replace_one", event=NonPrivateEvent(), lazy_noise=False,
         diagnostics={"optimizer_iterations": info["iterations"],
                      "gradient_norm": info["gradient_norm"]},
-        num_threads=_check_num_threads(config.get("num_threads")), history=None, extra={})
+        num_threads=check_num_threads(config.get("num_threads")), history=None, extra={})
 
 
 ESTIMATOR_SOLVERS = {"output": OutputPerturbationEstimatorSolver(),

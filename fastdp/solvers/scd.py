@@ -54,18 +54,27 @@ Privacy (dual_dpscd, seq_dpscd)
 """
 
 import math
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _scd
-from fastdp._validation import check_labels, check_random_state, check_X
+from fastdp._validation import check_batch_size, check_labels, check_positive, check_real, check_X
 from fastdp.exceptions import ValidationError
 from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
-from fastdp.sampling import Sampler, get_sampler
+from fastdp.sampling import get_sampler
+from fastdp.solvers._common import (
+    balanced_column_splits,
+    check_num_threads,
+    check_run_arguments,
+    epoch_batches,
+    grow_buffer,
+    prepare_data,
+    sampled_gaussian_event,
+    split_random_state,
+    start_batches,
+)
 from fastdp.solvers._result import SolverResult
-from fastdp.solvers.registry import EstimatorSolver
 from fastdp.solvers.registry import EstimatorSolver
 
 __all__ = [
@@ -127,58 +136,8 @@ def seq_sensitivity(clip, batch_size, mode="paper"):
 # --------------------------------------------------------------------------
 
 
-def _real(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"{name} must be a real number; got {value!r}.")
-    value = float(value)
-    if math.isnan(value):
-        raise ValidationError(f"{name} must be a number; got NaN.")
-    return value
-
-
-def _check_lam(lam):
-    lam = _real("lam", lam)
-    if not (0.0 < lam < math.inf):
-        raise ValidationError(f"lam (the L2 strength lambda) must be a finite number > 0; got {lam!r}.")
-    return lam
-
-
-def _check_epochs(epochs):
-    epochs = _real("epochs", epochs)
-    if not (0.0 < epochs < math.inf):
-        raise ValidationError(f"epochs must be a finite number > 0; got {epochs!r}.")
-    return epochs
-
-
-def _check_noise_multiplier(noise_multiplier):
-    sigma = _real("noise_multiplier", noise_multiplier)
-    if not (0.0 <= sigma < math.inf):
-        raise ValidationError(
-            f"noise_multiplier must be a finite number >= 0 (0 = not private); got {noise_multiplier!r}."
-        )
-    return sigma
-
-
-def _check_clip(clip, private):
-    """C > 0; ``None`` or ``inf`` mean "no scaling", which is allowed only without noise."""
-    if clip is None:
-        clip = math.inf
-    clip = _real("clip", clip)
-    if not clip > 0.0:
-        raise ValidationError(
-            f"clip (the scaling bound C of each coordinate update) must be > 0; got {clip!r}. "
-            "Use clip=None for no scaling in a non-private run."
-        )
-    if private and math.isinf(clip):
-        raise ValidationError(
-            "A private run (noise_multiplier > 0) needs a finite clip C: the sensitivity, and "
-            "hence the noise, is proportional to C."
-        )
-    return clip
-
-
 def _check_box_eps(box_eps, loss_name):
-    box_eps = _real("box_eps", box_eps)
+    box_eps = check_real("box_eps", box_eps)
     if loss_name == "squared":
         return box_eps
     low_ok = box_eps > 0.0 if loss_name == "logistic" else box_eps >= 0.0
@@ -191,41 +150,9 @@ def _check_box_eps(box_eps, loss_name):
     return box_eps
 
 
-def _check_num_threads(num_threads):
-    if num_threads is None:
-        return 1
-    if isinstance(num_threads, (bool, np.bool_)) or not isinstance(num_threads, numbers.Integral):
-        raise ValidationError(f"num_threads must be None or a positive int; got {num_threads!r}.")
-    if num_threads < 1:
-        raise ValidationError(f"num_threads must be >= 1; got {num_threads}.")
-    return int(num_threads)
-
-
-def _prepare_data(X, y, loss, private):
-    """Canonical CSR X (row norms <= 1 when private) and float64 labels."""
-    X = check_X(X, max_row_norm=1.0 if private else None)
-    if not sp.issparse(X):
-        X = sp.csr_matrix(X)
-        X.sort_indices()
-        if X.indices.dtype != X.indptr.dtype:
-            X.indptr = X.indptr.astype(X.indices.dtype)
-    y, _ = check_labels(y, loss.task, n_samples=X.shape[0])
-    if loss.task == "binary" and not np.all(np.abs(y) == 1.0):
-        raise ValidationError("logistic and hinge losses need labels in {-1, +1}.")
-    return X, np.ascontiguousarray(y, dtype=np.float64)
-
-
 # --------------------------------------------------------------------------
 # the shared driver
 # --------------------------------------------------------------------------
-
-
-def _privacy_event(sampler, n, n_steps, noise_multiplier):
-    from fastdp.privacy import events
-
-    if noise_multiplier == 0.0:
-        return events.NonPrivateEvent()
-    return sampler.event(n, n_steps, events.GaussianEvent(noise_multiplier))
 
 
 def _history_entry(epoch, n_iter, alpha, v, X, y, loss, lam, private):
@@ -249,30 +176,17 @@ def _history_entry(epoch, n_iter, alpha, v, X, y, loss, lam, private):
 def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, noise_multiplier,
          sensitivity_fn, sequential, lazy_noise, box_eps, random_state, num_threads,
          record_history, callback, extra):
-    loss = get_loss(loss)
-    lam = _check_lam(lam)
-    epochs = _check_epochs(epochs)
-    sigma = _check_noise_multiplier(noise_multiplier)
+    loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip)
     private = sigma > 0.0
-    clip = _check_clip(clip, private)
     box_eps = _check_box_eps(box_eps, loss.name)
-    num_threads = _check_num_threads(num_threads)
-    X, y = _prepare_data(X, y, loss, private)
+    num_threads = check_num_threads(num_threads)
+    X, y = prepare_data(X, y, loss, private)
     n, m = X.shape
-    sampler.check(n)
-    n_iter = sampler.n_steps(n, epochs)
-    if n_iter < 1:
-        raise ValidationError(
-            f"epochs = {epochs} with batch size {sampler.expected_batch_size(n):g} and n = {n} "
-            "gives no complete mini-batch step; increase epochs."
-        )
+    stream, noise_rng = start_batches(sampler, n, epochs, random_state)
     if sigma_prime is None:
         sigma_prime = float(sampler.expected_batch_size(n))
     sensitivity = sensitivity_fn(clip, sampler) if private else 0.0
     noise_std = sigma * sensitivity
-    rng = check_random_state(random_state)
-    sampling_rng, noise_rng = rng.spawn(2)
-    stream = sampler.stream(n, sampling_rng)
 
     dtype = X.dtype
     alpha = np.zeros(n, dtype=dtype)
@@ -280,19 +194,15 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     sq_norms = _scd.row_squared_norms(X.data, X.indptr)
     last_noised = np.zeros(m, dtype=np.int32)
     zeta_buffer = np.zeros(1, dtype=np.float64)
-    column_splits = _balanced_column_splits(X, num_threads)
+    column_splits = balanced_column_splits(X, num_threads)
     loss_code = _LOSS_CODES[loss.name]
     lam_n = lam * n
     history = [] if record_history else None
     n_draws = 0
     done = 0
     bit_generator = noise_rng.bit_generator
-    for epoch, bound in enumerate(sampler.epoch_boundaries(n, epochs), start=1):
-        batch_ptr, batch_idx = stream.take(bound - done)
-        _check_batches(batch_ptr, batch_idx, n)
-        largest = int(np.diff(batch_ptr).max(initial=0))
-        if largest > zeta_buffer.shape[0]:
-            zeta_buffer = np.zeros(largest, dtype=np.float64)
+    for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
+        zeta_buffer = grow_buffer(zeta_buffer, batch_ptr)
         with bit_generator.lock:
             n_draws += _scd.run_dual_scd(
                 X.data, X.indices, X.indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
@@ -300,7 +210,6 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
                 bool(sequential), noise_std, noise_std, bool(lazy_noise), bit_generator,
                 num_threads, _PARALLEL_MIN_ROWS, column_splits,
             )
-        done = bound
         if record_history:
             history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))
         if callback is not None:
@@ -324,43 +233,13 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         sample_rate=float(sampler.sample_rate(n)),
         sampler=sampler.name,
         adjacency=sampler.adjacency,
-        event=_privacy_event(sampler, n, int(done), sigma),
+        event=sampled_gaussian_event(sampler, n, int(done), sigma),
         lazy_noise=bool(lazy_noise),
         diagnostics={"n_noise_draws": int(n_draws)},
         num_threads=num_threads,
         history=history,
         extra=extra,
     )
-
-
-def _balanced_column_splits(X, num_threads):
-    """Column ranges with about equal numbers of stored entries, one per thread.
-
-    Used only to share the work of applying Delta v; it does not change results.
-    """
-    if num_threads <= 1:
-        return None
-    m = X.shape[1]
-    cum = np.cumsum(np.bincount(X.indices, minlength=m))
-    targets = cum[-1] * np.arange(1, num_threads) / num_threads
-    inner = np.searchsorted(cum, targets, side="right")
-    return np.concatenate([[0], inner, [m]]).astype(np.int64)
-
-
-def _check_batches(batch_ptr, batch_idx, n):
-    """Guard of the nogil kernel: monotone pointers and indices inside [0, n)."""
-    if batch_ptr.ndim != 1 or batch_ptr.shape[0] < 1 or batch_ptr[0] != 0:
-        raise ValidationError("batch_ptr must be a 1-D array starting at 0.")
-    if batch_ptr[-1] != batch_idx.shape[0] or np.any(np.diff(batch_ptr) < 0):
-        raise ValidationError("batch_ptr must be non-decreasing and end at len(batch_idx).")
-    if batch_idx.size and (batch_idx.min() < 0 or batch_idx.max() >= n):
-        raise ValidationError(f"batch indices must lie in [0, {n}).")
-
-
-def _resolve_sampler(sampler, batch_size):
-    if isinstance(sampler, Sampler):
-        return sampler
-    return get_sampler(sampler, batch_size)
 
 
 # --------------------------------------------------------------------------
@@ -440,8 +319,7 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     for fixed-size sampling and shuffling; released: every noisy v and the
     final model; ``result.alpha`` is internal state, not covered).
     """
-    L = _batch_size_arg(batch_size)
-    smp = _resolve_sampler(sampler, L)
+    smp = get_sampler(sampler, check_batch_size(batch_size))
     return _run(
         X, y, algorithm="dual_dpscd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
         sigma_prime=None, clip=clip, noise_multiplier=noise_multiplier,
@@ -449,14 +327,6 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         lazy_noise=lazy_noise, box_eps=box_eps, random_state=random_state,
         num_threads=num_threads, record_history=record_history, callback=callback, extra={},
     )
-
-
-def _batch_size_arg(batch_size):
-    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
-        raise ValidationError(f"batch_size must be a positive int; got {batch_size!r}.")
-    if batch_size < 1:
-        raise ValidationError(f"batch_size must be >= 1; got {batch_size}.")
-    return int(batch_size)
 
 
 def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
@@ -490,16 +360,13 @@ def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     -----
     Privacy: as :func:`dual_dpscd` with the sensitivity above.
     """
-    L = _batch_size_arg(batch_size)
-    smp = _resolve_sampler(sampler, L)
+    smp = get_sampler(sampler, check_batch_size(batch_size))
     if not smp.fixed_size:
         raise ValidationError(
             "seq_dpscd needs fixed-size batches (sampler='shuffle' or 'fixed'): with Poisson "
             "sampling the number of sequential updates per step, and so the sensitivity, is unbounded."
         )
-    sigma_prime = _real("sigma_prime", sigma_prime)
-    if not (0.0 < sigma_prime < math.inf):
-        raise ValidationError(f"sigma_prime must be a finite number > 0; got {sigma_prime!r}.")
+    sigma_prime = check_positive("sigma_prime", sigma_prime)
     mode = seq_sensitivity
     lot = smp.batch_size
     if mode not in ("paper", "repo"):
@@ -537,8 +404,7 @@ def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle", 
     -----
     Privacy: none.  The result reveals the training data.
     """
-    L = _batch_size_arg(batch_size)
-    smp = _resolve_sampler(sampler, L)
+    smp = get_sampler(sampler, check_batch_size(batch_size))
     return _run(
         X, y, algorithm="scd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
         sigma_prime=None, clip=clip, noise_multiplier=0.0,
@@ -628,12 +494,9 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         raise ValidationError(
             "primal_dpscd needs a smooth loss ('squared' or 'logistic'); use dual_dpscd for the hinge loss."
         )
-    lam = _check_lam(lam)
-    epochs = _check_epochs(epochs)
-    sigma = _check_noise_multiplier(noise_multiplier)
+    loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip)
     private = sigma > 0.0
-    clip = _check_clip(clip, private)
-    L = _batch_size_arg(batch_size)
+    L = check_batch_size(batch_size)
     X = check_X(X)
     y, _ = check_labels(y, loss.task, n_samples=X.shape[0])
     y = np.asarray(y, dtype=np.float64)
@@ -647,7 +510,7 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
                 f"(largest {col_norms.max():.6g}); primal DP-SCD's sensitivity bound needs every "
                 "column normalised (Lemma 4). Scale each column by a public bound, or use dual_dpscd."
             )
-    smp = _resolve_sampler(sampler, L)
+    smp = get_sampler(sampler, L)
     if not smp.fixed_size:
         raise ValidationError(
             "primal_dpscd needs fixed-size coordinate batches (sampler='shuffle' or 'fixed'): "
@@ -659,15 +522,14 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         raise ValidationError(f"epochs = {epochs} gives no complete step over m = {m} coordinates.")
     sensitivity = primal_sensitivity(clip, L) if private else 0.0
     noise_std = sigma * sensitivity
-    sampling_rng, noise_rng = check_random_state(random_state).spawn(2)
+    sampling_rng, noise_rng = split_random_state(random_state)
     stream = smp.stream(m, sampling_rng)
     theta = np.zeros(m)
     v = np.zeros(n)
     history = [] if record_history else None
     done = 0
-    for epoch, bound in enumerate(smp.epoch_boundaries(m, epochs), start=1):
-        batch_ptr, batch_idx = stream.take(bound - done)
-        for t in range(bound - done):
+    for epoch, done, batch_ptr, batch_idx in epoch_batches(smp, stream, m, epochs, check=False):
+        for t in range(batch_ptr.size - 1):
             coords = batch_idx[batch_ptr[t]:batch_ptr[t + 1]]
             zeta, delta_v = _primal_step(Xc, y, theta, v, coords, loss, lam, float(L), clip)
             theta[coords] += zeta
@@ -675,7 +537,6 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
             if private:
                 theta[coords] += noise_std * noise_rng.standard_normal(coords.size)
                 v += noise_std * noise_rng.standard_normal(n)
-        done = bound
         if record_history:
             history.append({"epoch": epoch, "n_iter": done,
                             "primal_objective": primal_objective(theta, Xc, y, loss, lam)})
@@ -718,7 +579,7 @@ class _DualScdEstimatorSolver(EstimatorSolver):
             self.default_sampler = "fixed"
 
     def _sampler(self, config):
-        return _resolve_sampler(config["sampler"], config["batch_size"])
+        return get_sampler(config["sampler"], config["batch_size"])
 
     def default_clip(self, n_samples, config, loss):
         """``C = lam N / L``: the size of an unscaled coordinate step.
@@ -735,7 +596,7 @@ class _DualScdEstimatorSolver(EstimatorSolver):
     def event(self, n_samples, config, noise):
         sampler = self._sampler(config)
         sampler.check(n_samples)
-        return _privacy_event(sampler, n_samples, sampler.n_steps(n_samples, config["epochs"]),
+        return sampled_gaussian_event(sampler, n_samples, sampler.n_steps(n_samples, config["epochs"]),
                               float(noise))
 
     def run(self, X, y, *, loss, noise, config, random_state):

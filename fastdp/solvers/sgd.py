@@ -44,30 +44,27 @@ Privacy (dpsgd with noise_multiplier > 0)
   estimators through :data:`ESTIMATOR_SOLVERS`).
 """
 
-import math
-
 import numpy as np
 
 from fastdp._kernels import _glm, _sgd
 from fastdp._kernels._scd import row_squared_norms
+from fastdp._validation import check_batch_size, check_positive
 from fastdp.exceptions import FastDPError, ValidationError
-from fastdp.losses import get_loss, primal_objective
-from fastdp.privacy.events import GaussianEvent, NonPrivateEvent
+from fastdp.losses import primal_objective
+from fastdp.privacy.events import GaussianEvent
 from fastdp.sampling import get_sampler
+from fastdp.solvers._common import (
+    balanced_column_splits,
+    check_num_threads,
+    check_run_arguments,
+    epoch_batches,
+    grow_buffer,
+    prepare_data,
+    sampled_gaussian_event,
+    start_batches,
+)
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
-from fastdp.solvers.scd import (
-    _balanced_column_splits,
-    _batch_size_arg,
-    _check_batches,
-    _check_clip,
-    _check_epochs,
-    _check_noise_multiplier,
-    _check_num_threads,
-    _prepare_data,
-    _real,
-    _resolve_sampler,
-)
 
 __all__ = ["dpsgd", "sgd", "DEFAULT_LEARNING_RATE", "ESTIMATOR_SOLVERS"]
 
@@ -80,20 +77,6 @@ _LOSS_CODES = {"squared": _glm.LOSS_SQUARED, "logistic": _glm.LOSS_LOGISTIC,
                "hinge": _glm.LOSS_HINGE}
 _PARALLEL_MIN_ROWS = 256
 _REG_MODES = ("paper", "repo")
-
-
-def _check_lam(lam):
-    lam = _real("lam", lam)
-    if not (0.0 <= lam < math.inf):
-        raise ValidationError(f"lam (the L2 strength lambda) must be a finite number >= 0; got {lam!r}.")
-    return lam
-
-
-def _check_learning_rate(learning_rate):
-    eta = _real("learning_rate", learning_rate)
-    if not (0.0 < eta < math.inf):
-        raise ValidationError(f"learning_rate must be a finite number > 0; got {learning_rate!r}.")
-    return eta
 
 
 def decay_and_step(learning_rate, lam, batch_size, reg):
@@ -115,52 +98,35 @@ def decay_and_step(learning_rate, lam, batch_size, reg):
 
 def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier, learning_rate,
          reg, lazy_noise, random_state, num_threads, record_history, callback):
-    from fastdp._validation import check_random_state
-
-    loss = get_loss(loss)
-    lam = _check_lam(lam)
-    epochs = _check_epochs(epochs)
-    sigma = _check_noise_multiplier(noise_multiplier)
+    loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip,
+                                                         allow_zero_lam=True)
     private = sigma > 0.0
-    clip = _check_clip(clip, private)
-    eta = _check_learning_rate(learning_rate)
-    num_threads = _check_num_threads(num_threads)
-    X, y = _prepare_data(X, y, loss, private=False)  # clipping bounds the sensitivity
+    eta = check_positive("learning_rate", learning_rate)
+    num_threads = check_num_threads(num_threads)
+    X, y = prepare_data(X, y, loss, private=False)  # clipping bounds the sensitivity
     n, m = X.shape
-    sampler.check(n)
-    n_iter = sampler.n_steps(n, epochs)
-    if n_iter < 1:
-        raise ValidationError(
-            f"epochs = {epochs} with batch size {sampler.expected_batch_size(n):g} and n = {n} "
-            "gives no complete mini-batch step; increase epochs.")
     L = float(sampler.expected_batch_size(n))
     rho, kappa = decay_and_step(eta, lam, L, reg)
+    stream, noise_rng = start_batches(sampler, n, epochs, random_state)
     noise_std = sigma * clip if private else 0.0
-    sampling_rng, noise_rng = check_random_state(random_state).spawn(2)
-    stream = sampler.stream(n, sampling_rng)
 
     theta = np.zeros(m, dtype=np.float64)
     sq_norms = row_squared_norms(X.data, X.indptr)
     last_noised = np.zeros(m, dtype=np.int32)
     coef_buffer = np.zeros(1, dtype=np.float64)
-    column_splits = _balanced_column_splits(X, num_threads)
+    column_splits = balanced_column_splits(X, num_threads)
     loss_code = _LOSS_CODES[loss.name]
     bit_generator = noise_rng.bit_generator
     history = [] if record_history else None
     n_draws = 0
     done = 0
-    for epoch, bound in enumerate(sampler.epoch_boundaries(n, epochs), start=1):
-        batch_ptr, batch_idx = stream.take(bound - done)
-        _check_batches(batch_ptr, batch_idx, n)
-        largest = int(np.diff(batch_ptr).max(initial=0))
-        if largest > coef_buffer.shape[0]:
-            coef_buffer = np.zeros(largest, dtype=np.float64)
+    for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
+        coef_buffer = grow_buffer(coef_buffer, batch_ptr)
         with bit_generator.lock:
             n_draws += _sgd.run_sgd(
                 X.data, X.indices, X.indptr, y, sq_norms, theta, batch_ptr, batch_idx,
                 coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
                 bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits)
-        done = bound
         # theta is released (flushed) here; checking it is post-processing.
         if not np.all(np.isfinite(theta)):
             raise FastDPError(
@@ -172,7 +138,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
         if callback is not None:
             callback({"epoch": epoch, "n_iter": done, "coef": theta})
 
-    event = sampler.event(n, done, GaussianEvent(sigma)) if private else NonPrivateEvent()
+    event = sampled_gaussian_event(sampler, n, done, sigma)
     return SolverResult(
         coef=theta, alpha=None, v=None, n_iter=int(done), epochs=epochs, algorithm=algorithm,
         loss=loss.name, lam=lam, noise_multiplier=sigma, sensitivity=clip if private else 0.0,
@@ -249,9 +215,8 @@ def dpsgd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     adjacency for Poisson, replace-one for fixed-size and shuffle; released:
     every iterate).
     """
-    L = _batch_size_arg(batch_size)
     return _run(X, y, algorithm="dpsgd", loss=loss, lam=lam, epochs=epochs,
-                sampler=_resolve_sampler(sampler, L), clip=clip,
+                sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip,
                 noise_multiplier=noise_multiplier, learning_rate=learning_rate, reg=reg,
                 lazy_noise=lazy_noise, random_state=random_state, num_threads=num_threads,
                 record_history=record_history, callback=callback)
@@ -278,9 +243,8 @@ def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING
     -----
     Privacy: none.  The result reveals the training data.
     """
-    L = _batch_size_arg(batch_size)
     return _run(X, y, algorithm="sgd", loss=loss, lam=lam, epochs=epochs,
-                sampler=_resolve_sampler(sampler, L), clip=clip, noise_multiplier=0.0,
+                sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip, noise_multiplier=0.0,
                 learning_rate=learning_rate, reg=reg, lazy_noise=True,
                 random_state=random_state, num_threads=num_threads,
                 record_history=record_history, callback=callback)
