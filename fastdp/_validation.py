@@ -36,6 +36,7 @@ __all__ = [
     "check_X_y",
     "check_real",
     "check_positive",
+    "check_in_interval",
     "check_in_open_interval",
     "check_privacy_params",
     "check_random_state",
@@ -613,6 +614,39 @@ def check_positive(name, value, *, allow_inf=False):
     return value
 
 
+def check_in_interval(name, value, low, high, *, include_low=False, advice=""):
+    """Check that ``low < value < high`` (``low <= value < high`` with ``include_low``).
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the error message.
+    value : real number
+        Value to check (bools are rejected).
+    low, high : float
+        Bounds; ``high`` is always excluded.
+    include_low : bool, default=False
+        Accept ``value == low``.
+    advice : str, default=""
+        Sentence appended to the error message (what to pass instead).
+
+    Returns
+    -------
+    value : float
+
+    Raises
+    ------
+    ValidationError
+        If ``value`` is not a real number or lies outside the interval.
+    """
+    value = check_real(name, value)
+    low_ok = value >= low if include_low else value > low
+    if not (low_ok and value < high):
+        interval = f"{'[' if include_low else '('}{low:g}, {high:g})"
+        raise ValidationError(f"{name} must lie in {interval}; got {value!r}." + (f" {advice}" if advice else ""))
+    return value
+
+
 def check_in_open_interval(name, value, low, high):
     """Check that ``low < value < high``.
 
@@ -680,14 +714,10 @@ def check_privacy_params(epsilon, delta, *, allow_inf_epsilon=False, allow_zero_
             "epsilon = inf means no privacy at all, which this function does not accept. "
             "Pass a finite epsilon, or use the non-private option (private=False) if one exists."
         )
-    delta = check_real("delta", delta)
-    low_ok = delta >= 0 if allow_zero_delta else delta > 0
-    if not (low_ok and delta < 1):
-        interval = "[0, 1)" if allow_zero_delta else "(0, 1)"
-        raise ValidationError(
-            f"delta must lie in {interval}; got {delta!r}. A common choice is a value "
-            "below 1/n_samples, e.g. 1e-5."
-        )
+    delta = check_in_interval(
+        "delta", delta, 0.0, 1.0, include_low=allow_zero_delta,
+        advice="A common choice is a value below 1/n_samples, e.g. 1e-5.",
+    )
     return epsilon, delta
 
 

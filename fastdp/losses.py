@@ -39,6 +39,7 @@ import math
 import numpy as np
 from scipy.special import expit, xlogy
 
+from fastdp._validation import check_in_interval, check_real
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -57,18 +58,6 @@ __all__ = [
 
 def _f64(a):
     return np.asarray(a, dtype=np.float64)
-
-
-def _check_box_eps(box_eps, *, allow_zero):
-    b = float(box_eps)
-    low_ok = b >= 0 if allow_zero else b > 0
-    if not (low_ok and b < 0.5):
-        interval = "[0, 0.5)" if allow_zero else "(0, 0.5)"
-        raise ValidationError(
-            f"box_eps must lie in {interval}; got {box_eps!r}. The default 1e-4 matches the "
-            "reference implementation of DP-SCD."
-        )
-    return b
 
 
 class Loss:
@@ -169,6 +158,19 @@ class Loss:
 
     # ---- shared implementations ----------------------------------------------
 
+    def check_box_eps(self, box_eps):
+        """Check ``box_eps`` for this loss and return it as a float.
+
+        Any real number for the squared loss (which ignores it); the boxed
+        losses override this with their interval.
+
+        Raises
+        ------
+        ValidationError
+            If ``box_eps`` is not a real number, or is outside the loss's interval.
+        """
+        return check_real("box_eps", box_eps)
+
     def dual_term(self, alpha, y):
         """``loss*(-alpha, y)``, the per-example term of the dual objective (0 log 0 = 0)."""
         return self.conjugate(-_f64(alpha), y)
@@ -226,8 +228,16 @@ class _BoxedDualLoss(Loss):
     task = "binary"
     _box_eps_may_be_zero = True
 
+    def check_box_eps(self, box_eps):
+        """``box_eps`` in ``[0, 0.5)`` (``(0, 0.5)`` when the conjugate blows up at the box edges)."""
+        return check_in_interval(
+            "box_eps", box_eps, 0.0, 0.5, include_low=self._box_eps_may_be_zero,
+            advice=f"The {self.name} loss needs this interval; the default 1e-4 matches the "
+                   "reference implementation of DP-SCD.",
+        )
+
     def project_dual(self, alpha, y, box_eps=1e-4):
-        b = _check_box_eps(box_eps, allow_zero=self._box_eps_may_be_zero)
+        b = self.check_box_eps(box_eps)
         y = _f64(y)
         return y * np.clip(_f64(alpha) * y, b, 1.0 - b)
 
@@ -235,7 +245,7 @@ class _BoxedDualLoss(Loss):
         raise NotImplementedError
 
     def dual_coordinate_step(self, alpha_j, y_j, margin_j, s_j, box_eps=1e-4):
-        b = _check_box_eps(box_eps, allow_zero=self._box_eps_may_be_zero)
+        b = self.check_box_eps(box_eps)
         y = _f64(y_j)
         alpha_tilde = self.project_dual(alpha_j, y, b)
         step = self._unconstrained_step(alpha_tilde, y, _f64(margin_j), _f64(s_j))

@@ -59,7 +59,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _scd
-from fastdp._validation import check_batch_size, check_labels, check_positive, check_real, check_X
+from fastdp._validation import check_batch_size, check_labels, check_positive, check_X
 from fastdp.exceptions import ValidationError
 from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
 from fastdp.sampling import get_sampler
@@ -132,25 +132,6 @@ def seq_sensitivity(clip, batch_size, mode="paper"):
 
 
 # --------------------------------------------------------------------------
-# argument checks
-# --------------------------------------------------------------------------
-
-
-def _check_box_eps(box_eps, loss_name):
-    box_eps = check_real("box_eps", box_eps)
-    if loss_name == "squared":
-        return box_eps
-    low_ok = box_eps > 0.0 if loss_name == "logistic" else box_eps >= 0.0
-    if not (low_ok and box_eps < 0.5):
-        interval = "(0, 0.5)" if loss_name == "logistic" else "[0, 0.5)"
-        raise ValidationError(
-            f"box_eps must lie in {interval} for the {loss_name} loss; got {box_eps!r} "
-            "(default 1e-4, as the reference implementation)."
-        )
-    return box_eps
-
-
-# --------------------------------------------------------------------------
 # the shared driver
 # --------------------------------------------------------------------------
 
@@ -178,7 +159,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
          record_history, callback, extra):
     loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip)
     private = sigma > 0.0
-    box_eps = _check_box_eps(box_eps, loss.name)
+    box_eps = loss.check_box_eps(box_eps)
     num_threads = check_num_threads(num_threads)
     X, y = prepare_data(X, y, loss, private)
     n, m = X.shape
