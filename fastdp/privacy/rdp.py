@@ -146,6 +146,21 @@ def _segment_logsumexp(terms: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
+def _unamplified(sample_rate, orders, curve):
+    """Common start of the subsampled curves: ``(q, orders, unamplified)``.
+
+    ``q`` is the sampling rate as a float, ``orders`` a float array, and
+    ``unamplified`` the RDP without amplification: the mechanism's own curve
+    ``curve(orders)``, or 0 when ``q = 0`` (the mechanism never sees the
+    data).  Subsampling never increases RDP, so ``unamplified`` bounds the
+    amplified curve, and at ``q`` in {0, 1} it is the exact answer.
+    """
+    orders = np.asarray(orders, dtype=float)
+    q = float(sample_rate)
+    unamplified = np.zeros_like(orders) if q == 0 else np.asarray(curve(orders), dtype=float)
+    return q, orders, unamplified
+
+
 def _log1mexp(x):
     """log(1 − e^{−x}) for x > 0, stable."""
     x = np.asarray(x, dtype=float)
@@ -299,12 +314,10 @@ def rdp_poisson_gaussian(sample_rate: float, noise_multiplier: float, orders,
         How to sum the series at fractional orders: with its signs (exact) or
         with absolute values (an upper bound; dp_accounting's choice).
     """
-    orders = np.asarray(orders, dtype=float)
-    q, sigma = float(sample_rate), float(noise_multiplier)
-    if q == 0:
-        return np.zeros_like(orders)
-    if q == 1:
-        return rdp_gaussian(sigma, orders)
+    sigma = float(noise_multiplier)
+    q, orders, unamplified = _unamplified(sample_rate, orders, functools.partial(rdp_gaussian, sigma))
+    if q in (0.0, 1.0):
+        return unamplified
     out = np.empty_like(orders)
     is_int = _is_integer(orders)
     if np.any(is_int):
@@ -326,7 +339,7 @@ def rdp_poisson_gaussian(sample_rate: float, noise_multiplier: float, orders,
             log_a[stuck] = (1 - t) * np.array([at[x] for x in lo.tolist()]) + \
                 t * np.array([at[x] for x in hi.tolist()])
         out[~is_int] = log_a / (frac - 1)
-    return np.minimum(out, rdp_gaussian(sigma, orders))
+    return np.minimum(out, unamplified)
 
 
 # ---------------------------------------------------------------------------
@@ -349,13 +362,9 @@ def rdp_poisson_general(sample_rate: float, curve, orders) -> np.ndarray:
     α). The result never exceeds the unsubsampled curve (subsampling does not
     increase RDP, by joint convexity).
     """
-    orders = np.asarray(orders, dtype=float)
-    q = float(sample_rate)
-    if q == 0:
-        return np.zeros_like(orders)
-    unsampled = np.asarray(curve(orders), dtype=float)
-    if q == 1:
-        return unsampled
+    q, orders, unamplified = _unamplified(sample_rate, orders, curve)
+    if q in (0.0, 1.0):
+        return unamplified
     targets = _next_integer_orders(orders)
     uniq = np.unique(targets)
     base = np.asarray(curve(np.arange(2.0, uniq.max() + 1.0)), dtype=float)  # ε(l), l = 2..max
@@ -371,7 +380,7 @@ def rdp_poisson_general(sample_rate: float, curve, orders) -> np.ndarray:
     log_a = _segment_logsumexp(terms, starts)
     amplified = dict(zip(uniq.tolist(), (log_a / (uniq - 1.0)).tolist()))
     out = np.array([amplified[t] for t in targets.tolist()])
-    return np.minimum(out, unsampled)
+    return np.minimum(out, unamplified)
 
 
 # ---------------------------------------------------------------------------
@@ -432,18 +441,16 @@ def rdp_fixed_size_gaussian(sample_rate: float, noise_multiplier: float, orders)
     bound above), fractional orders by interpolating the cumulant (Cor. 10);
     capped by the unsampled Gaussian curve.
     """
-    orders = np.asarray(orders, dtype=float)
-    q, sigma = float(sample_rate), float(noise_multiplier)
-    if q == 0:
-        return np.zeros_like(orders)
-    if q == 1:
-        return rdp_gaussian(sigma, orders)
+    sigma = float(noise_multiplier)
+    q, orders, unamplified = _unamplified(sample_rate, orders, functools.partial(rdp_gaussian, sigma))
+    if q in (0.0, 1.0):
+        return unamplified
     floors, ceils = np.floor(orders).astype(np.int64), np.ceil(orders).astype(np.int64)
     needed = np.unique(np.concatenate([floors, ceils]))
     top = int(min(needed.max(), _WOR_EXACT_MAX_ORDER))
     log_d = _wor_gaussian_forward_differences(sigma, top + 2)
     log_a = {int(a): _wor_log_a_integer_gaussian(q, sigma, int(a), log_d) for a in needed}
-    return _interpolate_cumulant(orders, floors, ceils, log_a, rdp_gaussian(sigma, orders))
+    return _interpolate_cumulant(orders, floors, ceils, log_a, unamplified)
 
 
 def _interpolate_cumulant(orders, floors, ceils, log_a, cap):
@@ -459,13 +466,9 @@ def rdp_fixed_size_general(sample_rate: float, curve, orders, pure_epsilon: floa
     ``curve(orders)`` is the mechanism's RDP under replace-one on its sample
     and ``pure_epsilon`` its ε(∞) (``inf`` if not pure DP).
     """
-    orders = np.asarray(orders, dtype=float)
-    q = float(sample_rate)
-    if q == 0:
-        return np.zeros_like(orders)
-    unsampled = np.asarray(curve(orders), dtype=float)
-    if q == 1:
-        return unsampled
+    q, orders, unamplified = _unamplified(sample_rate, orders, curve)
+    if q in (0.0, 1.0):
+        return unamplified
     floors, ceils = np.floor(orders).astype(np.int64), np.ceil(orders).astype(np.int64)
     needed = np.unique(np.concatenate([floors, ceils]))
     top = int(needed.max())
@@ -490,7 +493,7 @@ def rdp_fixed_size_general(sample_rate: float, curve, orders, pure_epsilon: floa
                            e2 + min(_LOG2, 2.0 * log_em1))
         s[0] = 2.0 * math.log(q) + log_binom[0] + s2_inner
         log_a[alpha] = float(np.logaddexp.reduce(np.concatenate(([0.0], s))))
-    return _interpolate_cumulant(orders, floors, ceils, log_a, unsampled)
+    return _interpolate_cumulant(orders, floors, ceils, log_a, unamplified)
 
 
 # ---------------------------------------------------------------------------
