@@ -66,16 +66,64 @@ def _csr_row_ids(X):
     return np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
 
 
-def row_norms(X):
-    """L2 norm of every row of a dense array or sparse matrix (float64).
+def _row_max_abs(X):
+    """Largest absolute entry of every row (float64; 0 for empty rows)."""
+    if sp.issparse(X):
+        out = np.zeros(X.shape[0])
+        np.maximum.at(out, _csr_row_ids(X), np.abs(np.asarray(X.data, dtype=np.float64)))
+        return out
+    return np.abs(X).max(axis=1, initial=0.0).astype(np.float64)
 
-    Privacy: a per-example statistic of the private data; not for release.
-    """
-    X = _as_float_matrix(X)
+
+# Sums of squares are exact enough between these row norms; outside them the
+# squares overflow or lose precision to underflow, and the row is rescaled.
+_SAFE_NORM_RANGE = (1e-150, 1e150)
+
+
+def _plain_row_norms(X):
     if sp.issparse(X):
         squares = np.asarray(X.data, dtype=np.float64) ** 2
         return np.sqrt(np.bincount(_csr_row_ids(X), weights=squares, minlength=X.shape[0]))
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+
+
+def _extreme_rows(X, norms):
+    """Rows whose plain sum of squares overflowed or lost precision to underflow."""
+    low, high = _SAFE_NORM_RANGE
+    extreme = ~((norms >= low) & (norms <= high)) & (norms != 0.0)
+    if X.shape[0] and np.any(norms == 0.0):
+        extreme |= (norms == 0.0) & (_row_max_abs(X) > 0.0)
+    return np.flatnonzero(extreme)
+
+
+def _rescaled_rows(X, rows):
+    """Float64 copy of ``X[rows]`` with each row divided by its largest |entry|, and the scales."""
+    sub = X[rows]
+    scale = _row_max_abs(sub)
+    if sp.issparse(sub):
+        sub = sp.csr_matrix(sub, dtype=np.float64)
+        sub.data = sub.data / np.repeat(scale, np.diff(sub.indptr))
+        return sub, scale
+    return np.asarray(sub, dtype=np.float64) / scale[:, None], scale
+
+
+def row_norms(X):
+    """L2 norm of every row of a dense array or sparse matrix (float64).
+
+    Ordinary rows use the plain square root of the sum of squares (bit for
+    bit what scikit-learn computes); rows whose norm lies outside
+    ``[1e-150, 1e150]`` are rescaled by their largest entry first, so that
+    neither overflow nor underflow changes the result.
+
+    Privacy: a per-example statistic of the private data; not for release.
+    """
+    X = _as_float_matrix(X)
+    norms = _plain_row_norms(X)
+    rows = _extreme_rows(X, norms)
+    if rows.size:
+        sub, scale = _rescaled_rows(X, rows)
+        norms[rows] = scale * _plain_row_norms(sub)
+    return norms
 
 
 def _scale_rows(X, factors):
@@ -109,13 +157,28 @@ def normalize_rows(X):
         Row norms are 1 up to floating-point rounding (a few ulp).
     """
     X = _as_float_matrix(X)
-    norms = row_norms(X)
-    norms[norms == 0.0] = 1.0
+    plain = _plain_row_norms(X)
+    norms = np.where(plain == 0.0, 1.0, plain)
     if sp.issparse(X):
         out = X.copy()
         out.data = (out.data / np.repeat(norms, np.diff(out.indptr))).astype(X.dtype, copy=False)
-        return out
-    return (X / norms[:, None]).astype(X.dtype, copy=False)
+    else:
+        out = (X / norms[:, None]).astype(X.dtype, copy=False)
+    rows = _extreme_rows(X, plain)
+    if rows.size:
+        # divide by the largest entry first (exact scale), then by the norm of
+        # the rescaled row, which is ordinary: no overflow, no lost precision.
+        sub, _ = _rescaled_rows(X, rows)
+        sub_norms = _plain_row_norms(sub)
+        if sp.issparse(out):
+            unit = sp.csr_matrix(sub)
+            unit.data = unit.data / np.repeat(sub_norms, np.diff(unit.indptr))
+            out = out.tolil()
+            out[rows] = unit.astype(X.dtype)
+            out = out.tocsr()
+        else:
+            out[rows] = (sub / sub_norms[:, None]).astype(X.dtype)
+    return out
 
 
 def clip_rows(X, max_norm=1.0):

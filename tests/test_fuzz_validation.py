@@ -223,21 +223,22 @@ def test_row_scaling_keeps_its_promise(X, which):
     assert np.all(norms <= 1.0 + tolerance)
     if which == "normalize":
         # rows whose sum of squares is representable come out with unit norm
-        # (extreme rows: see the xfail test below)
+        # (extreme rows: see test_normalize_rows_extreme_magnitudes)
         true_norms = np.sqrt((dense_in.astype(np.longdouble) ** 2).sum(axis=1))
         ordinary = (true_norms > 1e-150) & (true_norms < 1e150)
         assert np.allclose(norms[ordinary], 1.0, rtol=tolerance, atol=0), (
             f"rows lost their unit norm: {norms[ordinary]} from {dense_in}")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (reported): normalize_rows squares the entries "
-                   "without rescaling, so rows with entries beyond ~1e154 overflow to norm inf "
-                   "and become zero, and rows below ~1e-154 underflow to norm 0 and stay tiny. "
-                   "Privacy is kept (norm <= 1) but the data is silently changed.")
-@pytest.mark.parametrize("value", [1e-300, 1e200])
-def test_normalize_rows_extreme_magnitudes(value):
-    out = normalize_rows(np.array([[value, value]]))
-    assert np.isclose(float(np.sqrt((out.astype(np.longdouble) ** 2).sum())), 1.0)
+@pytest.mark.parametrize("value", [1e-300, 5e-324, 1e200, 1e307])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_normalize_rows_extreme_magnitudes(value, sparse):
+    X = np.array([[value, value], [3.0, 4.0], [0.0, 0.0]])
+    out = normalize_rows(sp.csr_matrix(X) if sparse else X)
+    out = out.toarray() if sparse else out
+    norms = np.sqrt((out.astype(np.longdouble) ** 2).sum(axis=1))
+    np.testing.assert_allclose(norms.astype(float), [1.0, 1.0, 0.0], rtol=1e-12)
+    np.testing.assert_allclose(out[1], [0.6, 0.8], rtol=1e-15)
 
 
 # ----------------------------------------------------------------------------
