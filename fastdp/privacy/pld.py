@@ -81,10 +81,14 @@ class _PldComposer:
             for inner in event.events:
                 self.compose(inner, count)
         elif isinstance(event, dpa.GaussianDpEvent):
+            # fastdp's GaussianEvent(sigma) has std sigma x (the sensitivity under
+            # its own adjacency), so its privacy loss is the symmetric unit-
+            # sensitivity Gaussian under either relation.  dp_accounting's PLD
+            # would double the sensitivity for REPLACE_ONE (its RDP does not).
             self._add(pld.from_gaussian_mechanism(
                 standard_deviation=event.noise_multiplier / math.sqrt(count),
                 value_discretization_interval=self.vdi,
-                neighboring_relation=self.relation))
+                neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE))
         elif isinstance(event, dpa.LaplaceDpEvent):
             self._add(pld.from_laplace_mechanism(
                 parameter=event.noise_multiplier,

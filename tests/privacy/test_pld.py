@@ -88,10 +88,20 @@ def test_laplace_and_composed_events_match_dp_accounting():
     assert PLDAccountant(1e-3).epsilon(event, 1e-6) == direct(event, 1e-6, 1e-3)
 
 
-def test_replace_one_events_use_replace_one_relation():
+def test_replace_one_gaussian_is_stated_against_its_own_sensitivity():
+    """GaussianEvent(sigma, replace_one): std = sigma x replace-one sensitivity.
+
+    Its loss is the unit-sensitivity Gaussian, so its epsilon equals the
+    add/remove event's and, for one release at sigma = 1, the analytic value
+    4.377178095681 (dp_accounting's REPLACE_ONE PLD would double the
+    sensitivity and report 9.997).
+    """
+    one = PLDAccountant(1e-4).epsilon(ev.GaussianEvent(1.0, adjacency="replace_one"), 1e-5)
+    assert one == pytest.approx(4.377178095681, abs=1e-6)
     event = ev.SelfComposedEvent(ev.GaussianEvent(3.0, adjacency="replace_one"), 20)
+    same = ev.SelfComposedEvent(ev.GaussianEvent(3.0), 20)
+    assert PLDAccountant(1e-3).epsilon(event, 1e-5) == PLDAccountant(1e-3).epsilon(same, 1e-5)
     relation = dp_accounting.NeighboringRelation.REPLACE_ONE
-    assert PLDAccountant(1e-3).epsilon(event, 1e-5) == direct(event, 1e-5, 1e-3, relation)
     # pure events become randomized response, which dp_accounting takes only under replace-one
     pure = ev.PureEvent(0.2, adjacency="replace_one")
     assert PLDAccountant(1e-3).epsilon(pure, 1e-5) == direct(pure, 1e-5, 1e-3, relation)
