@@ -56,7 +56,14 @@ _MAGIC_DECOMPRESSORS = (
 def _decompress_if_needed(raw):
     for magic, decompress in _MAGIC_DECOMPRESSORS:
         if raw[: len(magic)] == magic:
-            return decompress(raw)
+            try:
+                return decompress(raw)
+            except (EOFError, OSError, ValueError, lzma.LZMAError) as exc:
+                raise ValidationError(
+                    f"the file starts like a compressed file ({decompress.__module__}) but "
+                    f"cannot be decompressed: {exc}. It is probably truncated or corrupt; "
+                    "download or copy it again."
+                ) from exc
     return raw
 
 
