@@ -161,23 +161,10 @@ def _full_multiply(a, b):
 def _leading_zeros(w):
     """Number of leading zero bits of a non-zero uint64."""
     n = 0
-    if (w >> np.uint64(32)) == _U0:
-        n += 32
-        w = w << np.uint64(32)
-    if (w >> np.uint64(48)) == _U0:
-        n += 16
-        w = w << np.uint64(16)
-    if (w >> np.uint64(56)) == _U0:
-        n += 8
-        w = w << np.uint64(8)
-    if (w >> np.uint64(60)) == _U0:
-        n += 4
-        w = w << np.uint64(4)
-    if (w >> np.uint64(62)) == _U0:
-        n += 2
-        w = w << np.uint64(2)
-    if (w >> np.uint64(63)) == _U0:
-        n += 1
+    for bits in (32, 16, 8, 4, 2, 1):  # binary search; a constant trip count, unrolled by LLVM
+        if (w >> np.uint64(64 - bits)) == _U0:
+            n += bits
+            w = w << np.uint64(bits)
     return n
 
 
@@ -262,41 +249,46 @@ def _parse_exponent(buf, i, end):
     return True, -e if negative else e
 
 
-@njit(cache=True)
-def _parse_float_long(buf, i, end, negative, pow5_hi, pow5_lo, pow10):
-    """Slow path for more than 19 digits: skip leading zeros, allow up to 19
-    significant digits; NaN when the token needs Python's ``float()``."""
-    w = _U0
-    n_sig = 0
-    exp10 = 0
-    n_digits = 0
+@njit(cache=True, inline="always")
+def _read_significant_digits(buf, i, end, w, n_sig):
+    """Read the run of digits starting at ``buf[i]`` into ``w``, skipping leading zeros.
+
+    ``w`` and ``n_sig`` carry on from an earlier run (the integer part before
+    the fraction).  Returns ``(i, w, n_sig, n_read)``: the position after the
+    run, the accumulated significand, its number of significant digits, and
+    the number of digits read; ``n_sig = -1`` when a 20th significant digit
+    appears (the token then needs Python's ``float()``).
+    """
+    n_read = 0
     while i < end:
         c = buf[i]
         if c < 48 or c > 57:
             break
-        n_digits += 1
+        n_read += 1
         if w != _U0 or c != 48:
             if n_sig == 19:
-                return np.nan
+                return i, w, -1, n_read
             w = w * np.uint64(10) + np.uint64(c - 48)
             n_sig += 1
         i += 1
-    if i < end and buf[i] == 46:
-        i += 1
-        while i < end:
-            c = buf[i]
-            if c < 48 or c > 57:
-                break
-            n_digits += 1
-            if w != _U0 or c != 48:
-                if n_sig == 19:
-                    return np.nan
-                w = w * np.uint64(10) + np.uint64(c - 48)
-                n_sig += 1
-            exp10 -= 1
-            i += 1
-    if n_digits == 0:
+    return i, w, n_sig, n_read
+
+
+@njit(cache=True)
+def _parse_float_long(buf, i, end, negative, pow5_hi, pow5_lo, pow10):
+    """Slow path for more than 19 digits: skip leading zeros, allow up to 19
+    significant digits; NaN when the token needs Python's ``float()``."""
+    i, w, n_sig, n_integer = _read_significant_digits(buf, i, end, _U0, 0)
+    if n_sig < 0:
         return np.nan
+    n_fraction = 0
+    if i < end and buf[i] == 46:
+        i, w, n_sig, n_fraction = _read_significant_digits(buf, i + 1, end, w, n_sig)
+        if n_sig < 0:
+            return np.nan
+    if n_integer + n_fraction == 0:
+        return np.nan
+    exp10 = -n_fraction
     if i < end:
         ok, e = _parse_exponent(buf, i, end)
         if not ok:
