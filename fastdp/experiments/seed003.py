@@ -296,6 +296,24 @@ def _fmt(v, digits=3):
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
 
 
+def _epsilon_header(epsilons, *columns):
+    """Header and rule of a markdown table: the given first columns, then one column per ε."""
+    return ["| " + " | ".join(columns) + " | " + " | ".join(f"ε={e}" for e in epsilons) + " |",
+            "|" + "---|" * (len(columns) + len(epsilons))]
+
+
+def _algorithm_table(epsilons, value):
+    """Markdown table of the private algorithms against ε; ``value(alg, eps)`` fills a cell."""
+    return _epsilon_header(epsilons, "algorithm") + [
+        f"| {alg} | " + " | ".join(_fmt(value(alg, e)) for e in epsilons) + " |" for alg in PRIVATE]
+
+
+def _claims_table(claims):
+    """Markdown table of ``(claim, held, detail)`` triples."""
+    return ["| claim | held | detail |", "|---|---|---|"] + [
+        f"| {claim} | {'yes' if held else 'no'} | {detail} |" for claim, held, detail in claims]
+
+
 def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elapsed, quick):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -311,18 +329,10 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elap
             nonp = grid.get((ds, loss, "NON-PRIVATE", None), {})
             lines += [f"## {ds}, {'logistic regression' if loss == 'logistic' else 'SVM (hinge)'}",
                       "", f"MAJORITY {_fmt(maj)} (paper Table 1: {TABLE1_MAJORITY[ds]}); "
-                      f"NON-PRIVATE {_fmt(nonp.get('acc'))} (objective {_fmt(nonp.get('obj'))}).", "",
-                      "| algorithm | " + " | ".join(f"ε={e}" for e in epsilons) + " |",
-                      "|---|" + "---|" * len(epsilons)]
-            for alg in PRIVATE:
-                row = [_fmt(_acc(grid, ds, loss, alg, e)) for e in epsilons]
-                lines.append(f"| {alg} | " + " | ".join(row) + " |")
-            lines += ["", "Objective (mean training loss):", "",
-                      "| algorithm | " + " | ".join(f"ε={e}" for e in epsilons) + " |",
-                      "|---|" + "---|" * len(epsilons)]
-            for alg in PRIVATE:
-                row = [_fmt(grid.get((ds, loss, alg, e), {}).get("obj")) for e in epsilons]
-                lines.append(f"| {alg} | " + " | ".join(row) + " |")
+                      f"NON-PRIVATE {_fmt(nonp.get('acc'))} (objective {_fmt(nonp.get('obj'))}).", ""]
+            lines += _algorithm_table(epsilons, lambda alg, e: _acc(grid, ds, loss, alg, e))
+            lines += ["", "Objective (mean training loss):", ""]
+            lines += _algorithm_table(epsilons, lambda alg, e: grid.get((ds, loss, alg, e), {}).get("obj"))
             lines += ["", "Run statistics (means): iterations / CHEB or GradAvg calls / final "
                       "ρ_grad / final ε_BT / ε spent:", ""]
             for alg in ("DP-BLSGD", "DP-BLSGD-AC", "DP-BLGD"):
@@ -336,9 +346,8 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elap
                                      f"{info.get('epsilon_spent', 0):.3f}")
                 lines.append(f"- {alg}: " + "; ".join(parts))
             lines.append("")
-    lines += ["## The paper's qualitative claims", "", "| claim | held | detail |", "|---|---|---|"]
-    for claim, held, detail in check_claims(grid, datasets, losses, epsilons):
-        lines.append(f"| {claim} | {'yes' if held else 'no'} | {detail} |")
+    lines += ["## The paper's qualitative claims", ""]
+    lines += _claims_table(check_claims(grid, datasets, losses, epsilons))
     try:
         _write_figures(out_dir, grid, datasets, losses, epsilons)
         lines += ["", "Figures: `seed003_<dataset>_<loss>.png` (accuracy and objective against ε)."]
@@ -437,9 +446,8 @@ def run_sweeps(*, folds=2, runs=1, epsilons=SWEEP_EPSILONS, sweeps=None, data_ho
 
 def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
     """Markdown lines for :func:`run_sweeps` (Fig. 1 claims C1–C7, Fig. 2 claim C5)."""
-    lines = ["## Fig. 1 sweeps (Adult, logistic regression, DP-BLSGD)", "",
-             "| setting | value | " + " | ".join(f"ε={e}" for e in epsilons) + " |",
-             "|---|---|" + "---|" * len(epsilons)]
+    lines = ["## Fig. 1 sweeps (Adult, logistic regression, DP-BLSGD)", ""]
+    lines += _epsilon_header(epsilons, "setting", "value")
     names = sorted({k[0] for k in fig1}, key=list(SWEEPS).index)
     for name in names:
         for value in SWEEPS[name]:
@@ -485,8 +493,7 @@ def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
                        fig1[("zeta", 0.05, lo)] > fig1[("zeta", 0.0, lo)],
                        f"{fig1[('zeta', 0.05, lo)]:.3f} vs {fig1[('zeta', 0.0, lo)]:.3f}"))
     if claims:
-        lines += ["", "| claim | held | detail |", "|---|---|---|"]
-        lines += [f"| {c} | {'yes' if h else 'no'} | {d} |" for c, h, d in claims]
+        lines += [""] + _claims_table(claims)
     return lines
 
 
