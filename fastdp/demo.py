@@ -64,7 +64,7 @@ def _real_data_run(epsilon, seed):
           f"   time {ref_time:.2f}s")
     for eps in epsilon:
         model = DPLogisticRegression(epsilon=eps, alpha=alpha, batch_size=min(1000, n // 10),
-                                     epochs=10, random_state=seed).fit(X_tr, y_tr)
+                                     epochs=30, random_state=seed).fit(X_tr, y_tr)
         print(f"   DP-SCD  eps={model.epsilon_:.4f}  delta={model.delta_:.2e}  "
               f"sigma={model.noise_multiplier_:.4f}  sampler={model.sampler_}  "
               f"T={model.n_iter_}  test accuracy {model.score(X_te, y_te):.4f}  "

@@ -109,6 +109,7 @@ class _DPLinearModel(BaseEstimator):
         normalize=False,
         ledger=None,
         record_history=False,
+        callback=None,
         lazy_noise=True,
         num_threads=None,
         random_state=None,
@@ -128,6 +129,7 @@ class _DPLinearModel(BaseEstimator):
         self.normalize = normalize
         self.ledger = ledger
         self.record_history = record_history
+        self.callback = callback
         self.lazy_noise = lazy_noise
         self.num_threads = num_threads
         self.random_state = random_state
@@ -237,6 +239,17 @@ class _DPLinearModel(BaseEstimator):
                 f"solver {self.solver!r} does not support the {self._loss} loss of "
                 f"{type(self).__name__}; it supports {list(solver.losses)}.")
         config = self._solver_config(solver, batch_size)
+        if self.callback is not None and not callable(self.callback):
+            raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
+        if self.callback is not None and not solver.supports_callback:
+            raise ValidationError(f"solver {self.solver!r} does not take a per-epoch callback.")
+        progress = None
+        if self.verbose and solver.supports_callback:
+            from fastdp.progress import EpochProgress
+
+            progress = EpochProgress(total=math.ceil(self.epochs), desc=f"{self.solver} epochs",
+                                     callback=self.callback)
+            config["callback"] = progress
         config["n_features"] = int(X.shape[1])  # public (part of the data's schema)
         config["loss"] = self._loss
         if isinstance(self.clip, str):
@@ -258,15 +271,30 @@ class _DPLinearModel(BaseEstimator):
         if self.ledger is not None:
             # Reserved before training: a fit over budget raises here and releases nothing.
             reservation = self.ledger.reserve(planned_event, label=type(self).__name__)
+        released_states = []
+        if config.get("callback") is not None:
+            user_callback = config["callback"]
+
+            def callback(state):
+                released_states.append(state["epoch"])
+                user_callback(state)
+
+            config["callback"] = callback
         try:
             result = solver.run(X, y, loss=self._loss, noise=noise, config=config,
                                 random_state=check_random_state(self.random_state))
             if result.event != planned_event:  # internal consistency guard
                 raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
-        except KeyboardInterrupt:
-            # Interrupted by the user: nothing was released, so nothing is charged.
+        except KeyboardInterrupt as exc:
+            # Interrupted by the user: unless a callback already saw a released
+            # (noisy) state, nothing was released, so nothing is charged.
             if reservation is not None:
-                reservation.cancel()
+                if released_states:
+                    reservation.commit()
+                    exc.add_note("fastdp: the privacy ledger keeps this fit's charge: the "
+                                 "callback already received released states.")
+                else:
+                    reservation.cancel()
             raise
         except BaseException as exc:
             # Any other failure may depend on the private data: the charge stays.
@@ -275,6 +303,9 @@ class _DPLinearModel(BaseEstimator):
                 exc.add_note("fastdp: the privacy ledger keeps this fit's charge (a failure "
                              "during training can depend on the private data).")
             raise
+        finally:
+            if progress is not None:
+                progress.close()
         if reservation is not None:
             reservation.commit()
 
@@ -314,6 +345,7 @@ class _DPLinearModel(BaseEstimator):
             "lazy_noise": self.lazy_noise,
             "num_threads": self.num_threads,
             "record_history": self.record_history,
+            "callback": self.callback,
             "options": options,
         }
 
@@ -373,6 +405,10 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         Charged with the fit's event before training; refuses fits over budget.
     record_history : bool, default=False
         Record per-epoch objectives in ``history_`` (non-private diagnostics).
+    callback : callable or None, default=None
+        Called after every epoch with a dict of the released state (``epoch``,
+        ``n_iter``, ``coef``); for solvers that support it (DP-SCD, DP-SGD).
+        It sees only what the mechanism releases, so it costs no privacy.
     lazy_noise : bool, default=True
         Lazy (exact) noise in the kernel; ``False`` uses the eager path.
     num_threads : int or None, default=None
@@ -380,7 +416,8 @@ class DPRidge(RegressorMixin, _DPLinearModel):
     random_state : int, numpy Generator or None, default=None
         Seed of the sampling and noise streams.
     verbose : int, default=0
-        Print a privacy report after fitting.
+        Show a per-epoch progress bar (on a terminal) and print a privacy
+        report after fitting.
 
     Attributes
     ----------

@@ -38,10 +38,14 @@ def _interrupt_after_epochs(monkeypatch, epochs, exception):
     seen = []
 
     def interrupted(*args, **kwargs):
+        estimator_callback = kwargs.pop("callback", None)
+
         def callback(state):
             seen.append(state["epoch"])
             if state["epoch"] >= epochs:
                 raise exception
+            if estimator_callback is not None:
+                estimator_callback(state)
 
         return original(*args, callback=callback, **kwargs)
 
@@ -111,6 +115,7 @@ LONG_FIT = """
         def callback(state):
             if state["epoch"] == 1:
                 print("training", flush=True)
+        kwargs.pop("callback", None)
         return original(*args, callback=callback, **kwargs)
 
     scd.dual_dpscd = announced
@@ -178,3 +183,16 @@ def test_real_signals_during_a_fit(tmp_path):
     killed = PrivacyLedger.load(killed_path)
     assert len(killed.pending()) == 1 and killed.pending()[0].label == "DPRidge"
     assert killed.spent() > 0
+
+
+def test_interrupt_after_a_callback_saw_released_states_keeps_the_charge(monkeypatch):
+    """Once a user callback received a released (noisy) state, stopping costs the budget."""
+    ledger = PrivacyLedger(5.0, 1e-5)
+    X, y = _data()
+    _interrupt_after_epochs(monkeypatch, 3, KeyboardInterrupt())
+    seen = []
+    model = DPRidge(epsilon=1.0, epochs=5, ledger=ledger, random_state=0, callback=seen.append)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X, y)
+    assert len(seen) == 2
+    assert len(ledger.entries) == 1 and not ledger.pending()

@@ -300,3 +300,25 @@ def test_line_search_alias(binary_data):
     b = DPLogisticRegression(solver="dp_blsgd", epsilon=2.0, random_state=0).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.epsilon_ <= 2.0
+
+
+def test_callback_sees_every_epoch_and_only_released_state(binary_data):
+    X, y = binary_data
+    seen = []
+    est = DPLogisticRegression(epsilon=1.0, batch_size=40, epochs=3, callback=seen.append,
+                               random_state=0).fit(X, y)
+    assert [s["epoch"] for s in seen] == [1, 2, 3]
+    assert all("alpha" not in s for s in seen)
+    np.testing.assert_allclose(seen[-1]["coef"], est.coef_[0])
+    with pytest.raises(ValidationError, match="callback"):
+        DPLogisticRegression(callback="not callable").fit(X, y)
+    with pytest.raises(ValidationError, match="callback"):
+        DPLogisticRegression(solver="output", callback=seen.append).fit(X, y)
+
+
+def test_verbose_prints_privacy_report(binary_data, capsys):
+    X, y = binary_data
+    DPLogisticRegression(epsilon=1.0, batch_size=40, epochs=1, verbose=1,
+                         random_state=0).fit(X, y)
+    out = capsys.readouterr().out
+    assert "epsilon=" in out and "sigma=" in out

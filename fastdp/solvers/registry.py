@@ -15,7 +15,7 @@ estimator then always does the same four things, whatever the solver:
 
 ``config`` is a plain dict with the estimator's resolved settings:
 ``lam`` (float), ``batch_size`` (int), ``epochs``, ``clip``, ``sampler``
-(name), ``lazy_noise``, ``num_threads``, ``record_history``, ``n_features``, ``loss`` and
+(name), ``lazy_noise``, ``num_threads``, ``record_history``, ``callback``, ``n_features``, ``loss`` and
 ``options`` (the estimator's ``solver_options`` dict, solver-specific).
 """
 
@@ -44,6 +44,9 @@ class EstimatorSolver:
         Keys of ``solver_options`` the solver understands (others are rejected).
     default_sampler : str
         Sampler used when the estimator's ``sampler`` is None.
+    supports_callback : bool
+        Whether :meth:`run` passes ``config["callback"]`` (called after every
+        epoch with the released state) to the solver.
     """
 
     name = "solver"
@@ -51,6 +54,7 @@ class EstimatorSolver:
     noise_name = "noise_multiplier"
     options = ()
     default_sampler = "poisson"
+    supports_callback = False
 
     def check_options(self, options):
         """Reject unknown ``solver_options`` keys with a clear error."""

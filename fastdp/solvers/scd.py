@@ -550,6 +550,7 @@ class _DualScdEstimatorSolver(EstimatorSolver):
     """
 
     options = ("box_eps",)
+    supports_callback = True
 
     def __init__(self, name, sequential):
         self.name = name
@@ -586,7 +587,7 @@ class _DualScdEstimatorSolver(EstimatorSolver):
             batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
             sampler=self._sampler(config), lazy_noise=config["lazy_noise"],
             random_state=random_state, record_history=config["record_history"],
-            **config["options"],
+            callback=config.get("callback"), **config["options"],
         )
         if self.sequential:
             return seq_dpscd(X, y, **kwargs)

@@ -264,6 +264,8 @@ class DPSGDEstimatorSolver(EstimatorSolver):
     ``GaussianEvent(sigma)`` (add/remove sensitivity C).
     """
 
+    supports_callback = True
+
     name = "dpsgd"
     losses = ("squared", "logistic", "hinge")
     noise_name = "noise_multiplier"
@@ -283,7 +285,8 @@ class DPSGDEstimatorSolver(EstimatorSolver):
             sampler=config["sampler"], reg=options.get("reg", "paper"),
             lazy_noise=config.get("lazy_noise", True), random_state=random_state,
             num_threads=config.get("num_threads"),
-            record_history=config.get("record_history", False))
+            record_history=config.get("record_history", False),
+            callback=config.get("callback"))
 
 
 class SGDEstimatorSolver(DPSGDEstimatorSolver):
@@ -315,7 +318,8 @@ class SGDEstimatorSolver(DPSGDEstimatorSolver):
             learning_rate=options.get("learning_rate", DEFAULT_LEARNING_RATE),
             sampler=config["sampler"], reg=options.get("reg", "paper"),
             random_state=random_state, num_threads=config.get("num_threads"),
-            record_history=config.get("record_history", False))
+            record_history=config.get("record_history", False),
+            callback=config.get("callback"))
 
 
 ESTIMATOR_SOLVERS = {"dpsgd": DPSGDEstimatorSolver(), "sgd": SGDEstimatorSolver()}
