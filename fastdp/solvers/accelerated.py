@@ -232,14 +232,33 @@ def _step(name, step_size):
     return _positive(name, step_size)
 
 
+def _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m):
+    """The user's ``laplace_scales``, or the uniform split of ε over the T steps."""
+    if laplace_scales is not None:
+        return _explicit_scales(laplace_scales, T)
+    return acc.uniform_scales(S, eps, T, n, m)
+
+
+def _momentum(momentum, step_size, strong_convexity):
+    """β in [0, 1): the given momentum, or (1 − √(μα))/(1 + √(μα)) from μ (spec B5)."""
+    if momentum is None:
+        if strong_convexity is None:
+            raise ValidationError(
+                "give momentum, or strong_convexity for the default β = (1−√(μα))/(1+√(μα))")
+        momentum = sch.nag_momentum(step_size, strong_convexity)
+    beta = float(momentum)
+    if not 0.0 <= beta < 1.0:
+        raise ValidationError(f"momentum must lie in [0, 1); got {momentum!r}")
+    return beta
+
+
 def plan_gd(*, n_samples, sensitivity, epsilon, n_iter, step_size, batch_size=None,
             laplace_scales=None, noise_convention="paper"):
     """Plan of DP-GD / DP-SGD (Algorithm 1): uniform budget, b = S1/(m ε0)."""
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
     alpha = _step("step_size", step_size)
-    scales = (_explicit_scales(laplace_scales, T) if laplace_scales is not None
-              else acc.uniform_scales(S, eps, T, n, m))
+    scales = _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m)
     return AcceleratedPlan(
         algorithm="dp_gd", step_sizes=np.full(T, alpha), momenta=np.zeros(T),
         restarts=np.zeros(T, dtype=bool), extrapolate=False, nominal_scales=scales,
@@ -259,15 +278,8 @@ def plan_heavy_ball(*, n_samples, sensitivity, epsilon, n_iter, step_size, momen
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
     alpha = _step("step_size", step_size)
-    if momentum is None:
-        if strong_convexity is None:
-            raise ValidationError("give momentum, or strong_convexity for the default β")
-        momentum = sch.nag_momentum(alpha, strong_convexity)
-    beta = float(momentum)
-    if not 0.0 <= beta < 1.0:
-        raise ValidationError(f"momentum must lie in [0, 1); got {momentum!r}")
-    scales = (_explicit_scales(laplace_scales, T) if laplace_scales is not None
-              else acc.uniform_scales(S, eps, T, n, m))
+    beta = _momentum(momentum, alpha, strong_convexity)
+    scales = _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m)
     return AcceleratedPlan(
         algorithm="dp_heavy_ball", step_sizes=np.full(T, alpha), momenta=np.full(T, beta),
         restarts=np.zeros(T, dtype=bool), extrapolate=False, nominal_scales=scales,
@@ -285,10 +297,19 @@ def _default_constants(bound_constants, noise_convention):
     return bound_constants
 
 
-def _optimised_scales(step_sizes, stages, *, smoothness, strong_convexity, n_features, S, n, m,
-                      eps, allocation, alter_horizon, initial_error, constants):
-    """(T', nominal scales of the T' steps) of Algorithm 4."""
+def _allocated_scales(laplace_scales, allocation, step_sizes, stages, *, smoothness,
+                      strong_convexity, n_features, S, n, m, eps, alter_horizon, initial_error,
+                      constants):
+    """(T', nominal scales of the T' steps) of Algorithms 3-5.
+
+    The user's ``laplace_scales`` or the uniform split (``allocation="uniform"``
+    or ε = ∞) keep T' = T; otherwise Algorithm 4's optimised allocation.
+    """
     T = step_sizes.size
+    if laplace_scales is not None or allocation == "uniform" or math.isinf(eps):
+        return T, _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m)
+    if smoothness is None or strong_convexity is None:
+        raise ValidationError(f"allocation={allocation!r} needs smoothness and strong_convexity")
     horizon = T
     if alter_horizon:
         horizon = sch.choose_horizon(step_sizes, stages, smoothness, strong_convexity,
@@ -302,6 +323,12 @@ def _optimised_scales(step_sizes, stages, *, smoothness, strong_convexity, n_fea
         budgets = sch.numerical_allocation(log_a, S, n, m, eps)
     scales = np.array([acc.b_for_eps(S, e, n, m) for e in budgets])
     return horizon, scales
+
+
+def _allocation_labels(laplace_scales, allocation, constants):
+    """The plan's ``allocation`` and ``bound_constants`` fields (constants only if used)."""
+    return {"allocation": "explicit" if laplace_scales is not None else allocation,
+            "bound_constants": constants if allocation != "uniform" else None}
 
 
 def _check_allocation(allocation, alter_horizon, laplace_scales):
@@ -332,34 +359,18 @@ def plan_nesterov(*, n_samples, sensitivity, epsilon, n_iter, step_size, strong_
                                     noise_convention)
     alpha = _step("step_size", step_size)
     alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
-    if momentum is None:
-        if strong_convexity is None:
-            raise ValidationError("give momentum, or strong_convexity for β = (1−√(μα))/(1+√(μα))")
-        momentum = sch.nag_momentum(alpha, strong_convexity)
-    beta = float(momentum)
-    if not 0.0 <= beta < 1.0:
-        raise ValidationError(f"momentum must lie in [0, 1); got {momentum!r}")
+    beta = _momentum(momentum, alpha, strong_convexity)
     constants = _default_constants(bound_constants, noise_convention)
-    horizon = T
-    if laplace_scales is not None:
-        scales = _explicit_scales(laplace_scales, T)
-    elif allocation == "uniform" or math.isinf(eps):
-        scales = acc.uniform_scales(S, eps, T, n, m)
-    else:
-        if smoothness is None or strong_convexity is None:
-            raise ValidationError(f"allocation={allocation!r} needs smoothness and strong_convexity")
-        horizon, scales = _optimised_scales(
-            np.full(T, alpha), np.ones(T, dtype=np.int64), smoothness=smoothness,
-            strong_convexity=strong_convexity, n_features=n_features, S=S, n=n, m=m, eps=eps,
-            allocation=allocation, alter_horizon=alter_horizon, initial_error=initial_error,
-            constants=constants)
+    horizon, scales = _allocated_scales(
+        laplace_scales, allocation, np.full(T, alpha), np.ones(T, dtype=np.int64),
+        smoothness=smoothness, strong_convexity=strong_convexity, n_features=n_features, S=S, n=n,
+        m=m, eps=eps, alter_horizon=alter_horizon, initial_error=initial_error, constants=constants)
     return AcceleratedPlan(
         algorithm="dp_nesterov", step_sizes=np.full(horizon, alpha), momenta=np.full(horizon, beta),
         restarts=np.zeros(horizon, dtype=bool), extrapolate=True, nominal_scales=scales,
         n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
         noise_convention=noise_convention,
-        allocation="explicit" if laplace_scales is not None else allocation,
-        bound_constants=constants if allocation != "uniform" else None)
+        **_allocation_labels(laplace_scales, allocation, constants))
 
 
 def plan_masg(*, n_samples, sensitivity, epsilon, n_iter, smoothness, strong_convexity,
@@ -377,25 +388,17 @@ def plan_masg(*, n_samples, sensitivity, epsilon, n_iter, smoothness, strong_con
     alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
     schedule = sch.masg_schedule(T, smoothness, strong_convexity, step_multiplier, n1, n1_rounding, p)
     constants = _default_constants(bound_constants, noise_convention)
-    horizon = T
-    if laplace_scales is not None:
-        scales = _explicit_scales(laplace_scales, T)
-    elif allocation == "uniform" or math.isinf(eps):
-        scales = acc.uniform_scales(S, eps, T, n, m)
-    else:
-        horizon, scales = _optimised_scales(
-            schedule["step_sizes"], schedule["stages"], smoothness=smoothness,
-            strong_convexity=strong_convexity, n_features=n_features, S=S, n=n, m=m, eps=eps,
-            allocation=allocation, alter_horizon=alter_horizon, initial_error=initial_error,
-            constants=constants)
+    horizon, scales = _allocated_scales(
+        laplace_scales, allocation, schedule["step_sizes"], schedule["stages"],
+        smoothness=smoothness, strong_convexity=strong_convexity, n_features=n_features, S=S, n=n,
+        m=m, eps=eps, alter_horizon=alter_horizon, initial_error=initial_error, constants=constants)
     cut = slice(0, horizon)
     return AcceleratedPlan(
         algorithm="dp_masg", step_sizes=schedule["step_sizes"][cut],
         momenta=schedule["momenta"][cut], restarts=schedule["restarts"][cut], extrapolate=True,
         nominal_scales=scales, n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
         noise_convention=noise_convention,
-        allocation="explicit" if laplace_scales is not None else allocation,
-        bound_constants=constants if allocation != "uniform" else None,
+        **_allocation_labels(laplace_scales, allocation, constants),
         extra={"stages": schedule["stages"][cut], "n1": schedule["n1"], "C": schedule["C"],
                "stage_ends": schedule["stage_ends"]})
 
