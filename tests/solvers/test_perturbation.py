@@ -265,3 +265,20 @@ def test_objective_perturbation_huber_hinge_noise_and_constants(rng):
     assert out.loss == "huber_hinge" and out.event == PureEvent(eps, Adjacency.REPLACE_ONE)
     with pytest.raises(ValidationError, match="huber_h"):
         objective_perturbation(X, y, lam=lam, epsilon=eps, loss="huber_hinge", huber_h=0.0)
+
+
+def test_solver_reaches_tiny_gradient_tolerance_at_small_lam():
+    """Where trust-region Newton stalls (objective decrease below rounding), the
+    gradient-only Newton polish still reaches gtol = tol / n (regression test)."""
+    import scipy.sparse as sp
+    from fastdp.preprocessing import normalize_rows
+
+    rng = np.random.default_rng(0)
+    X = sp.random(400, 300, density=0.05, random_state=0, format="csr")
+    X = normalize_rows(X + sp.eye(400, 300, format="csr"))
+    y = np.sign(rng.normal(size=400))
+    for seed in range(3):
+        result = objective_perturbation(X, y, lam=0.01, epsilon=0.5, random_state=seed)
+        assert np.all(np.isfinite(result.coef))
+    theta, info = solve_logistic(X, y, 1e-4, gtol=1e-6 / 400)
+    assert info["converged"] and info["gradient_norm"] <= 1e-6 / 400
