@@ -48,3 +48,32 @@ class OptPlan:
     def time_numerical_allocation(self):
         log_a, _ = sch.log_bound_coefficients(np.full(136, 1 / L5), None, L5, MU5)
         sch.numerical_allocation(log_a, 40.0, 100_000, 1000, 1.0)
+
+
+class GradientStep:
+    """One mini-batch clipped-gradient evaluation of the accelerated methods' oracle
+    (``GLMProblem.gradient``) on the synthetic sparse problem, batch 1000 and full."""
+
+    params = (["batch", "full"], [1, 2])
+    param_names = ["rows", "num_threads"]
+    timeout = 600
+    processes = 1
+
+    def setup_cache(self):
+        import time
+
+from . import common
+
+        return common.synthetic(common.LARGEST)
+
+    def setup(self, data, rows, num_threads):
+        X, y = data
+        self.problem = GLMProblem(X, y, loss="logistic", lam=1e-4, clip=1.0,
+                                  num_threads=num_threads)
+        rng = np.random.default_rng(0)
+        self.rows = (np.sort(rng.choice(X.shape[0], 1000, replace=False)) if rows == "batch"
+                     else None)
+        self.theta = rng.standard_normal(X.shape[1]) * 0.01
+
+    def time_gradient(self, data, rows, num_threads):
+        self.problem.gradient(self.theta, self.rows)

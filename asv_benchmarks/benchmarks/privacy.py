@@ -79,3 +79,39 @@ class RdpCalibration:
 
     def track_evaluations(self, setting):
         return calibrate_noise_multiplier(*self._call_args(), accountant=RdpAccountant()).evaluations
+
+
+class PldEpsilon:
+    """One PLD ε (dp_accounting's PLD behind fastdp's accountant, grid 1e-4) for (q, σ, T, δ)."""
+
+    params = ["B", "C", "D"]
+    param_names = ["setting"]
+    timeout = 300
+
+    def setup(self, setting):
+        from fastdp.privacy.pld import PLDAccountant
+
+        q, sigma, steps, delta = EPSILON_SETTINGS[setting]
+        self.accountant = PLDAccountant()
+        self.event = SelfComposedEvent(PoissonSampledEvent(q, GaussianEvent(sigma)), steps)
+        self.delta = delta
+
+    def time_epsilon(self, setting):
+        self.accountant.epsilon(self.event, self.delta)
+
+    def track_epsilon(self, setting):
+        return self.accountant.epsilon(self.event, self.delta)
+
+
+class PldCalibration:
+    """σ for a target ε with the PLD accountant (relative tolerance 1e-3 in σ)."""
+
+    params = ["K1", "K3"]
+    param_names = ["setting"]
+    timeout = 600
+    repeat = 1
+    number = 1
+
+    def time_calibrate_noise_multiplier(self, setting):
+        q, steps, target, delta = CALIBRATION_SETTINGS[setting]
+        calibrate_noise_multiplier(target, delta, q, steps, accountant="pld", rtol=1e-3)

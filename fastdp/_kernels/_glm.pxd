@@ -182,3 +182,85 @@ cdef inline int64_t collect_pending(const real_t* data, const index_t* indices,
             n_owing += owed > 0
             last[c] = t_prev
     return n_owing
+
+
+# ---------------------------------------------------------------------------
+# adaptive choice between the serial and the parallel path of a batch
+# ---------------------------------------------------------------------------
+
+cdef extern from *:
+    """
+    #if defined(_OPENMP)
+    #include <omp.h>
+    static double fastdp_glm_now(void) { return omp_get_wtime(); }
+    #else
+    static double fastdp_glm_now(void) { return 0.0; }
+    #endif
+    """
+    double fastdp_glm_now() nogil
+
+
+ctypedef struct ParallelGate:
+    # Which path (serial or OpenMP) a kernel should take for the next batch.
+    # Only speed depends on it: both paths give the same bits, so the choice
+    # may follow measured times.  Seconds per batch row of each path are
+    # smoothed (exponential moving average); the faster one is used, and the
+    # other is re-tried after ``interval`` batches, the interval doubling (up
+    # to GATE_MAX_INTERVAL) every time the re-try confirms it is slower.  On a
+    # busy machine, where OpenMP threads wait for a core at every barrier, the
+    # parallel path is soon left; on an idle one it is kept.
+    double per_entry[2]
+    int64_t interval
+    int64_t countdown
+    int preferred
+
+
+cdef enum:
+    GATE_FIRST_INTERVAL = 32
+    GATE_MAX_INTERVAL = 2048
+
+
+cdef inline void gate_reset(ParallelGate* g) noexcept nogil:
+    g.per_entry[0] = -1.0
+    g.per_entry[1] = -1.0
+    g.interval = GATE_FIRST_INTERVAL
+    g.countdown = 0
+    g.preferred = 1
+
+
+cdef inline int gate_choose(ParallelGate* g) noexcept nogil:
+    """1 for the parallel path, 0 for the serial one."""
+    if g.per_entry[1] < 0.0:
+        return 1
+    if g.per_entry[0] < 0.0:
+        return 0
+    if g.countdown <= 0:
+        return 1 - g.preferred
+    return g.preferred
+
+
+cdef inline void gate_record(ParallelGate* g, int path, double seconds,
+                             int64_t entries) noexcept nogil:
+    """Fold the time of one batch taken on ``path`` into the gate."""
+    cdef double x
+    cdef int best
+    if entries <= 0 or seconds <= 0.0:
+        return
+    x = seconds / <double>entries
+    if g.per_entry[path] < 0.0:
+        g.per_entry[path] = x
+    else:
+        g.per_entry[path] = 0.75 * g.per_entry[path] + 0.25 * x
+    if g.per_entry[0] < 0.0 or g.per_entry[1] < 0.0:
+        return
+    best = 1 if g.per_entry[1] < g.per_entry[0] else 0
+    if path != g.preferred:               # a re-try of the other path
+        if best == path:
+            g.preferred = path
+            g.interval = GATE_FIRST_INTERVAL
+        elif g.interval < GATE_MAX_INTERVAL:
+            g.interval = 2 * g.interval
+        g.countdown = g.interval
+    else:
+        g.preferred = best
+        g.countdown -= 1

@@ -27,7 +27,10 @@ Threads
 ``num_threads > 1`` splits independent work: the per-row margins and
 coefficients (``prange`` over rows), then the scatter into ``out`` with the
 columns split among threads; each column still receives its updates in row
-order, so results are bit-identical for any thread count.
+order, so results are bit-identical for any thread count.  Each call takes
+the parallel or the serial path as a timing gate per entry point decides
+(``_glm.pxd: ParallelGate``), so threads never cost much more than one on a
+busy machine; the bits do not depend on the path.
 
 Privacy: these kernels read private data and release nothing; clipping bounds
 each example's contribution (``||clip(g, C)|| <= C``), which is what makes the
@@ -44,6 +47,37 @@ LOSS_LOGISTIC = GLM_LOGISTIC
 LOSS_HINGE = GLM_HINGE
 
 _PARALLEL_MIN_ROWS = 256
+
+# Serial-or-parallel choice (speed only, see ``_glm.pxd: ParallelGate``), one
+# gate per entry point (margins, clipped_gradient_sum, weighted_row_sum) and
+# thread count (2..8; more threads share the last).
+cdef enum:
+    _KIND_MARGINS = 0
+    _KIND_GRADIENT = 1
+    _KIND_SCATTER = 2
+cdef ParallelGate _gates[3][9]
+cdef int _k, _g
+for _k in range(3):
+    for _g in range(9):
+        gate_reset(&_gates[_k][_g])
+
+
+cdef inline ParallelGate* _gate_of(int kind, int nt) noexcept:
+    return &_gates[kind][nt if nt < 8 else 8]
+
+
+cdef int _gated_threads(int kind, int nt) noexcept:
+    """``nt`` if the gate picks the parallel path for this call, else 1."""
+    if nt <= 1:
+        return 1
+    return nt if gate_choose(_gate_of(kind, nt)) == 1 else 1
+
+
+cdef void _gate_done(int kind, int requested, int used, double started,
+                     Py_ssize_t count) noexcept:
+    if requested > 1:
+        gate_record(_gate_of(kind, requested), 1 if used > 1 else 0,
+                    fastdp_glm_now() - started, count)
 
 
 def _check_rows(const int64_t[::1] rows, Py_ssize_t n_rows):
@@ -108,11 +142,13 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     _check_rows(rows, indptr.shape[0] - 1)
     if count == 0:
         return
-    cdef int nt = _threads(num_threads, count)
+    cdef int requested = _threads(num_threads, count)
+    cdef int nt = _gated_threads(_KIND_MARGINS, requested)
     cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
     cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
     cdef const index_t* pp = &indptr[0]
     cdef const double* tp = &theta[0] if theta.shape[0] > 0 else NULL
+    cdef double started = fastdp_glm_now()
     with nogil:
         if nt > 1:
             for q in prange(count, num_threads=nt, schedule="static"):
@@ -123,6 +159,7 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
                     prefetch_row(dp, ip, pp, rows[q + 4])
                 j = rows[q]
                 out[q] = row_dot(dp, ip, pp[j], pp[j + 1], tp)
+    _gate_done(_KIND_MARGINS, requested, nt, started, count)
 
 
 def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
@@ -162,7 +199,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
         raise ValueError("y must have one entry per row of X")
     if count == 0:
         return
-    cdef int nt = _threads(num_threads, count)
+    cdef int requested = _threads(num_threads, count)
+    cdef int nt = _gated_threads(_KIND_GRADIENT, requested)
     coef_arr = np.empty(count, dtype=np.float64)
     splits_arr = _splits(n_columns, nt)
     cdef double[::1] coefs = coef_arr
@@ -174,6 +212,7 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     cdef double* op = &out[0] if n_columns > 0 else NULL
     cdef double* cp = &coefs[0]
     cdef bint clipping = clip < INFINITY
+    cdef double started = fastdp_glm_now()
     with nogil:
         if nt > 1:
             for q in prange(count, num_threads=nt, schedule="static"):
@@ -186,6 +225,7 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                 cp[q] = _row_coefficient(dp, ip, pp, rows[q], tp, y[rows[q]], loss_code, clip,
                                          clipping)
         _scatter(cp, dp, ip, pp, &rows[0], count, op, n_columns, nt, &splits[0])
+    _gate_done(_KIND_GRADIENT, requested, nt, started, count)
 
 
 cdef inline double _row_coefficient(const real_t* dp, const index_t* ip, const index_t* pp,
@@ -236,12 +276,26 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     _check_rows(rows, indptr.shape[0] - 1)
     if count == 0:
         return
-    cdef int nt = _threads(num_threads, count)
+    cdef int requested = _threads(num_threads, count)
+    cdef int nt = _gated_threads(_KIND_SCATTER, requested)
     splits_arr = _splits(n_columns, nt)
     cdef const int64_t[::1] splits = splits_arr
     cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
     cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
     cdef const index_t* pp = &indptr[0]
     cdef double* op = &out[0] if n_columns > 0 else NULL
+    cdef double started = fastdp_glm_now()
     with nogil:
         _scatter(&weights[0], dp, ip, pp, &rows[0], count, op, n_columns, nt, &splits[0])
+    _gate_done(_KIND_SCATTER, requested, nt, started, count)
+
+
+def _parallel_gate_state(str kind, int num_threads):
+    """The serial/parallel gate of an entry point (``"margins"``, ``"gradient"``,
+    ``"scatter"``) for a thread count (diagnostics for benchmarks)."""
+    cdef int k = {"margins": _KIND_MARGINS, "gradient": _KIND_GRADIENT,
+                  "scatter": _KIND_SCATTER}[kind]
+    cdef ParallelGate g = _gates[k][num_threads if 0 < num_threads < 8 else 8]
+    return {"seconds_per_row_serial": g.per_entry[0], "seconds_per_row_parallel": g.per_entry[1],
+            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
+            "batches_to_retry": g.countdown}

@@ -31,6 +31,13 @@ the sequential apply.  Every Gaussian draw happens in the sequential part, in
 a fixed order.  The result is therefore bit-identical for any thread count.
 Input CSR must be canonical (column indices sorted within rows).
 
+Whether a batch takes the parallel or the serial path is decided per batch by
+a gate that times both (``_glm.pxd: ParallelGate``): on a machine whose cores
+are busy, OpenMP threads wait for a core at every barrier and the parallel
+path can be many times slower than the serial one; the gate then keeps to
+the serial path and re-tries the parallel one at doubling intervals.  The
+choice depends on timings, but the result does not (same bits either way).
+
 Speed
 -----
 The first pass over a batch (the lazy-noise bookkeeping, or the margins)
@@ -75,7 +82,19 @@ from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal
 
+from fastdp._kernels._glm cimport (
+    ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
+)
+
 import numpy as np
+
+# Serial-or-parallel choice for batches (speed only; see ``_glm.ParallelGate``),
+# one per thread count (2..8; more threads share the last).  Copied into each
+# call and written back at its end (concurrent calls may lose an update: harmless).
+cdef ParallelGate _gates[9]
+cdef int _g
+for _g in range(9):
+    gate_reset(&_gates[_g])
 
 
 LOSS_RIDGE = 0
@@ -353,6 +372,10 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef int64_t n_owing
     cdef int64_t* colp
     cdef int32_t* pendp
+    cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
+    cdef ParallelGate gate = _gates[gate_slot]
+    cdef int path = 0
+    cdef double started = 0.0
 
     if n_steps <= 0:
         return 0
@@ -411,22 +434,30 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     zeta = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, j, lam_n,
                                             sigma_prime, clip, box_eps)
                     _apply_row(zeta, dp, ip, pp, ap, vp, j)
-            elif nt > 1 and b1 - b0 >= parallel_min_rows:
-                for q in prange(b1 - b0, num_threads=nt, schedule="static"):
-                    zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
-                                             lam_n, sigma_prime, clip, box_eps)
-                for tid in prange(nt, num_threads=nt, schedule="static"):
-                    _apply_columns(zp, dp, ip, pp, vp, &bi[b0], b1 - b0, cs[tid], cs[tid + 1])
-                for q in range(b1 - b0):
-                    j = bi[b0 + q]
-                    ap[j] = <real_t>(<double>ap[j] + zp[q])
             else:
-                for q in range(b1 - b0):
-                    _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1, ap, yp, np_)
-                    zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
-                                             lam_n, sigma_prime, clip, box_eps)
-                for q in range(b1 - b0):
-                    _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
+                path = 0
+                if nt > 1 and b1 - b0 >= parallel_min_rows:
+                    path = gate_choose(&gate)
+                    started = fastdp_glm_now()
+                if path == 1:
+                    for q in prange(b1 - b0, num_threads=nt, schedule="static"):
+                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
+                                                 lam_n, sigma_prime, clip, box_eps)
+                    for tid in prange(nt, num_threads=nt, schedule="static"):
+                        _apply_columns(zp, dp, ip, pp, vp, &bi[b0], b1 - b0, cs[tid],
+                                       cs[tid + 1])
+                    for q in range(b1 - b0):
+                        j = bi[b0 + q]
+                        ap[j] = <real_t>(<double>ap[j] + zp[q])
+                else:
+                    for q in range(b1 - b0):
+                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1, ap, yp, np_)
+                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
+                                                 lam_n, sigma_prime, clip, box_eps)
+                    for q in range(b1 - b0):
+                        _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
+                if nt > 1 and b1 - b0 >= parallel_min_rows:
+                    gate_record(&gate, path, fastdp_glm_now() - started, b1 - b0)
             # 3. noise on the alpha coordinates of the batch
             if a_noisy:
                 for p in range(b0, b1):
@@ -446,6 +477,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     vp[c] = <real_t>(<double>vp[c] + sp_[pending] * random_standard_normal(rng))
                     n_draws += 1
                     lp[c] = <int32_t>n_steps
+    _gates[gate_slot] = gate
     return n_draws
 
 
@@ -464,3 +496,11 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
                 s = s + <double>data[k] * <double>data[k]
             out[i] = s
     return out_arr
+
+
+def _parallel_gate_state(int num_threads):
+    """The serial/parallel gate of :func:`run_dual_scd` for a thread count (diagnostics)."""
+    cdef ParallelGate g = _gates[num_threads if 0 < num_threads < 8 else 8]
+    return {"seconds_per_row_serial": g.per_entry[0], "seconds_per_row_parallel": g.per_entry[1],
+            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
+            "batches_to_retry": g.countdown}

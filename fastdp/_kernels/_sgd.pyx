@@ -58,7 +58,11 @@ The margins and clipped coefficients of a batch are independent (OpenMP
 ``prange`` when ``num_threads > 1`` and the batch has at least
 ``parallel_min_rows`` rows); the scatter into w is split by columns, each
 column receiving its updates in batch order; every draw happens in the
-sequential part.  Results are bit-identical for any thread count.
+sequential part.  Results are bit-identical for any thread count.  Each
+eligible batch takes the parallel or the serial path as a timing gate decides
+(``_glm.pxd: ParallelGate``: the faster path so far, the other re-tried at
+doubling intervals), which keeps a busy machine from making threads slower
+than one; the bits never depend on the path.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cython.parallel cimport prange
@@ -70,9 +74,18 @@ from numpy.random.c_distributions cimport random_standard_normal
 from fastdp._kernels._glm cimport (
     real_t, index_t, loss_derivative, row_dot, clipped_coefficient, prefetch_row,
     scatter_rows, collect_pending, FASTDP_GLM_PREFETCH,
+    ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
 )
 
 import numpy as np
+
+# Serial-or-parallel choice for batches (speed only; see ``_glm.ParallelGate``),
+# one per thread count (2..8; more threads share the last).  Copied into each
+# call and written back at its end (concurrent calls may lose an update: harmless).
+cdef ParallelGate _gates[9]
+cdef int _g
+for _g in range(9):
+    gate_reset(&_gates[_g])
 
 cdef double _FOLD_BELOW = 1e-100
 
@@ -152,6 +165,10 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     cdef double a = 1.0
     cdef double step_std = kappa * noise_std
     cdef double z
+    cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
+    cdef ParallelGate gate = _gates[gate_slot]
+    cdef int path = 0
+    cdef double started = 0.0
 
     if n_steps <= 0:
         return 0
@@ -210,7 +227,11 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
                     wp[c] = wp[c] + (sp_[pendp[i]] / a) * random_standard_normal(rng)
                 n_draws += n_owing
             # 2. margins and clipped coefficients from the same theta = a w
+            path = 0
             if nt > 1 and b1 - b0 >= parallel_min_rows:
+                path = gate_choose(&gate)
+                started = fastdp_glm_now()
+            if path == 1:
                 for q in prange(b1 - b0, num_threads=nt, schedule="static"):
                     zp[q] = _coefficient(dp, ip, pp, bi[b0 + q], wp, a, yp, nrm, loss, clip,
                                          clipping)
@@ -225,12 +246,14 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
             # 3. decay, then the sparse gradient step in w units
             a = a * rho
             if b1 > b0:
-                if nt > 1 and b1 - b0 >= parallel_min_rows:
+                if path == 1:
                     for tid in prange(nt, num_threads=nt, schedule="static"):
                         scatter_rows(zp, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp,
                                      cs[tid], cs[tid + 1], False)
                 else:
                     scatter_rows(zp, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp, 0, m, True)
+            if nt > 1 and b1 - b0 >= parallel_min_rows:
+                gate_record(&gate, path, fastdp_glm_now() - started, b1 - b0)
             # 4. eager noise on every coordinate
             if noisy and not lazy:
                 for c in range(m):
@@ -249,6 +272,7 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
                     lp[c] = <int32_t>n_steps
         if a != 1.0:
             _fold(wp, m, a)
+    _gates[gate_slot] = gate
     return n_draws
 
 
@@ -261,3 +285,11 @@ cdef inline double _coefficient(const real_t* dp, const index_t* ip, const index
     if clipping:
         return clipped_coefficient(d, nrm[j], clip)
     return d
+
+
+def _parallel_gate_state(int num_threads):
+    """The serial/parallel gate of :func:`run_sgd` for a thread count (diagnostics)."""
+    cdef ParallelGate g = _gates[num_threads if 0 < num_threads < 8 else 8]
+    return {"seconds_per_row_serial": g.per_entry[0], "seconds_per_row_parallel": g.per_entry[1],
+            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
+            "batches_to_retry": g.countdown}
