@@ -35,6 +35,7 @@ __all__ = [
     "check_labels",
     "check_X_y",
     "check_real",
+    "check_real_array",
     "check_positive",
     "check_in_interval",
     "check_in_open_interval",
@@ -582,6 +583,43 @@ def check_real(name, value):
     if np.isnan(value):
         raise ValidationError(f"{name} must be a number; got NaN.")
     return value
+
+
+def check_real_array(name, value, ndim, *, allow_empty=True):
+    """Check a public real array parameter (bounds, costs, a design known to everyone).
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the error message.
+    value : array-like
+        Converted with ``numpy.array(value, dtype=float64)`` (always a copy).
+    ndim : int
+        Required number of dimensions.
+    allow_empty : bool, default=True
+        Accept an array with no entries.
+
+    Returns
+    -------
+    arr : ndarray of float64
+
+    Raises
+    ------
+    ValidationError
+        If ``value`` is not real, has another number of dimensions, is empty
+        while ``allow_empty`` is False, or holds NaN or infinity.
+    """
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(f"{name} must be a real array; got {type(value).__name__}.") from None
+    if arr.ndim != ndim:
+        raise ValidationError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}.")
+    if not allow_empty and arr.size == 0:
+        raise ValidationError(f"{name} is empty; pass at least one piece.")
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError(f"{name} contains NaN or infinity; pass finite numbers.")
+    return arr
 
 
 def check_positive(name, value, *, allow_inf=False):

@@ -8,9 +8,12 @@ from hypothesis import strategies as st
 
 from fastdp._validation import (
     check_batch_size,
+    check_in_interval,
     check_in_open_interval,
     check_labels,
     check_positive,
+    check_real,
+    check_real_array,
     check_privacy_params,
     check_random_state,
     check_X,
@@ -370,6 +373,36 @@ def test_check_positive():
             check_positive("lam", bad)
 
 
+def test_check_real():
+    assert check_real("x", np.int8(-3)) == -3.0 and check_real("x", np.inf) == np.inf
+    for bad, match in [(np.nan, "NaN"), (True, "real number"), ("1", "str"), (None, "NoneType")]:
+        with pytest.raises(ValidationError, match=match):
+            check_real("x", bad)
+
+
+def test_check_in_interval():
+    assert check_in_interval("b", 0.0, 0.0, 0.5, include_low=True) == 0.0
+    assert check_in_interval("b", 0.25, 0.0, 0.5) == 0.25
+    for bad, include_low, match in [(0.0, False, r"b must lie in \(0, 0.5\); got 0.0\. Fix\.$"),
+                                    (0.5, True, r"\[0, 0.5\)"), (-1, True, r"\[0, 0.5\)"),
+                                    (np.nan, True, "NaN"), (True, False, "real number")]:
+        with pytest.raises(ValidationError, match=match):
+            check_in_interval("b", bad, 0.0, 0.5, include_low=include_low, advice="Fix.")
+
+
+def test_check_real_array():
+    arr = [[1, 2], [3, 4]]
+    out = check_real_array("A", arr, 2)
+    assert out.dtype == np.float64 and out.tolist() == arr
+    assert check_real_array("v", [], 1).shape == (0,)
+    for value, kwargs, match in [([1.0], {"ndim": 2}, "2-dimensional"),
+                                 ([], {"ndim": 1, "allow_empty": False}, "empty"),
+                                 ([1.0, np.inf], {"ndim": 1}, "NaN or infinity"),
+                                 (["a"], {"ndim": 1}, "real array")]:
+        with pytest.raises(ValidationError, match=match):
+            check_real_array("v", value, **kwargs)
+
+
 def test_check_in_open_interval():
     assert check_in_open_interval("q", 0.5, 0, 1) == 0.5
     for bad in [0, 1, -0.1, 1.1, np.nan]:
@@ -412,6 +445,11 @@ def test_check_batch_size():
     for bad, match in [(0, "between"), (11, "between"), (2.0, "int"), (True, "int"), (None, "int")]:
         with pytest.raises(ValidationError, match=match):
             check_batch_size(bad, 10)
+    # without n_samples (a solver argument checked before the data are seen)
+    assert check_batch_size(10**9) == 10**9
+    for bad, match in [(0, ">= 1"), (2.0, "int"), (None, "int")]:
+        with pytest.raises(ValidationError, match=match):
+            check_batch_size(bad)
 
 
 def test_errors_are_value_errors():

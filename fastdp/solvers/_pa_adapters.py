@@ -8,14 +8,10 @@ bounds are public; responses / caps are private.
 
 import numpy as np
 
+from fastdp._validation import check_real_array
 from fastdp.exceptions import ValidationError
 from fastdp.solvers._pa_constraints import Box, Polytope
-from fastdp.solvers._pa_problem import (
-    PiecewiseAffineProblem,
-    SumOfPinballProblem,
-    _positive,
-    _real_array,
-)
+from fastdp.solvers._pa_problem import PiecewiseAffineProblem, SumOfPinballProblem, _positive
 
 __all__ = [
     "chebyshev_regression_problem",
@@ -34,8 +30,8 @@ def chebyshev_regression_problem(Z, y, delta, constraints):
     response may change by at most ``delta`` (one of them or all at once),
     the offsets move by at most delta in l_inf, so b_max = delta.
     """
-    Z = _real_array("Z", Z, 2)
-    y = _real_array("y", y, 1)
+    Z = check_real_array("Z", Z, 2, allow_empty=False)
+    y = check_real_array("y", y, 1, allow_empty=False)
     if Z.shape[0] != y.shape[0]:
         raise ValidationError(f"Z has {Z.shape[0]} rows but y has {y.shape[0]} entries.")
     return PiecewiseAffineProblem(np.vstack([Z, -Z]), np.concatenate([-y, y]),
@@ -100,8 +96,8 @@ def resource_allocation_problem(c, zbar, mu, x_max, delta, *, adjacency="one_age
     (``adjacency="one_agent"``), delta sum_j (c_j)_+ if all may
     (``"all_agents"``).
     """
-    c = _real_array("c", c, 1)
-    zbar = _real_array("zbar", zbar, 1)
+    c = check_real_array("c", c, 1, allow_empty=False)
+    zbar = check_real_array("zbar", zbar, 1, allow_empty=False)
     if c.shape != zbar.shape:
         raise ValidationError("c and zbar must have the same length.")
     if np.any(zbar < 0):

@@ -10,21 +10,10 @@ import numpy as np
 from scipy.optimize import linprog
 
 from fastdp._kernels import _metropolis
+from fastdp._validation import check_real_array
 from fastdp.exceptions import ValidationError
 
 __all__ = ["Box", "Polytope", "check_constraints"]
-
-
-def _as_float_array(name, value, ndim):
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a real array; got {type(value).__name__}.") from None
-    if arr.ndim != ndim:
-        raise ValidationError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}.")
-    if not np.all(np.isfinite(arr)):
-        raise ValidationError(f"{name} contains NaN or infinity; pass finite numbers.")
-    return arr
 
 
 class Box:
@@ -39,8 +28,8 @@ class Box:
     is_box = True
 
     def __init__(self, lo, hi):
-        lo = _as_float_array("lo", lo, 1)
-        hi = _as_float_array("hi", hi, 1)
+        lo = check_real_array("lo", lo, 1)
+        hi = check_real_array("hi", hi, 1)
         if lo.shape != hi.shape or lo.size == 0:
             raise ValidationError(
                 f"lo and hi must have the same non-zero length; got {lo.shape} and {hi.shape}.")
@@ -121,8 +110,8 @@ class Polytope:
     is_box = False
 
     def __init__(self, H, h, diameter=None):
-        H = _as_float_array("H", H, 2)
-        h = _as_float_array("h", h, 1)
+        H = check_real_array("H", H, 2)
+        h = check_real_array("h", h, 1)
         if H.shape[0] != h.shape[0] or H.shape[0] == 0 or H.shape[1] == 0:
             raise ValidationError(
                 f"H must have shape (p, d) and h shape (p,) with p, d >= 1; got {H.shape} and {h.shape}.")

@@ -23,25 +23,12 @@ import numpy as np
 from scipy.optimize import linprog
 
 from fastdp._kernels import _metropolis
+from fastdp._validation import check_real_array
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import Adjacency, _as_adjacency
 from fastdp.solvers._pa_constraints import check_constraints
 
 __all__ = ["PiecewiseAffineProblem", "SumOfPinballProblem"]
-
-
-def _real_array(name, value, ndim):
-    try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a real array; got {type(value).__name__}.") from None
-    if arr.ndim != ndim:
-        raise ValidationError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}.")
-    if arr.size == 0:
-        raise ValidationError(f"{name} is empty; pass at least one piece.")
-    if not np.all(np.isfinite(arr)):
-        raise ValidationError(f"{name} contains NaN or infinity; pass finite numbers.")
-    return arr
 
 
 def _positive(name, value):
@@ -124,8 +111,8 @@ class PiecewiseAffineProblem(_ProblemBase):
     kernel_kind = _metropolis.OBJ_MAX_AFFINE
 
     def __init__(self, A, b, b_max, constraints, adjacency=Adjacency.REPLACE_ONE):
-        A = _real_array("A", A, 2)
-        b = _real_array("b", b, 1)
+        A = check_real_array("A", A, 2, allow_empty=False)
+        b = check_real_array("b", b, 1, allow_empty=False)
         if A.shape[0] != b.shape[0]:
             raise ValidationError(
                 f"A has {A.shape[0]} rows (pieces) but b has {b.shape[0]} entries; they must match.")
@@ -224,8 +211,8 @@ class SumOfPinballProblem(_ProblemBase):
 
     def __init__(self, Z, y, b_max, constraints, tau=0.5, weight=1.0,
                  adjacency=Adjacency.REPLACE_ONE):
-        Z = _real_array("Z", Z, 2)
-        y = _real_array("y", y, 1)
+        Z = check_real_array("Z", Z, 2, allow_empty=False)
+        y = check_real_array("y", y, 1, allow_empty=False)
         if Z.shape[0] != y.shape[0]:
             raise ValidationError(f"Z has {Z.shape[0]} rows but y has {y.shape[0]} entries.")
         tau = float(tau)
