@@ -36,3 +36,24 @@ def data_dir():
 def rng():
     """A fixed-seed numpy Generator for test data."""
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def make_linear_data(rng):
+    """Factory of small planted linear problems with unit-norm rows, drawn from ``rng``.
+
+    ``make_linear_data(n, task="binary")`` returns ``X`` of shape (n, m) with
+    Gaussian rows scaled to norm 1, and labels in {0, 1} from
+    ``sign(X w + 0.1 noise)``; ``task="regression"`` returns targets
+    ``X w + 0.05 noise``.  ``w`` and the noise are standard normal.
+    """
+
+    def make(n, m=8, task="binary"):
+        X = rng.normal(size=(n, m))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        w = rng.normal(size=m)
+        if task == "binary":
+            return X, np.where(X @ w + 0.1 * rng.normal(size=n) > 0, 1, 0)
+        return X, X @ w + 0.05 * rng.normal(size=n)
+
+    return make

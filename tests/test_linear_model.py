@@ -19,30 +19,14 @@ from fastdp.privacy import calibrate_noise_multiplier, compute_epsilon
 from fastdp.privacy.ledger import PrivacyLedger
 
 
-def _unit_rows(rng, n, m, density=None):
-    if density is None:
-        X = rng.normal(size=(n, m))
-    else:
-        X = sp.random(n, m, density=density, random_state=rng, format="csr").toarray()
-        X[np.arange(n), rng.integers(0, m, size=n)] += 1.0
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X
+@pytest.fixture
+def binary_data(make_linear_data):
+    return make_linear_data(400)
 
 
 @pytest.fixture
-def binary_data(rng):
-    X = _unit_rows(rng, 400, 8)
-    w = rng.normal(size=8)
-    y = np.where(X @ w + 0.1 * rng.normal(size=400) > 0, 1, 0)
-    return X, y
-
-
-@pytest.fixture
-def regression_data(rng):
-    X = _unit_rows(rng, 400, 8)
-    w = rng.normal(size=8)
-    y = X @ w + 0.05 * rng.normal(size=400)
-    return X, y
+def regression_data(make_linear_data):
+    return make_linear_data(400, task="regression")
 
 
 # ---------------------------------------------------------------- sklearn API

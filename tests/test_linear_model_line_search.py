@@ -14,16 +14,9 @@ from fastdp.privacy.rdp import RdpAccountant
 from fastdp.solvers.line_search import fixed_split_event
 
 
-def _unit_rows(rng, n, m):
-    X = rng.normal(size=(n, m))
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
-
-
 @pytest.fixture
-def binary_data(rng):
-    X = _unit_rows(rng, 2000, 8)
-    y = np.where(X @ rng.normal(size=8) + 0.1 * rng.normal(size=2000) > 0, 1, 0)
-    return X, y
+def binary_data(make_linear_data):
+    return make_linear_data(2000)
 
 
 _OPTS = {"c_obj": 1.0, "armijo_alpha": 0.1}

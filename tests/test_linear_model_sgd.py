@@ -14,22 +14,14 @@ from fastdp.privacy.events import Adjacency, PureEvent
 from fastdp.privacy.ledger import PrivacyLedger
 
 
-def _unit_rows(rng, n, m):
-    X = rng.normal(size=(n, m))
-    return X / np.linalg.norm(X, axis=1, keepdims=True)
+@pytest.fixture
+def binary_data(make_linear_data):
+    return make_linear_data(600)
 
 
 @pytest.fixture
-def binary_data(rng):
-    X = _unit_rows(rng, 600, 8)
-    y = np.where(X @ rng.normal(size=8) + 0.1 * rng.normal(size=600) > 0, 1, 0)
-    return X, y
-
-
-@pytest.fixture
-def regression_data(rng):
-    X = _unit_rows(rng, 600, 8)
-    return X, X @ rng.normal(size=8) + 0.05 * rng.normal(size=600)
+def regression_data(make_linear_data):
+    return make_linear_data(600, task="regression")
 
 
 # ---------------------------------------------------------------- sklearn API
