@@ -56,7 +56,7 @@ import numbers
 
 import numpy as np
 
-from fastdp._validation import check_random_state
+from fastdp._validation import check_positive, check_random_state
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import NonPrivateEvent
 from fastdp.privacy.calibration import calibrate
@@ -196,22 +196,13 @@ def _int_at_least(name, value, low=1):
     return int(value)
 
 
-def _positive(name, value, allow_inf=False):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"{name} must be a number > 0; got {value!r}")
-    value = float(value)
-    if math.isnan(value) or value <= 0 or (math.isinf(value) and not allow_inf):
-        raise ValidationError(f"{name} must be a {'' if allow_inf else 'finite '}number > 0; got {value!r}")
-    return value
-
-
 def _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter, noise_convention):
     n = _int_at_least("n_samples", n_samples)
     m = n if batch_size is None else _int_at_least("batch_size", batch_size)
     if m > n:
         raise ValidationError(f"batch_size ({m}) must not exceed the number of samples ({n})")
-    S = _positive("sensitivity", sensitivity)
-    eps = _positive("epsilon", epsilon, allow_inf=True)
+    S = check_positive("sensitivity", sensitivity)
+    eps = check_positive("epsilon", epsilon, allow_inf=True)
     T = _int_at_least("n_iter", n_iter)
     if noise_convention not in acc.NOISE_CONVENTIONS:
         raise ValidationError(
@@ -226,10 +217,6 @@ def _explicit_scales(laplace_scales, T):
     if not (np.all(scales > 0) and np.all(np.isfinite(scales))) and not np.all(scales == 0):
         raise ValidationError("laplace_scales must all be finite and > 0 (or all 0: not private)")
     return scales
-
-
-def _step(name, step_size):
-    return _positive(name, step_size)
 
 
 def _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m):
@@ -257,7 +244,7 @@ def plan_gd(*, n_samples, sensitivity, epsilon, n_iter, step_size, batch_size=No
     """Plan of DP-GD / DP-SGD (Algorithm 1): uniform budget, b = S1/(m ε0)."""
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
-    alpha = _step("step_size", step_size)
+    alpha = check_positive("step_size", step_size)
     scales = _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m)
     return AcceleratedPlan(
         algorithm="dp_gd", step_sizes=np.full(T, alpha), momenta=np.zeros(T),
@@ -277,7 +264,7 @@ def plan_heavy_ball(*, n_samples, sensitivity, epsilon, n_iter, step_size, momen
     """
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
-    alpha = _step("step_size", step_size)
+    alpha = check_positive("step_size", step_size)
     beta = _momentum(momentum, alpha, strong_convexity)
     scales = _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m)
     return AcceleratedPlan(
@@ -357,7 +344,7 @@ def plan_nesterov(*, n_samples, sensitivity, epsilon, n_iter, step_size, strong_
     """
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
-    alpha = _step("step_size", step_size)
+    alpha = check_positive("step_size", step_size)
     alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
     beta = _momentum(momentum, alpha, strong_convexity)
     constants = _default_constants(bound_constants, noise_convention)
