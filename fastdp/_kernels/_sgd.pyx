@@ -69,7 +69,7 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY, sqrt
 from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_normal
+from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
 from fastdp._kernels._glm cimport (
     real_t, index_t, loss_derivative, row_dot, clipped_coefficient, prefetch_row,
@@ -192,10 +192,13 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     cdef const int64_t* cs = &splits_view[0]
     columns_arr = np.empty(m + 1 if lazy else 1, dtype=np.int64)
     pending_arr = np.empty(m + 1 if lazy else 1, dtype=np.int32)
+    normals_arr = np.empty(m + 1 if lazy else 1, dtype=np.float64)
     cdef int64_t[::1] columns_view = columns_arr
     cdef int32_t[::1] pending_view = pending_arr
+    cdef double[::1] normals_view = normals_arr
     cdef int64_t* colp = &columns_view[0]
     cdef int32_t* pendp = &pending_view[0]
+    cdef double* zbuf = &normals_view[0]
     if noisy:
         capsule = bit_generator.capsule
         if not PyCapsule_IsValid(capsule, b"BitGenerator"):
@@ -222,9 +225,14 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
             if lazy and b1 > b0:
                 n_owing = collect_pending(dp, ip, pp, &bi[b0], b1 - b0, lp, <int32_t>(t - 1),
                                           colp, pendp)
+                # the normals in one run (same stream and order as one draw per
+                # column), then the scattered adds with w prefetched ahead
+                random_standard_normal_fill(rng, n_owing, zbuf)
                 for i in range(n_owing):
+                    if i + 16 < n_owing:
+                        FASTDP_GLM_PREFETCH(&wp[colp[i + 16]])
                     c = colp[i]
-                    wp[c] = wp[c] + (sp_[pendp[i]] / a) * random_standard_normal(rng)
+                    wp[c] = wp[c] + (sp_[pendp[i]] / a) * zbuf[i]
                 n_draws += n_owing
             # 2. margins and clipped coefficients from the same theta = a w
             path = 0
@@ -241,6 +249,9 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
                         FASTDP_GLM_PREFETCH(&pp[bi[b0 + q + 8]])
                     if b0 + q + 4 < b1:
                         prefetch_row(dp, ip, pp, bi[b0 + q + 4])
+                        FASTDP_GLM_PREFETCH(&yp[bi[b0 + q + 4]])
+                        if clipping:
+                            FASTDP_GLM_PREFETCH(&nrm[bi[b0 + q + 4]])
                     zp[q] = _coefficient(dp, ip, pp, bi[b0 + q], wp, a, yp, nrm, loss, clip,
                                          clipping)
             # 3. decay, then the sparse gradient step in w units
