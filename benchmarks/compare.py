@@ -1148,7 +1148,6 @@ def main(argv=None):
     py = peer_env.ensure(args.env or peer_env.DEFAULT_DIR, reinstall_fastdp=not args.no_reinstall)
     env = dict(os.environ, FASTDP_BENCH_INNER="1", OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1")
-    env.setdefault("OMP_WAIT_POLICY", "passive")
     env.pop("PYTHONPATH", None)
     cmd = [str(py), str(Path(__file__).resolve()), *(argv if argv is not None else sys.argv[1:])]
     # run outside the repository so that the installed fastdp is the one imported

@@ -203,15 +203,19 @@ cdef extern from *:
 ctypedef struct ParallelGate:
     # Which path (serial or OpenMP) a kernel should take for the next batch.
     # Only speed depends on it: both paths give the same bits, so the choice
-    # may follow measured times.  Seconds per batch row of each path are
-    # smoothed (exponential moving average); the faster one is used, and the
-    # other is re-tried after ``interval`` batches, the interval doubling (up
-    # to GATE_MAX_INTERVAL) every time the re-try confirms it is slower.  On a
-    # busy machine, where OpenMP threads wait for a core at every barrier, the
-    # parallel path is soon left; on an idle one it is kept.
-    double per_entry[2]
+    # may follow measured times.  The preferred path's seconds per batch row
+    # are smoothed (exponential moving average); every ``interval`` batches
+    # the other path is re-tried for two batches, the first discarded (it pays
+    # for moving the data between cores' caches, or for starting the threads),
+    # the second compared.  A re-try that loses doubles the interval (up to
+    # GATE_MAX_INTERVAL); one that wins switches paths.  On a busy machine,
+    # where OpenMP threads wait for a core at every barrier, the parallel path
+    # is soon left; where it pays, it is kept.
+    double per_row[2]
+    int64_t seen[2]
     int64_t interval
     int64_t countdown
+    int probe_batches
     int preferred
 
 
@@ -221,46 +225,51 @@ cdef enum:
 
 
 cdef inline void gate_reset(ParallelGate* g) noexcept nogil:
-    g.per_entry[0] = -1.0
-    g.per_entry[1] = -1.0
+    g.per_row[0] = -1.0
+    g.per_row[1] = -1.0
+    g.seen[0] = 0
+    g.seen[1] = 0
     g.interval = GATE_FIRST_INTERVAL
     g.countdown = 0
+    g.probe_batches = 0
     g.preferred = 1
 
 
 cdef inline int gate_choose(ParallelGate* g) noexcept nogil:
     """1 for the parallel path, 0 for the serial one."""
-    if g.per_entry[1] < 0.0:
+    if g.seen[1] < 2:
         return 1
-    if g.per_entry[0] < 0.0:
-        return 0
     if g.countdown <= 0:
         return 1 - g.preferred
     return g.preferred
 
 
 cdef inline void gate_record(ParallelGate* g, int path, double seconds,
-                             int64_t entries) noexcept nogil:
-    """Fold the time of one batch taken on ``path`` into the gate."""
+                             int64_t rows) noexcept nogil:
+    """Fold the time of one batch of ``rows`` rows taken on ``path`` into the gate."""
     cdef double x
-    cdef int best
-    if entries <= 0 or seconds <= 0.0:
+    if rows <= 0 or seconds <= 0.0:
         return
-    x = seconds / <double>entries
-    if g.per_entry[path] < 0.0:
-        g.per_entry[path] = x
-    else:
-        g.per_entry[path] = 0.75 * g.per_entry[path] + 0.25 * x
-    if g.per_entry[0] < 0.0 or g.per_entry[1] < 0.0:
-        return
-    best = 1 if g.per_entry[1] < g.per_entry[0] else 0
-    if path != g.preferred:               # a re-try of the other path
-        if best == path:
-            g.preferred = path
-            g.interval = GATE_FIRST_INTERVAL
-        elif g.interval < GATE_MAX_INTERVAL:
-            g.interval = 2 * g.interval
-        g.countdown = g.interval
-    else:
-        g.preferred = best
+    x = seconds / <double>rows
+    g.seen[path] += 1
+    if g.seen[path] == 1:
+        return                                  # warm-up: thread start, first touch
+    if path == g.preferred:
+        if g.per_row[path] < 0.0:
+            g.per_row[path] = x
+        else:
+            g.per_row[path] = 0.75 * g.per_row[path] + 0.25 * x
         g.countdown -= 1
+        return
+    # a re-try of the other path
+    g.probe_batches += 1
+    if g.probe_batches < 2:
+        return                                  # pays for the cache migration
+    g.probe_batches = 0
+    g.per_row[path] = x
+    if g.per_row[g.preferred] < 0.0 or x < g.per_row[g.preferred]:
+        g.preferred = path
+        g.interval = GATE_FIRST_INTERVAL
+    elif g.interval < GATE_MAX_INTERVAL:
+        g.interval = 2 * g.interval
+    g.countdown = g.interval

@@ -296,6 +296,6 @@ def _parallel_gate_state(str kind, int num_threads):
     cdef int k = {"margins": _KIND_MARGINS, "gradient": _KIND_GRADIENT,
                   "scatter": _KIND_SCATTER}[kind]
     cdef ParallelGate g = _gates[k][num_threads if 0 < num_threads < 8 else 8]
-    return {"seconds_per_row_serial": g.per_entry[0], "seconds_per_row_parallel": g.per_entry[1],
+    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
             "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
             "batches_to_retry": g.countdown}

@@ -293,6 +293,32 @@ cdef inline void _apply_columns(const double* zeta, const real_t* data, const in
             v[indices[k]] = <real_t>(<double>v[indices[k]] + z * <double>data[k])
 
 
+cdef inline void _row_splits(const index_t* indices, const index_t* indptr, int64_t j,
+                             const int64_t* cs, int nt, int64_t* out) noexcept nogil:
+    """Storage positions where row j crosses the column boundaries ``cs[1..nt-1]``:
+    ``out[0] = indptr[j]``, ``out[nt] = indptr[j + 1]``."""
+    cdef int s
+    cdef index_t k = indptr[j]
+    out[0] = k
+    for s in range(1, nt):
+        k = _lower_bound(indices, k, indptr[j + 1], cs[s])
+        out[s] = k
+    out[nt] = indptr[j + 1]
+
+
+cdef inline void _apply_split(const double* zeta, const real_t* data, const index_t* indices,
+                              real_t* v, int64_t count, const int64_t* splits, int nt,
+                              int tid) noexcept nogil:
+    """Thread tid's share of the batch update: v[c] += zeta_q x_{j_q, c} for the stored
+    entries of its column range (``splits`` from :func:`_row_splits`), rows in batch order."""
+    cdef int64_t q, k
+    cdef double z
+    for q in range(count):
+        z = zeta[q]
+        for k in range(splits[q * (nt + 1) + tid], splits[q * (nt + 1) + tid + 1]):
+            v[indices[k]] = <real_t>(<double>v[indices[k]] + z * <double>data[k])
+
+
 cdef inline void _apply_row(double zeta, const real_t* data, const index_t* indices,
                             const index_t* indptr, real_t* alpha, real_t* v,
                             int64_t j) noexcept nogil:
@@ -382,6 +408,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef int64_t* colp
     cdef int32_t* pendp
     cdef double* zbuf
+    cdef int64_t* kp
     cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
     cdef ParallelGate gate = _gates[gate_slot]
     cdef int path = 0
@@ -408,6 +435,10 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     columns_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int64)
     pending_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int32)
     normals_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.float64)
+    largest = int(np.max(np.diff(batch_ptr))) if nt > 1 and not sequential else 0
+    row_splits_arr = np.empty(max(largest, 1) * (nt + 1), dtype=np.int64)
+    cdef int64_t[::1] row_splits_view = row_splits_arr
+    kp = &row_splits_view[0]
     cdef int64_t[::1] columns_view = columns_arr
     cdef int32_t[::1] pending_view = pending_arr
     cdef double[::1] normals_view = normals_arr
@@ -453,12 +484,16 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     path = gate_choose(&gate)
                     started = fastdp_glm_now()
                 if path == 1:
+                    # margins and steps, rows prefetched ahead; each row's
+                    # boundaries between the threads' column ranges are found
+                    # here, while the row is in cache
                     for q in prange(b1 - b0, num_threads=nt, schedule="static"):
+                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1, ap, yp, np_)
                         zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
                                                  lam_n, sigma_prime, clip, box_eps)
+                        _row_splits(ip, pp, bi[b0 + q], cs, nt, &kp[q * (nt + 1)])
                     for tid in prange(nt, num_threads=nt, schedule="static"):
-                        _apply_columns(zp, dp, ip, pp, vp, &bi[b0], b1 - b0, cs[tid],
-                                       cs[tid + 1])
+                        _apply_split(zp, dp, ip, vp, b1 - b0, kp, nt, tid)
                     for q in range(b1 - b0):
                         j = bi[b0 + q]
                         ap[j] = <real_t>(<double>ap[j] + zp[q])
@@ -514,6 +549,6 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
 def _parallel_gate_state(int num_threads):
     """The serial/parallel gate of :func:`run_dual_scd` for a thread count (diagnostics)."""
     cdef ParallelGate g = _gates[num_threads if 0 < num_threads < 8 else 8]
-    return {"seconds_per_row_serial": g.per_entry[0], "seconds_per_row_parallel": g.per_entry[1],
+    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
             "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
             "batches_to_retry": g.countdown}

@@ -301,6 +301,6 @@ cdef inline double _coefficient(const real_t* dp, const index_t* ip, const index
 def _parallel_gate_state(int num_threads):
     """The serial/parallel gate of :func:`run_sgd` for a thread count (diagnostics)."""
     cdef ParallelGate g = _gates[num_threads if 0 < num_threads < 8 else 8]
-    return {"seconds_per_row_serial": g.per_entry[0], "seconds_per_row_parallel": g.per_entry[1],
+    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
             "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
             "batches_to_retry": g.countdown}
