@@ -273,26 +273,6 @@ cdef inline index_t _lower_bound(const index_t* indices, index_t lo, index_t hi,
     return lo
 
 
-cdef inline void _apply_columns(const double* zeta, const real_t* data, const index_t* indices,
-                                const index_t* indptr, real_t* v, const int64_t* batch,
-                                int64_t count, int64_t c_lo, int64_t c_hi) noexcept nogil:
-    """v[c] += zeta_q x_{j_q, c} for the columns c in [c_lo, c_hi), rows in batch order.
-
-    Every column receives its updates in the same order as in the sequential
-    apply, so splitting the columns among threads changes no bit.
-    """
-    cdef int64_t q, j
-    cdef index_t k, k0, k1
-    cdef double z
-    for q in range(count):
-        j = batch[q]
-        z = zeta[q]
-        k0 = _lower_bound(indices, indptr[j], indptr[j + 1], c_lo)
-        k1 = _lower_bound(indices, k0, indptr[j + 1], c_hi)
-        for k in range(k0, k1):
-            v[indices[k]] = <real_t>(<double>v[indices[k]] + z * <double>data[k])
-
-
 cdef inline void _row_splits(const index_t* indices, const index_t* indptr, int64_t j,
                              const int64_t* cs, int nt, int64_t* out) noexcept nogil:
     """Storage positions where row j crosses the column boundaries ``cs[1..nt-1]``:
