@@ -4,6 +4,13 @@ import pathlib
 
 import numpy as np
 import pytest
+from hypothesis import settings
+
+# CI runs must not depend on hypothesis' random choice of examples: the "ci"
+# profile derandomises them (same examples every run).  Locally, examples vary.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
