@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip
 
-.PHONY: install install-test demo test test-slow bench clean
+.PHONY: install install-test demo test test-slow test-debug bench clean
 
 install:
 	$(PIP) install --quiet -e .
@@ -18,6 +18,17 @@ test: install-test
 
 test-slow: install-test
 	$(PYTHON) -m pytest -m slow
+
+# Kernels rebuilt with bounds checking in a separate worktree, then the fuzz,
+# kernel and determinism tests run against that build (see docs/auditing.md).
+DEBUG_TREE ?= /tmp/fastdp-debug
+test-debug: install-test
+	rm -rf $(DEBUG_TREE) && git worktree prune
+	git worktree add --detach $(DEBUG_TREE) HEAD
+	cd $(DEBUG_TREE) && FASTDP_DEBUG_KERNELS=1 $(PYTHON) setup.py build_ext --inplace --force
+	cd $(DEBUG_TREE) && NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(DEBUG_TREE)/.numba-cache \
+		PYTHONPATH=$(DEBUG_TREE) $(PYTHON) -m pytest -p no:cacheprovider tests/_kernels \
+		tests/test_fuzz_validation.py tests/test_fuzz_libsvm.py tests/test_determinism.py
 
 # asv smoke run of the suite in asv_benchmarks/ (asv.conf.json at the root); the
 # side-by-side comparison with the peers is `python benchmarks/compare.py`.
