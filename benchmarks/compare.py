@@ -836,11 +836,17 @@ def write_chart(results, path):
         colors = ["tab:blue" if n.startswith("fastdp") else "tab:gray" for n in names]
         ax.barh(range(len(names)), vals, color=colors)
         ax.set_yticks(range(len(names)), [n.replace(" (", "\n(") for n in names], fontsize=7)
-        ax.set_xscale("log")
-        ax.set_xlabel("CPU seconds per epoch (log scale; lower is better)")
+        wide = max(vals) / min(vals) > 10
+        if wide:
+            ax.set_xscale("log")
+        for i, v in enumerate(vals):
+            ax.text(v, i, f" {_fmt_s(v)}", va="center", fontsize=7)
+        ax.set_xlim(right=max(vals) * (3 if wide else 1.25))
+        ax.set_xlabel("CPU seconds per epoch" + (" (log scale)" if wide else "") +
+                      "; lower is better")
         if floor:
             ax.axvline(floor, color="tab:red", ls="--", lw=1)
-            ax.text(floor, len(names) - 0.5, " floor", color="tab:red", fontsize=7, va="top")
+            ax.text(floor, len(names) - 0.5, " floor (random-order dot+axpy)", color="tab:red", fontsize=7, va="top")
         ax.invert_yaxis()
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
@@ -1125,6 +1131,27 @@ def inner(args):
               f"{'—' if ok is None else ('met' if ok else 'NOT met')}")
 
 
+def _int_keys(obj):
+    """JSON turned the int keys (scales, thread counts) into strings; turn them back."""
+    if isinstance(obj, dict):
+        return {(int(k) if isinstance(k, str) and k.isdigit() else k): _int_keys(v)
+                for k, v in obj.items()}
+    return obj
+
+
+def report_from_json(args):
+    saved = json.loads((CACHE / "results.json").read_text())
+    meta, results = saved["meta"], _int_keys(saved["results"])
+    if args.notes:
+        meta["notes"] = Path(args.notes).read_text()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_chart(results, out.with_suffix(".png"))
+    write_report(results, meta, out)
+    print(f"wrote {out} and {out.with_suffix('.png')}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="50k rows, fewer repeats")
@@ -1140,7 +1167,11 @@ def main(argv=None):
     ap.add_argument("--env", type=Path, default=None, help="peer virtualenv directory")
     ap.add_argument("--no-reinstall", action="store_true",
                     help="do not rebuild fastdp into the peer environment")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite the report and chart from the last results.json (no timing)")
     args = ap.parse_args(argv)
+    if args.report_only:
+        return report_from_json(args)
     if args.here or os.environ.get("FASTDP_BENCH_INNER"):
         return inner(args)
     import peer_env
