@@ -60,9 +60,7 @@ class GradientStep:
     processes = 1
 
     def setup_cache(self):
-        import time
-
-from . import common
+        from . import common
 
         return common.synthetic(common.LARGEST)
 
