@@ -182,7 +182,7 @@ class _DPLinearModel(BaseEstimator):
                     f"batch_size must be an int in [1, n_samples={n_samples}]; got {batch_size!r}.")
         return float(delta), int(batch_size)
 
-    def _validate_X(self, X, y="no_validation", *, reset):
+    def _validate_X(self, X, y="no_validation", *, reset, max_row_norm=None):
         """scikit-learn's checks (feature names and counts, messages), then fastdp's.
 
         ``validate_data`` keeps CSR float32/float64 input as it is; fastdp's
@@ -202,7 +202,7 @@ class _DPLinearModel(BaseEstimator):
             raise
         except ValueError as exc:
             raise ValidationError(str(exc)) from exc
-        X = check_X(X)
+        X = check_X(X, max_row_norm=max_row_norm)
         return X if isinstance(y, str) and y == "no_validation" else (X, y)
 
     # ------------------------------------------------------------------- fit
@@ -223,15 +223,16 @@ class _DPLinearModel(BaseEstimator):
         self
         """
         started = time.perf_counter()
-        X, y = self._validate_X(X, y, reset=True)
+        private = self._private()
+        # one pass of fastdp's checks, with the row-norm bound the proofs need
+        # unless the rows are normalised here (per example: private-safe)
+        max_row_norm = 1.0 if private and not self.normalize else None
+        X, y = self._validate_X(X, y, reset=True, max_row_norm=max_row_norm)
         y, classes = check_labels(y, self._task, n_samples=X.shape[0])
         n_samples = X.shape[0]
         delta, batch_size = self._check_params(n_samples)
-        private = self._private()
         if self.normalize:
             X = normalize_rows(X)
-        elif private:
-            X = check_X(X, max_row_norm=1.0)
 
         solver = get_estimator_solver(self.solver)
         if self._loss not in solver.losses:
