@@ -207,8 +207,9 @@ ctypedef struct ParallelGate:
     # are smoothed (exponential moving average); every ``interval`` batches
     # the other path is re-tried for two batches, the first discarded (it pays
     # for moving the data between cores' caches, or for starting the threads),
-    # the second compared.  A re-try that loses doubles the interval (up to
-    # GATE_MAX_INTERVAL); one that wins switches paths.  On a busy machine,
+    # the second compared.  A re-try that loses at least doubles the interval
+    # (more when it lost by far; up to GATE_MAX_INTERVAL); one that wins
+    # switches paths.  On a busy machine,
     # where OpenMP threads wait for a core at every barrier, the parallel path
     # is soon left; where it pays, it is kept.
     double per_row[2]
@@ -221,7 +222,7 @@ ctypedef struct ParallelGate:
 
 cdef enum:
     GATE_FIRST_INTERVAL = 32
-    GATE_MAX_INTERVAL = 2048
+    GATE_MAX_INTERVAL = 8192
 
 
 cdef inline void gate_reset(ParallelGate* g) noexcept nogil:
@@ -247,7 +248,7 @@ cdef inline int gate_choose(ParallelGate* g) noexcept nogil:
 cdef inline void gate_record(ParallelGate* g, int path, double seconds,
                              int64_t rows) noexcept nogil:
     """Fold the time of one batch of ``rows`` rows taken on ``path`` into the gate."""
-    cdef double x
+    cdef double x, ratio
     if rows <= 0 or seconds <= 0.0:
         return
     x = seconds / <double>rows
@@ -270,6 +271,13 @@ cdef inline void gate_record(ParallelGate* g, int path, double seconds,
     if g.per_row[g.preferred] < 0.0 or x < g.per_row[g.preferred]:
         g.preferred = path
         g.interval = GATE_FIRST_INTERVAL
-    elif g.interval < GATE_MAX_INTERVAL:
+    else:
+        # wait at least twice as long, and long enough that re-tries cost at
+        # most ~5% (a re-try is two batches at `ratio` times the price)
+        ratio = x / g.per_row[g.preferred]
         g.interval = 2 * g.interval
+        if ratio * 40.0 > <double>g.interval:
+            g.interval = <int64_t>(ratio * 40.0)
+        if g.interval > GATE_MAX_INTERVAL:
+            g.interval = GATE_MAX_INTERVAL
     g.countdown = g.interval
