@@ -83,6 +83,7 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
 from fastdp._kernels._glm cimport (
+    real_t, index_t, prefetch_row, collect_pending, FASTDP_GLM_PREFETCH,
     ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
 )
 
@@ -105,26 +106,6 @@ cdef enum:
     _RIDGE = 0
     _LOGISTIC = 1
     _HINGE = 2
-
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define FASTDP_PREFETCH(p) __builtin_prefetch((const void*)(p))
-    #else
-    #define FASTDP_PREFETCH(p) ((void)0)
-    #endif
-    """
-    void FASTDP_PREFETCH(const void* p) nogil
-
-
-ctypedef fused real_t:
-    float
-    double
-
-ctypedef fused index_t:
-    int32_t
-    int64_t
 
 
 cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
@@ -178,53 +159,6 @@ cdef inline double _scaled_row_step(int loss, const real_t* data, const index_t*
     return zeta
 
 
-cdef inline void _prefetch_row(const real_t* data, const index_t* indices,
-                               const index_t* indptr, int64_t j) noexcept nogil:
-    """Hint every cache line of row j (its column indices and values)."""
-    cdef index_t k
-    cdef index_t step = <index_t>(64 // sizeof(index_t))
-    k = indptr[j]
-    while k < indptr[j + 1]:
-        FASTDP_PREFETCH(&indices[k])
-        k = k + step
-    step = <index_t>(64 // sizeof(real_t))
-    k = indptr[j]
-    while k < indptr[j + 1]:
-        FASTDP_PREFETCH(&data[k])
-        k = k + step
-
-
-cdef inline int64_t _collect_pending(const real_t* data, const index_t* indices,
-                                     const index_t* indptr,
-                                     const int64_t* batch, int64_t count, int32_t* last,
-                                     int32_t t_prev, int64_t* columns,
-                                     int32_t* pending) noexcept nogil:
-    """List the columns the batch reads that still owe v-noise, and how many steps each owes.
-
-    Columns are listed once, at their first occurrence in batch order and
-    storage order, and marked as brought up to ``t_prev``.  Branch-free: every
-    entry is written, the count only advances for a column that owes noise.
-    ``columns`` and ``pending`` need room for M + 1 entries.
-    """
-    cdef int64_t q, j, c, n_owing = 0
-    cdef index_t k
-    cdef int32_t owed
-    for q in range(count):
-        j = batch[q]
-        if q + 8 < count:
-            FASTDP_PREFETCH(&indptr[batch[q + 8]])
-        if q + 4 < count:
-            _prefetch_row(data, indices, indptr, batch[q + 4])
-        for k in range(indptr[j], indptr[j + 1]):
-            c = indices[k]
-            owed = t_prev - last[c]
-            columns[n_owing] = c
-            pending[n_owing] = owed
-            n_owing += owed > 0
-            last[c] = t_prev
-    return n_owing
-
-
 cdef inline void _draw_pending(real_t* v, const int64_t* columns, const int32_t* pending,
                                int64_t n_owing, const double* noise_scale,
                                bitgen_t* rng, double* z) noexcept nogil:
@@ -239,7 +173,7 @@ cdef inline void _draw_pending(real_t* v, const int64_t* columns, const int32_t*
     random_standard_normal_fill(rng, n_owing, z)
     for i in range(n_owing):
         if i + 16 < n_owing:
-            FASTDP_PREFETCH(&v[columns[i + 16]])
+            FASTDP_GLM_PREFETCH(&v[columns[i + 16]])
         c = columns[i]
         v[c] = <real_t>(<double>v[c] + noise_scale[pending[i]] * z[i])
 
@@ -251,13 +185,13 @@ cdef inline void _prefetch_ahead(const real_t* data, const index_t* indices,
     """Hint the cache: the row pointer 8 rows ahead, all of the row 4 rows ahead."""
     cdef int64_t j
     if p + 8 < end:
-        FASTDP_PREFETCH(&indptr[batch[p + 8]])
+        FASTDP_GLM_PREFETCH(&indptr[batch[p + 8]])
     if p + 4 < end:
         j = batch[p + 4]
-        _prefetch_row(data, indices, indptr, j)
-        FASTDP_PREFETCH(&alpha[j])
-        FASTDP_PREFETCH(&y[j])
-        FASTDP_PREFETCH(&sq_norms[j])
+        prefetch_row(data, indices, indptr, j)
+        FASTDP_GLM_PREFETCH(&alpha[j])
+        FASTDP_GLM_PREFETCH(&y[j])
+        FASTDP_GLM_PREFETCH(&sq_norms[j])
 
 
 cdef inline index_t _lower_bound(const index_t* indices, index_t lo, index_t hi,
@@ -447,7 +381,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
             b1 = batch_ptr[t]
             # 1. lazy noise: bring every column the batch reads up to step t-1
             if lazy_v:
-                n_owing = _collect_pending(dp, ip, pp, &bi[b0] if b1 > b0 else bi, b1 - b0, lp,
+                n_owing = collect_pending(dp, ip, pp, &bi[b0] if b1 > b0 else bi, b1 - b0, lp,
                                            <int32_t>(t - 1), colp, pendp)
                 _draw_pending(vp, colp, pendp, n_owing, sp_, rng, zbuf)
                 n_draws += n_owing
