@@ -66,7 +66,15 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from fastdp._validation import check_labels, check_random_state, check_X
+from fastdp._validation import (
+    check_batch_size,
+    check_labels,
+    check_positive,
+    check_privacy_params,
+    check_random_state,
+    check_real,
+    check_X,
+)
 from fastdp.exceptions import ValidationError
 from fastdp.preprocessing import normalize_rows
 from fastdp.privacy.accountants import get_accountant
@@ -154,32 +162,18 @@ class _DPLinearModel(BaseEstimator):
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(
                 f"solver_options must be a dict or None; got {type(self.solver_options).__name__}.")
-        eps = self.epsilon
-        if (isinstance(eps, bool) or not isinstance(eps, numbers.Real) or math.isnan(eps)
-                or eps <= 0):
-            raise ValidationError(
-                f"epsilon must be a number > 0 (np.inf for a non-private fit); got {eps!r}.")
         delta = default_delta(n_samples) if self.delta is None else self.delta
-        if (isinstance(delta, bool) or not isinstance(delta, numbers.Real)
-                or not (0.0 < delta < 1.0)):
-            raise ValidationError(f"delta must lie in the open interval (0, 1); got {delta!r}.")
+        _, delta = check_privacy_params(self.epsilon, delta, allow_inf_epsilon=True)
         if self.noise_multiplier is not None:
-            nm = self.noise_multiplier
-            if (isinstance(nm, bool) or not isinstance(nm, numbers.Real) or not math.isfinite(nm)
-                    or nm < 0):
+            nm = check_real("noise_multiplier", self.noise_multiplier)
+            if not (0.0 <= nm < math.inf):
                 raise ValidationError(
                     f"noise_multiplier must be a finite number >= 0 or None; got {nm!r}.")
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not (
-                0 < self.alpha < math.inf):
-            raise ValidationError(f"alpha must be a finite number > 0; got {self.alpha!r}.")
+        check_positive("alpha", self.alpha)
         if self.batch_size is None:
             batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
         else:
-            batch_size = self.batch_size
-            if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
-                    or not (1 <= batch_size <= n_samples)):
-                raise ValidationError(
-                    f"batch_size must be an int in [1, n_samples={n_samples}]; got {batch_size!r}.")
+            batch_size = check_batch_size(self.batch_size, n_samples)
         return float(delta), int(batch_size)
 
     def _validate_X(self, X, y="no_validation", *, reset, max_row_norm=None):
