@@ -17,6 +17,8 @@ object with
 :class:`GLMProblem` is that object for L2-regularised generalised linear
 models on CSR or dense data; its gradient is the shared compiled kernel
 ``fastdp._kernels._glm.clipped_gradient_sum`` (no second copy of the loop).
+Optionally a problem has ``gradients(thetas, rows)``: the gradients of R
+replicas at once (:func:`fastdp.solvers.accelerated.run_plan_replicas`).
 """
 
 import math
@@ -26,6 +28,7 @@ import scipy.sparse as sp
 
 from fastdp._kernels import _glm
 from fastdp._validation import check_labels, check_X
+from fastdp.solvers._common import as_csr
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss, primal_objective
 
@@ -88,8 +91,9 @@ class GLMProblem:
     Parameters
     ----------
     X : array-like or scipy.sparse matrix of shape (n, d)
-        Examples as rows.  Dense input is converted once to CSR for the
-        kernel.
+        Examples as rows, validated by :func:`fastdp._validation.check_X`
+        and brought to canonical CSR by
+        :func:`fastdp.solvers._common.as_csr` for the kernel.
     y : array-like of shape (n,)
         Labels (±1 for logistic and hinge).
     loss : {"squared", "logistic", "hinge"}
@@ -117,10 +121,9 @@ class GLMProblem:
     def __init__(self, X, y, *, loss, lam, row_l1_bound=None, clip=math.inf, sensitivity=None,
                  num_threads=1):
         self.loss = get_loss(loss)
-        X = check_X(X)
-        if not sp.issparse(X):
-            X = sp.csr_matrix(X)
+        X = as_csr(check_X(X))
         self.X = X
+        self._dense = None  # BLAS copy of a small dense X for gradients(); built on demand
         y, _ = check_labels(y, self.loss.task, n_samples=X.shape[0])
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.lam = float(lam)
@@ -155,6 +158,58 @@ class GLMProblem:
         if self.lam:
             out += self.lam * theta
         return out
+
+    def gradients(self, thetas, rows=None):
+        """:meth:`gradient` of R replicas: row r of the result is ``gradient(thetas[r], rows[r])``.
+
+        Parameters
+        ----------
+        thetas : ndarray of shape (R, d)
+        rows : None or int ndarray of shape (R, m)
+            One batch per replica (all rows for every replica when None).
+
+        Notes
+        -----
+        Full batches without clipping (the paper's m = n runs) evaluate all
+        replicas with two matrix products on X (a dense BLAS copy when X
+        is small and mostly non-zero) and the loss derivative of
+        :mod:`fastdp.losses`; they equal the kernel's gradients up to the
+        summation order (~1e-15 relative).  Mini-batches and clipped
+        gradients use the kernel once per replica.  Private: as
+        :meth:`gradient` (reads the rows, releases nothing).
+        """
+        thetas = np.ascontiguousarray(thetas, dtype=np.float64)
+        if thetas.ndim != 2 or thetas.shape[1] != self.n_features:
+            raise ValidationError(f"thetas must have shape (R, {self.n_features}); "
+                                  f"got {thetas.shape}")
+        if rows is not None or math.isfinite(self.clip) or self.loss.name == "hinge":
+            return np.stack([self.gradient(t, None if rows is None else rows[r])
+                             for r, t in enumerate(thetas)])
+        X = self._matrix_for_products()
+        margins = np.asarray(X @ thetas.T)  # (n, R)
+        if self.loss.name == "logistic":
+            # loss'(z, y) = −y σ(−y z) = −y / (1 + e^{y z}); e^{yz} = inf gives −0
+            with np.errstate(over="ignore"):
+                margins *= self.y[:, None]
+                np.exp(margins, out=margins)
+                margins += 1.0
+                np.reciprocal(margins, out=margins)
+                margins *= -self.y[:, None]
+            coefs = margins
+        else:
+            coefs = self.loss.derivative(margins, self.y[:, None])
+        out = np.asarray(X.T @ coefs).T / self.n_samples
+        if self.lam:
+            out += self.lam * thetas
+        return out
+
+    def _matrix_for_products(self):
+        """X for the replica products: dense when it has <= 2^24 entries, half non-zero."""
+        n, d = self.X.shape
+        if self._dense is None:
+            small = n * d <= 2 ** 24 and self.X.nnz >= 0.5 * n * d
+            self._dense = self.X.toarray() if small else False
+        return self.X if self._dense is False else self._dense
 
     def objective(self, theta):
         """``F(θ)`` (unclipped loss); a non-private diagnostic."""

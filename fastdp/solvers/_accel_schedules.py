@@ -37,6 +37,7 @@ __all__ = [
     "BOUND_CONSTANTS",
     "STAGE_COUNTINGS",
     "ALLOCATIONS",
+    "HORIZON_RULES",
     "nag_momentum",
     "polyak_heavy_ball_parameters",
     "masg_schedule",
@@ -230,32 +231,66 @@ def _coefficient_logs(step_sizes, stages, smoothness, strong_convexity, constant
     return head, cum, off_t, off_tau, log_a0
 
 
-def horizon_bounds(step_sizes, stages, smoothness, strong_convexity, n_features, sensitivity,
-                   n, epsilon, initial_error=10.0, constants="consistent", stage_ends=None):
-    """Optimal-allocation bound (eq. 4.6) for every horizon τ = 1..T.
+HORIZON_RULES = ("paper", "subsampled")
 
-    ``bound(τ) = a_{τ,0} E_0 + d (S1/(n ε))² (Σ_{t<=τ} a_{τ,t}^{1/3})³``, in O(T)
-    with cumulative log-sum-exps.  Uses n even for mini-batches and drops
-    the subsampling term, as the paper and its code do (spec A5).
+
+def horizon_bounds(step_sizes, stages, smoothness, strong_convexity, n_features, sensitivity,
+                   n, epsilon, initial_error=10.0, constants="consistent", stage_ends=None,
+                   batch_size=None, horizon_rule="paper"):
+    """Optimal-allocation error bound for every horizon τ = 1..T (Remark 4.1).
+
+    ``horizon_rule="paper"`` (default; the paper's eq. 4.6 and the authors'
+    code): ``bound(τ) = a_{τ,0} E_0 + d (S1/(n ε))² (Σ_{t<=τ} a_{τ,t}^{1/3})³``,
+    in O(T) with cumulative log-sum-exps.  It uses n even for mini-batches
+    and drops the subsampling term (spec A5).
+
+    ``horizon_rule="subsampled"`` (an extension, spec A5) evaluates the bound
+    (4.3) of the schedule that would actually run at each τ:
+
+        bound(τ) = a_{τ,0} E_0 + Σ_{t<=τ} a_{τ,t} (d b_t(τ)² + σ_s²(m, n)/2)
+
+    with ε_t(τ) = ε a_{τ,t}^{1/3} / Σ_{j<=τ} a_{τ,j}^{1/3} (Prop. 4.2),
+    b_t(τ) = b(S1, ε_t(τ), n, m) the exact subsampled inverse of eq. 3.3
+    and σ_s² = S1² (n − m) / (4 m (n − 1)) (eq. 3.13); O(T²).  For m = n it
+    equals the paper rule.  ``batch_size`` (m, default n) is used only here.
     """
     head, cum, off_t, off_tau, log_a0 = _coefficient_logs(
         step_sizes, stages, smoothness, strong_convexity, constants, stage_ends)
     E0 = _real("initial_error", initial_error, low_open=False)
     eps = _real("epsilon", epsilon)
     S = _real("sensitivity", sensitivity)
+    n = int(n)
+    m = n if batch_size is None else int(batch_size)
+    if not 1 <= m <= n:
+        raise ValidationError(f"need 1 <= batch_size <= n; got {batch_size!r}, {n}")
+    if horizon_rule not in HORIZON_RULES:
+        raise ValidationError(f"horizon_rule must be one of {HORIZON_RULES}; got {horizon_rule!r}")
     ln2 = math.log(2.0)
+    d = int(n_features)
+    # log a_{τ,t} = (cum_τ + off'_τ ln 2) + 3 inner_t
     inner = (head - cum - off_t * ln2) / 3.0
+    outer = cum + off_tau * ln2
     cum_lse = np.logaddexp.accumulate(inner)
-    log_sum_cuberoot = (cum + off_tau * ln2) / 3.0 + cum_lse
-    noise = int(n_features) * (S / (int(n) * eps)) ** 2 * np.exp(3.0 * log_sum_cuberoot)
+    if horizon_rule == "paper" or m == n:
+        noise = d * (S / (n * eps)) ** 2 * np.exp(outer + 3.0 * cum_lse)
+        return np.exp(log_a0) * E0 + noise
+    sigma_s2 = S * S * (n - m) / (4.0 * m * (n - 1))
+    noise = np.empty(inner.size)
+    for tau in range(inner.size):
+        log_a = outer[tau] + 3.0 * inner[:tau + 1]
+        budgets = eps * np.exp(inner[:tau + 1] - cum_lse[tau])
+        scales = _scale_of_budget(budgets, S, n, m)
+        noise[tau] = float(np.sum(np.exp(log_a) * (d * scales * scales + sigma_s2 / 2.0)))
     return np.exp(log_a0) * E0 + noise
 
 
 def choose_horizon(step_sizes, stages, smoothness, strong_convexity, n_features, sensitivity,
-                   n, epsilon, initial_error=10.0, constants="consistent", stage_ends=None):
+                   n, epsilon, initial_error=10.0, constants="consistent", stage_ends=None,
+                   batch_size=None, horizon_rule="paper"):
     """T' = first argmin over τ in 1..T of :func:`horizon_bounds` (Remark 4.1)."""
     bounds = horizon_bounds(step_sizes, stages, smoothness, strong_convexity, n_features,
-                            sensitivity, n, epsilon, initial_error, constants, stage_ends)
+                            sensitivity, n, epsilon, initial_error, constants, stage_ends,
+                            batch_size, horizon_rule)
     return int(np.argmin(bounds)) + 1
 
 

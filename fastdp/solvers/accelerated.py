@@ -58,7 +58,7 @@ import numpy as np
 
 from fastdp._validation import check_positive, check_random_state
 from fastdp.exceptions import ValidationError
-from fastdp.privacy.events import NonPrivateEvent
+from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
 from fastdp.privacy.calibration import calibrate
 from fastdp.sampling import FixedSizeSampler
 from fastdp.solvers import _accel_accounting as acc
@@ -105,6 +105,7 @@ __all__ = [
     "plan_nesterov",
     "plan_masg",
     "run_plan",
+    "run_plan_replicas",
     "ESTIMATOR_SOLVERS",
     # problem and accounting
     "GLMProblem", "glm_l1_sensitivity", "sensitivity_logreg",
@@ -286,7 +287,7 @@ def _default_constants(bound_constants, noise_convention):
 
 def _allocated_scales(laplace_scales, allocation, step_sizes, stages, *, smoothness,
                       strong_convexity, n_features, S, n, m, eps, alter_horizon, initial_error,
-                      constants):
+                      constants, horizon_rule="paper"):
     """(T', nominal scales of the T' steps) of Algorithms 3-5.
 
     The user's ``laplace_scales`` or the uniform split (``allocation="uniform"``
@@ -301,7 +302,8 @@ def _allocated_scales(laplace_scales, allocation, step_sizes, stages, *, smoothn
     if alter_horizon:
         horizon = sch.choose_horizon(step_sizes, stages, smoothness, strong_convexity,
                                      _int_at_least("n_features", n_features), S, n, eps,
-                                     initial_error, constants)
+                                     initial_error, constants, batch_size=m,
+                                     horizon_rule=horizon_rule)
     log_a, _ = sch.log_bound_coefficients(step_sizes[:horizon], stages[:horizon], smoothness,
                                           strong_convexity, constants)
     if allocation == "prop42":
@@ -318,7 +320,15 @@ def _allocation_labels(laplace_scales, allocation, constants):
             "bound_constants": constants if allocation != "uniform" else None}
 
 
-def _check_allocation(allocation, alter_horizon, laplace_scales):
+def _horizon_label(allocation, alter_horizon, horizon_rule):
+    """``extra["horizon_rule"]`` of a plan: the rule that chose T' (None if T' = T by fiat)."""
+    return horizon_rule if allocation != "uniform" and alter_horizon else None
+
+
+def _check_allocation(allocation, alter_horizon, laplace_scales, horizon_rule="paper"):
+    if horizon_rule not in sch.HORIZON_RULES:
+        raise ValidationError(
+            f"horizon_rule must be one of {sch.HORIZON_RULES}; got {horizon_rule!r}")
     if allocation not in sch.ALLOCATIONS:
         raise ValidationError(f"allocation must be one of {sch.ALLOCATIONS}; got {allocation!r}")
     if laplace_scales is not None and allocation != "uniform":
@@ -331,7 +341,8 @@ def _check_allocation(allocation, alter_horizon, laplace_scales):
 def plan_nesterov(*, n_samples, sensitivity, epsilon, n_iter, step_size, strong_convexity=None,
                   smoothness=None, momentum=None, n_features=None, batch_size=None,
                   allocation="uniform", alter_horizon=None, initial_error=10.0,
-                  bound_constants=None, laplace_scales=None, noise_convention="paper"):
+                  bound_constants=None, laplace_scales=None, noise_convention="paper",
+                  horizon_rule="paper"):
     """Plan of DP-NAG (Algorithm 3) or DP-NAG-opt (``allocation="prop42"``, Algorithm 4).
 
     ``allocation="uniform"``: every step costs ε/T.  ``"prop42"``: ε_t ∝
@@ -341,44 +352,53 @@ def plan_nesterov(*, n_samples, sensitivity, epsilon, n_iter, step_size, strong_
     (default: on for the non-uniform allocations) only T' = argmin of the
     bound (4.6) steps run, spending the whole ε.  The non-uniform
     allocations need ``smoothness``, ``strong_convexity`` and ``n_features``.
+    ``horizon_rule``: ``"paper"`` (default, eq. 4.6 as the paper and its code:
+    n instead of m, no subsampling term) or ``"subsampled"`` (the bound of
+    the subsampled schedule that runs, with σ_s²; an extension, spec A5; see
+    :func:`~fastdp.solvers._accel_schedules.horizon_bounds`).
     """
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
     alpha = check_positive("step_size", step_size)
-    alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
+    alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales, horizon_rule)
     beta = _momentum(momentum, alpha, strong_convexity)
     constants = _default_constants(bound_constants, noise_convention)
     horizon, scales = _allocated_scales(
         laplace_scales, allocation, np.full(T, alpha), np.ones(T, dtype=np.int64),
         smoothness=smoothness, strong_convexity=strong_convexity, n_features=n_features, S=S, n=n,
-        m=m, eps=eps, alter_horizon=alter_horizon, initial_error=initial_error, constants=constants)
+        m=m, eps=eps, alter_horizon=alter_horizon, initial_error=initial_error, constants=constants,
+        horizon_rule=horizon_rule)
     return AcceleratedPlan(
         algorithm="dp_nesterov", step_sizes=np.full(horizon, alpha), momenta=np.full(horizon, beta),
         restarts=np.zeros(horizon, dtype=bool), extrapolate=True, nominal_scales=scales,
         n_samples=n, batch_size=m, sensitivity=S, nominal_n_iter=T,
         noise_convention=noise_convention,
-        **_allocation_labels(laplace_scales, allocation, constants))
+        **_allocation_labels(laplace_scales, allocation, constants),
+        extra={"horizon_rule": _horizon_label(allocation, alter_horizon, horizon_rule)})
 
 
 def plan_masg(*, n_samples, sensitivity, epsilon, n_iter, smoothness, strong_convexity,
               step_multiplier=1.0, n1=None, n1_rounding="ceil", p=1, n_features=None,
               batch_size=None, allocation="uniform", alter_horizon=None, initial_error=10.0,
-              bound_constants=None, laplace_scales=None, noise_convention="paper"):
+              bound_constants=None, laplace_scales=None, noise_convention="paper",
+              horizon_rule="paper"):
     """Plan of multistage DP-MASG (Algorithm 5) or DP-MASG-opt (``allocation="prop42"``).
 
     Stages from :func:`~fastdp.solvers._accel_schedules.masg_schedule` for
     the nominal T (then cut at T'), momentum restart at every stage
-    boundary; the optimised allocation uses the coefficients of eq. 4.8.
+    boundary; the optimised allocation uses the coefficients of eq. 4.8 and
+    ``horizon_rule`` as :func:`plan_nesterov`.
     """
     n, m, S, eps, T = _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter,
                                     noise_convention)
-    alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales)
+    alter_horizon = _check_allocation(allocation, alter_horizon, laplace_scales, horizon_rule)
     schedule = sch.masg_schedule(T, smoothness, strong_convexity, step_multiplier, n1, n1_rounding, p)
     constants = _default_constants(bound_constants, noise_convention)
     horizon, scales = _allocated_scales(
         laplace_scales, allocation, schedule["step_sizes"], schedule["stages"],
         smoothness=smoothness, strong_convexity=strong_convexity, n_features=n_features, S=S, n=n,
-        m=m, eps=eps, alter_horizon=alter_horizon, initial_error=initial_error, constants=constants)
+        m=m, eps=eps, alter_horizon=alter_horizon, initial_error=initial_error, constants=constants,
+        horizon_rule=horizon_rule)
     cut = slice(0, horizon)
     return AcceleratedPlan(
         algorithm="dp_masg", step_sizes=schedule["step_sizes"][cut],
@@ -387,7 +407,8 @@ def plan_masg(*, n_samples, sensitivity, epsilon, n_iter, smoothness, strong_con
         noise_convention=noise_convention,
         **_allocation_labels(laplace_scales, allocation, constants),
         extra={"stages": schedule["stages"][cut], "n1": schedule["n1"], "C": schedule["C"],
-               "stage_ends": schedule["stage_ends"]})
+               "stage_ends": schedule["stage_ends"],
+               "horizon_rule": _horizon_label(allocation, alter_horizon, horizon_rule)})
 
 
 # ---------------------------------------------------------------------------
@@ -437,59 +458,131 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
     record_iterates : bool
         Keep all x_1..x_T' in ``result.extra["iterates"]``.
     """
+    d = _check_run(problem, plan, form, sensitivity_fn)
+    x = _initial_point(x0, d)[None, :]
+    core = _momentum_loop(problem, plan, x, [check_random_state(random_state)], form=form,
+                          sensitivity_fn=sensitivity_fn, callback=callback,
+                          record_iterates=record_iterates)
+    x, iterates, drawn = core
+    return _result(plan, x[0], None if iterates is None else iterates[0], form, problem, drawn[0])
+
+
+def run_plan_replicas(problem, plan, *, random_states, x0=None, form="momentum",
+                      record_iterates=True):
+    """R independent runs of ``plan`` in lock step (the 20 runs of a figure).
+
+    Replica r draws its batches and noise from ``random_states[r]`` exactly
+    as ``run_plan(problem, plan, random_state=random_states[r])`` does; the
+    gradients of all replicas are evaluated together
+    (``problem.gradients(points, rows)`` when the problem has it, else one
+    ``problem.gradient`` call per replica), so the iterates agree with the
+    single runs up to floating-point summation order (about 1e-13
+    relative), not bit for bit.
+
+    Privacy: every replica is a separate run on the same data and spends
+    the plan's ε; releasing all R replicas spends R ε (basic composition),
+    which the returned ``event`` (``SelfComposedEvent(plan.event, R)``)
+    states.  Use this for experiments that report averages over runs.
+
+    Returns
+    -------
+    dict
+        ``coefs`` (R, d): the last iterates; ``iterates`` (R, T', d) when
+        ``record_iterates``; ``laplace_scales`` (R, T') drawn; ``event``;
+        ``epsilon_per_run`` and ``horizon``.
+    """
+    d = _check_run(problem, plan, form, None)
+    if isinstance(random_states, (int, np.integer, np.random.Generator, np.random.SeedSequence)):
+        raise ValidationError("random_states must be a sequence with one seed per replica")
+    rngs = [check_random_state(r) for r in random_states]
+    if not rngs:
+        raise ValidationError("random_states must name at least one replica")
+    x = np.tile(_initial_point(x0, d), (len(rngs), 1))
+    x, iterates, drawn = _momentum_loop(problem, plan, x, rngs, form=form, sensitivity_fn=None,
+                                        callback=None, record_iterates=record_iterates)
+    return {"coefs": x, "iterates": iterates, "laplace_scales": drawn,
+            "event": (SelfComposedEvent(plan.event, len(rngs)) if plan.private
+                      else NonPrivateEvent()),
+            "epsilon_per_run": plan.epsilon, "horizon": plan.horizon}
+
+
+def _check_run(problem, plan, form, sensitivity_fn):
+    """Validate a run's arguments; returns the number of features d."""
     n, d = int(problem.n_samples), int(problem.n_features)
     if n != plan.n_samples:
         raise ValidationError(f"the plan is for n = {plan.n_samples} samples; the problem has {n}")
     if form not in ("momentum", "smoothing"):
         raise ValidationError(f"form must be 'momentum' or 'smoothing'; got {form!r}")
-    smoothing = form == "smoothing"
-    if smoothing and (plan.extrapolate or np.any(plan.restarts)
-                      or np.any(plan.momenta != plan.momenta[0])):
+    if form == "smoothing" and (plan.extrapolate or np.any(plan.restarts)
+                                or np.any(plan.momenta != plan.momenta[0])):
         raise ValidationError("form='smoothing' is the heavy-ball rewrite: constant momentum, "
                               "gradient at x_{k-1}, no restarts")
     if sensitivity_fn is not None and plan.extrapolate:
         raise ValidationError("a state-dependent sensitivity is for DP-GD / DP-HB only (spec A6)")
+    return d
+
+
+def _replica_gradients(problem, points, rows):
+    """Mean gradients at ``points`` (R, d); ``rows`` is None or (R, m) batches."""
+    if hasattr(problem, "gradients") and points.shape[0] > 1:
+        return problem.gradients(points, rows)
+    return np.stack([problem.gradient(p, None if rows is None else rows[r])
+                     for r, p in enumerate(points)])
+
+
+def _momentum_loop(problem, plan, x, rngs, *, form, sensitivity_fn, callback, record_iterates):
+    """The one momentum loop of every accelerated solver, for R replicas (rows of x).
+
+    Replica r uses ``rngs[r]`` split into a batch stream and a noise stream.
+    Returns (x_T' (R, d), iterates (R, T', d) or None, drawn scales (R, T')).
+    """
+    n = plan.n_samples
+    R, d = x.shape
     T, m = plan.horizon, plan.batch_size
-    sampling_rng, noise_rng = check_random_state(random_state).spawn(2)
+    streams = [rng.spawn(2) for rng in rngs]
     if m < n:
-        batch_ptr, batch_idx = FixedSizeSampler(m).stream(n, sampling_rng).take(T)
+        batches = [FixedSizeSampler(m).stream(n, sampling).take(T) for sampling, _ in streams]
+    noise_rngs = [noise for _, noise in streams]
     # plan scales are for plan.sensitivity; a problem with another S1 rescales
     # them (the scale relative to the sensitivity, hence every ε, is unchanged)
     scales = plan.scales
     if sensitivity_fn is None and float(problem.sensitivity) != plan.sensitivity:
         scales = scales * (float(problem.sensitivity) / plan.sensitivity)
-    drawn = np.empty(T)
-    x = _initial_point(x0, d)
+    smoothing = form == "smoothing"
+    drawn = np.empty((R, T))
     x_prev = x.copy()
     u = None
-    iterates = np.empty((T, d)) if record_iterates else None
+    noise = np.empty((R, d))
+    iterates = np.empty((R, T, d)) if record_iterates else None
     for k in range(T):
         alpha, beta = plan.step_sizes[k], plan.momenta[k]
         if plan.restarts[k]:
             x_prev = x
-        rows = batch_idx[batch_ptr[k]:batch_ptr[k + 1]] if m < n else None
-        scale = scales[k]
-        if sensitivity_fn is not None and scale > 0:
-            scale = scale * float(sensitivity_fn(x)) / plan.sensitivity
-        drawn[k] = scale
+        rows = (np.stack([idx[ptr[k]:ptr[k + 1]] for ptr, idx in batches]) if m < n else None)
+        scale = np.full(R, scales[k])
+        if sensitivity_fn is not None and scales[k] > 0:
+            scale = scale * np.array([float(sensitivity_fn(x_r)) for x_r in x]) / plan.sensitivity
+        drawn[:, k] = scale
         if smoothing:
-            g = problem.gradient(x, rows)
-            if scale > 0:
-                g = g + noise_rng.laplace(0.0, scale, size=d)
+            g = _replica_gradients(problem, x, rows)
+        else:
+            y = x + beta * (x - x_prev)
+            g = _replica_gradients(problem, y if plan.extrapolate else x, rows)
+        if scales[k] > 0:
+            for r in range(R):
+                noise[r] = noise_rngs[r].laplace(0.0, scale[r], size=d)
+            g = g + noise
+        if smoothing:
             u = (1.0 - beta) * g if u is None else beta * u + (1.0 - beta) * g
             x_new = x - (alpha / (1.0 - beta)) * u
         else:
-            y = x + beta * (x - x_prev)
-            g = problem.gradient(y if plan.extrapolate else x, rows)
-            if scale > 0:
-                g = g + noise_rng.laplace(0.0, scale, size=d)
             x_new = y - alpha * g
         x_prev, x = x, x_new
         if record_iterates:
-            iterates[k] = x
+            iterates[:, k] = x
         if callback is not None:
-            callback(k + 1, x)
-    return _result(plan, x, iterates, form, problem, drawn)
+            callback(k + 1, x[0])
+    return x, iterates, drawn
 
 
 def _scalar(value):
@@ -630,8 +723,8 @@ def dp_heavy_ball(problem, *, epsilon, n_iter, step_size, momentum=None, strong_
 def dp_nesterov(problem, *, epsilon, n_iter, step_size, strong_convexity=None, smoothness=None,
                 momentum=None, allocation="uniform", alter_horizon=None, initial_error=10.0,
                 bound_constants=None, batch_size=None, x0=None, laplace_scales=None,
-                noise_convention="paper", random_state=None, callback=None,
-                record_iterates=False):
+                noise_convention="paper", horizon_rule="paper", random_state=None,
+                callback=None, record_iterates=False):
     """DP Nesterov accelerated gradient: DP-NAG and DP-NAG-opt (spec 002, Algorithms 3-4).
 
     ``z = x_{k-1} + β (x_{k-1} − x_{k-2})``, ``x_k = z − α g̃(z)``.  With
@@ -661,6 +754,9 @@ def dp_nesterov(problem, *, epsilon, n_iter, step_size, strong_convexity=None, s
     bound_constants : {"consistent", "paper", "reference_code"}, optional
         Constants of the bound (spec B1); default "consistent" with
         ``noise_convention="paper"``, "reference_code" otherwise.
+    horizon_rule : {"paper", "subsampled"}
+        How T' is chosen: eq. 4.6 as published (default), or the bound of
+        the subsampled schedule including σ_s² (an extension, spec A5).
 """
     plan = plan_nesterov(n_samples=problem.n_samples, sensitivity=problem.sensitivity,
                          epsilon=epsilon, n_iter=n_iter, step_size=step_size,
@@ -668,7 +764,8 @@ def dp_nesterov(problem, *, epsilon, n_iter, step_size, strong_convexity=None, s
                          momentum=momentum, n_features=problem.n_features, batch_size=batch_size,
                          allocation=allocation, alter_horizon=alter_horizon,
                          initial_error=initial_error, bound_constants=bound_constants,
-                         laplace_scales=laplace_scales, noise_convention=noise_convention)
+                         laplace_scales=laplace_scales, noise_convention=noise_convention,
+                         horizon_rule=horizon_rule)
     return run_plan(problem, plan, x0=x0, random_state=random_state, callback=callback,
                     record_iterates=record_iterates)
 
@@ -676,8 +773,8 @@ def dp_nesterov(problem, *, epsilon, n_iter, step_size, strong_convexity=None, s
 def dp_masg(problem, *, epsilon, n_iter, smoothness, strong_convexity, step_multiplier=1.0,
             n1=None, n1_rounding="ceil", p=1, allocation="uniform", alter_horizon=None,
             initial_error=10.0, bound_constants=None, batch_size=None, x0=None,
-            laplace_scales=None, noise_convention="paper", random_state=None, callback=None,
-            record_iterates=False):
+            laplace_scales=None, noise_convention="paper", horizon_rule="paper",
+            random_state=None, callback=None, record_iterates=False):
     """Multistage DP-MASG and DP-MASG-opt (spec 002, Algorithm 5).
 
     NAG in stages: stage 1 of length n1 with α = c/L, stage k >= 2 of length
@@ -695,7 +792,7 @@ def dp_masg(problem, *, epsilon, n_iter, smoothness, strong_convexity, step_mult
         c ∈ (0, 1], multiplies every stage's step (spec B4).
     n1, n1_rounding, p
         First-stage length (default ⌈√κ ln κ⌉), its rounding, and p >= 1.
-    allocation, alter_horizon, initial_error, bound_constants
+    allocation, alter_horizon, initial_error, bound_constants, horizon_rule
         As :func:`dp_nesterov`.
 """
     plan = plan_masg(n_samples=problem.n_samples, sensitivity=problem.sensitivity,
@@ -704,7 +801,8 @@ def dp_masg(problem, *, epsilon, n_iter, smoothness, strong_convexity, step_mult
                      n1_rounding=n1_rounding, p=p, n_features=problem.n_features,
                      batch_size=batch_size, allocation=allocation, alter_horizon=alter_horizon,
                      initial_error=initial_error, bound_constants=bound_constants,
-                     laplace_scales=laplace_scales, noise_convention=noise_convention)
+                     laplace_scales=laplace_scales, noise_convention=noise_convention,
+                     horizon_rule=horizon_rule)
     return run_plan(problem, plan, x0=x0, random_state=random_state, callback=callback,
                     record_iterates=record_iterates)
 
@@ -722,7 +820,7 @@ del _function
 _ESTIMATOR_OPTIONS = ("n_iter", "step_size", "step_multiplier", "momentum", "smoothness",
                       "allocation", "alter_horizon", "initial_error", "bound_constants",
                       "noise_convention", "row_l1_bound", "n_features", "form", "n1",
-                      "n1_rounding", "p")
+                      "n1_rounding", "p", "horizon_rule")
 _CURVATURE = {"squared": 1.0, "logistic": 0.25}
 
 
@@ -735,7 +833,7 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
     ``step_multiplier / L`` with the public bound ``L = c_loss + lam``, valid
     because the estimator checks ``||x_i||_2 <= 1``), ``momentum``,
     ``smoothness``, ``allocation``, ``alter_horizon``, ``initial_error``,
-    ``bound_constants``, ``noise_convention``, ``row_l1_bound`` (a public
+    ``bound_constants``, ``horizon_rule``, ``noise_convention``, ``row_l1_bound`` (a public
     bound R on every row's L1 norm; default √d from the L2 bound),
     ``n_features`` (needed by the horizon rule when the estimator's config
     lacks it), ``form``, and the MASG stage settings ``n1``, ``n1_rounding``
@@ -805,7 +903,8 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
         opt = dict(allocation=options.get("allocation", "uniform"),
                    alter_horizon=options.get("alter_horizon"),
                    initial_error=options.get("initial_error", 10.0),
-                   bound_constants=options.get("bound_constants"), n_features=d)
+                   bound_constants=options.get("bound_constants"), n_features=d,
+                   horizon_rule=options.get("horizon_rule", "paper"))
         if self.algorithm == "heavy_ball":
             return plan_heavy_ball(step_size=alpha, momentum=options.get("momentum"),
                                    strong_convexity=lam, **common)

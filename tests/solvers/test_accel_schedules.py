@@ -80,6 +80,57 @@ def test_horizon_bounds_against_direct_sum():
         assert bounds[tau - 1] == pytest.approx(direct, rel=1e-12)
 
 
+@pytest.mark.parametrize("constants, k_a", [("consistent", 1.0), ("reference_code", 0.5)])
+def test_subsampled_horizon_rule_closed_form(constants, k_a):
+    # spec A5 extension: bound(tau) = 2 q^tau E0 + sum_t a_t (d b_t^2 + sigma_s^2 / 2) with
+    # a_t = K_a alpha (1 + alpha L) q^(tau - t), eps_t = eps a_t^(1/3) / sum_j a_j^(1/3),
+    # b_t = S1 / (m log(1 + (n/m)(e^eps_t - 1))) and sigma_s^2 = S1^2 (n - m) / (4 m (n - 1))
+    alpha, m, eps, E0 = 0.7 / L5, 1000, 1.0, 10.0
+    q = 1 - math.sqrt(MU5 * alpha)
+    bounds = sch.horizon_bounds(np.full(60, alpha), None, L5, MU5, D, S1, N, eps, E0, constants,
+                                batch_size=m, horizon_rule="subsampled")
+    sigma_s2 = S1 ** 2 * (N - m) / (4.0 * m * (N - 1))
+    for tau in (1, 2, 23, 60):
+        a = k_a * alpha * (1 + alpha * L5) * q ** (tau - np.arange(1, tau + 1))
+        e_t = eps * a ** (1 / 3) / np.sum(a ** (1 / 3))
+        b_t = S1 / (m * np.log(1 + (N / m) * (np.exp(e_t) - 1)))
+        # geometric series: sum_t a_t = K_a alpha (1 + alpha L) (1 - q^tau) / (1 - q)
+        subsampling = sigma_s2 / 2 * k_a * alpha * (1 + alpha * L5) * (1 - q ** tau) / (1 - q)
+        # a_{tau,0} = 2^{s_tau - s_0} q^tau with s_0 = 0 for these constants (spec B1)
+        closed = 2 * q ** tau * E0 + D * np.sum(a * b_t ** 2) + subsampling
+        assert bounds[tau - 1] == pytest.approx(closed, rel=1e-11)
+    # m = n: identical to the paper's rule (4.6); and the default rule ignores batch_size
+    paper = sch.horizon_bounds(np.full(60, alpha), None, L5, MU5, D, S1, N, eps, E0, constants)
+    full = sch.horizon_bounds(np.full(60, alpha), None, L5, MU5, D, S1, N, eps, E0, constants,
+                              batch_size=N, horizon_rule="subsampled")
+    assert np.array_equal(paper, full)
+    assert np.array_equal(paper, sch.horizon_bounds(np.full(60, alpha), None, L5, MU5, D, S1, N,
+                                                    eps, E0, constants, batch_size=m))
+
+
+def test_subsampled_horizon_rule_in_plans():
+    # section-5 constants, m = 1000: the subsampling term shortens NAG-opt's horizon
+    # (136 -> 127 at c = 1) and lengthens MASG-opt's (89 -> 497: the small late-stage
+    # steps damp the subsampling variance); m = n changes nothing
+    common = dict(n_samples=N, sensitivity=S1, epsilon=1.0, n_iter=1000, n_features=D,
+                  allocation="prop42", bound_constants="reference_code", smoothness=L5,
+                  strong_convexity=MU5)
+    got = {}
+    for rule in sch.HORIZON_RULES:
+        for m in (N, 1000):
+            nag = plan_nesterov(step_size=1 / L5, batch_size=m, horizon_rule=rule, **common)
+            masg = plan_masg(batch_size=m, horizon_rule=rule, **common)
+            got[rule, m] = (nag.horizon, masg.horizon)
+            assert nag.extra["horizon_rule"] == rule
+            assert acc.total_epsilon(nag.nominal_scales, S1, N, m) == pytest.approx(1.0, rel=1e-12)
+    assert got == {("paper", N): (136, 89), ("paper", 1000): (136, 89),
+                   ("subsampled", N): (136, 89), ("subsampled", 1000): (127, 497)}
+    with pytest.raises(ValidationError, match="horizon_rule"):
+        plan_nesterov(step_size=1 / L5, horizon_rule="bogus", **common)
+    uniform = plan_nesterov(step_size=1 / L5, **dict(common, allocation="uniform"))
+    assert uniform.extra["horizon_rule"] is None
+
+
 # spec 002, section 3.3: (algorithm, c, T, T', eps_1, eps_T', b_1/b_T' at m = n, at m = 1000)
 TABLE_33 = [
     ("nag", 1.0, 100, 100, 0.002855, 0.02412, (0.1401, 0.01658), (0.1591, 0.03237)),

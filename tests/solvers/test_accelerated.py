@@ -25,6 +25,7 @@ from fastdp.solvers.accelerated import (
     plan_masg,
     plan_nesterov,
     run_plan,
+    run_plan_replicas,
 )
 
 
@@ -88,6 +89,52 @@ def test_glm_gradient_matches_numpy_reference(logreg):
     sparse = GLMProblem(sp.csr_matrix(U), z, loss="logistic", lam=0.02, row_l1_bound=20.0)
     assert np.array_equal(sparse.gradient(theta), full)
     assert problem.sensitivity == 40.0
+
+
+def test_replica_gradients_match_the_kernel(logreg):
+    # the BLAS path of full-batch replica gradients equals the CSR kernel per replica
+    problem, U, z, _ = logreg
+    thetas = np.random.default_rng(5).standard_normal((4, 20)) * 3.0
+    thetas[0] = 10.0  # large margins: e^{yz} near overflow territory is handled
+    batched = problem.gradients(thetas)
+    for r in range(4):
+        assert np.allclose(batched[r], problem.gradient(thetas[r]), rtol=1e-12, atol=1e-14)
+    rows = np.stack([np.arange(r, 2000, 7)[:50] for r in range(4)])
+    sub = problem.gradients(thetas, rows)
+    for r in range(4):
+        assert np.array_equal(sub[r], problem.gradient(thetas[r], rows[r]))
+    sparse = GLMProblem(sp.csr_matrix(U[:, :5] * (U[:, :5] > 0.7)), z, loss="squared", lam=0.1,
+                        clip=np.inf, sensitivity=1.0)
+    batched = sparse.gradients(thetas[:, :5])  # sparse X: products on the CSR matrix
+    for r in range(4):
+        assert np.allclose(batched[r], sparse.gradient(thetas[r, :5]), rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValidationError, match="shape"):
+        problem.gradients(thetas[:, :3])
+
+
+@pytest.mark.parametrize("m", [2000, 100])
+def test_replicas_are_the_single_runs(logreg, m):
+    problem, _, _, L = logreg
+    seeds = [np.random.SeedSequence([3, r]) for r in range(3)]
+    plan = plan_nesterov(n_samples=problem.n_samples, sensitivity=40.0, epsilon=1.0, n_iter=30,
+                         step_size=1 / L, strong_convexity=0.02, batch_size=m)
+    out = run_plan_replicas(problem, plan, random_states=seeds, x0=np.full(20, 10.0))
+    assert out["iterates"].shape == (3, 30, 20)
+    for r in range(3):
+        # a fresh SeedSequence: spawning advances the one passed above
+        single = run_plan(problem, plan, x0=np.full(20, 10.0),
+                          random_state=np.random.SeedSequence([3, r]),
+                          record_iterates=True)
+        if m < problem.n_samples:  # mini-batches: the same kernel calls, the same bits
+            assert np.array_equal(out["iterates"][r], single.extra["iterates"])
+        else:
+            assert np.allclose(out["iterates"][r], single.extra["iterates"], rtol=1e-11,
+                               atol=1e-12)
+        assert np.array_equal(out["laplace_scales"][r], single.extra["laplace_scales"])
+    # three released runs spend three times the plan's epsilon
+    assert out["event"].count == 3 and out["event"].event == plan.event
+    with pytest.raises(ValidationError, match="one seed per replica"):
+        run_plan_replicas(problem, plan, random_states=3)
 
 
 def test_glm_sensitivity_rules():
