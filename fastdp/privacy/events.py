@@ -74,6 +74,7 @@ __all__ = [
     "SelfComposedEvent",
     "ComposedEvent",
     "NonPrivateEvent",
+    "PrivacyFilterEvent",
     "event_from_dict",
     "iter_events",
     "VIEWS",
@@ -632,6 +633,123 @@ class NonPrivateEvent(DpEvent):
         return {"kind": self.kind}
 
 
+@dataclasses.dataclass(frozen=True)
+class PrivacyFilterEvent(DpEvent):
+    """A fully adaptive composition halted by a Rényi-DP privacy filter.
+
+    The run adaptively chooses how many mechanisms to run and with which
+    parameters (each choice may depend on every earlier output). A filter
+    halts it *before* any mechanism whose cost would push the running sum of
+    costs above the cap, so on every path the sum stays within the cap. By the
+    RDP filter theorem (Feldman & Zrnic, NeurIPS 2021, Thm 3.1; Whitehouse,
+    Ramdas, Rogers & Wu 2022 for the zCDP form), the whole transcript then
+    satisfies the cap's Rényi-DP guarantee, exactly as a non-adaptive
+    composition of that total cost would. The event describes the **cap**
+    (what is promised before the run), not the amount the run consumed.
+
+    Forms
+    -----
+    * ``rho`` (zCDP filter): every mechanism's cost is its zCDP parameter
+      ρ_t (its RDP is at most α·ρ_t at every order α > 1) and the filter keeps
+      Σ ρ_t ≤ ``rho``. Guarantee: ``rho``-zCDP, i.e. (α, α·rho)-RDP at every
+      order α > 1 simultaneously (the filter theorem holds at each order,
+      because the bound Σ α·ρ_t ≤ α·rho holds on every path), so the RDP →
+      (ε, δ) conversion may pick the best order after the fact.
+    * ``orders``/``caps`` (RDP filter at fixed orders): the filter keeps the
+      sum of the mechanisms' RDP at each tracked order a_j within ``caps[j]``
+      (it halts if *any* tracked order would overflow). Guarantee:
+      (a_j, caps[j])-RDP at each tracked order; at an order α ≤ a_j the RDP is
+      at most caps[j] (Rényi divergences are non-decreasing in the order);
+      nothing is claimed above the largest tracked order.
+
+    What is private: the records every halted mechanism reads. Adjacency:
+    ``adjacency`` (default add/remove; each mechanism's cost must refer to
+    it). Released: the whole transcript of the run.
+
+    Parameters
+    ----------
+    rho : float, optional
+        zCDP cap (> 0). Give either ``rho`` or ``orders`` and ``caps``.
+    orders : tuple of float, optional
+        Tracked Rényi orders (> 1), strictly increasing.
+    caps : tuple of float, optional
+        RDP cap (≥ 0) at each tracked order.
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    rho: float | None = None
+    orders: tuple = ()
+    caps: tuple = ()
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "privacy_filter"
+
+    def __post_init__(self):
+        orders, caps = tuple(self.orders or ()), tuple(self.caps or ())
+        if (self.rho is None) == (not orders):
+            raise ValidationError(
+                "a privacy filter takes either rho (zCDP cap) or orders and caps (RDP caps).")
+        if self.rho is not None:
+            _set(self, "rho", _positive_float("rho", self.rho))
+        else:
+            if len(orders) != len(caps):
+                raise ValidationError("orders and caps must have the same length.")
+            orders = tuple(_positive_float("order", a) for a in orders)
+            caps = tuple(_positive_float("cap", c, allow_zero=True) for c in caps)
+            if any(a <= 1.0 for a in orders) or any(b <= a for a, b in zip(orders, orders[1:])):
+                raise ValidationError("orders must be > 1 and strictly increasing.")
+        _set(self, "orders", orders)
+        _set(self, "caps", caps)
+        _set(self, "adjacency", _as_adjacency(self.adjacency))
+
+    @classmethod
+    def zcdp(cls, rho, adjacency=Adjacency.ADD_REMOVE):
+        """zCDP filter with cap ``rho``."""
+        return cls(rho=rho, adjacency=adjacency)
+
+    @classmethod
+    def rdp(cls, orders, caps, adjacency=Adjacency.ADD_REMOVE):
+        """RDP filter with ``caps`` at the tracked ``orders``."""
+        return cls(orders=tuple(orders), caps=tuple(caps), adjacency=adjacency)
+
+    def rdp_bound(self, order: float) -> float:
+        """The guaranteed RDP at ``order`` (inf where nothing is guaranteed)."""
+        if self.rho is not None:
+            return float(order) * self.rho
+        for a, cap in zip(self.orders, self.caps):
+            if order <= a:
+                return cap
+        return math.inf
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        """The zCDP form with ``rdp_equivalent=True``: a Gaussian with σ = 1/sqrt(2ρ)
+        (the same RDP curve α·ρ). A filter's guarantee is RDP only: no
+        ``dp_accounting`` event dominates its privacy loss distribution."""
+        import dp_accounting
+
+        _check_view(view)
+        if self.rho is None or not rdp_equivalent:
+            raise PrivacyAnalysisError(
+                "a privacy filter's guarantee is Rényi-DP (Feldman & Zrnic 2021); no "
+                "dp_accounting mechanism dominates its privacy loss distribution. Use the "
+                "RDP accountant (accountant='rdp').")
+        return dp_accounting.GaussianDpEvent(1.0 / math.sqrt(2.0 * self.rho))
+
+    def to_replace_one(self):
+        """zCDP form: zCDP group privacy (Bun & Steinke 2016: k²ρ for groups of
+        k records; replacing one record is removing one and adding one, k = 2)
+        gives 4ρ-zCDP under replace-one. The fixed-order RDP form is refused."""
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        if self.rho is None:
+            raise PrivacyAnalysisError(
+                "a fixed-order RDP filter has no replace-one conversion; use the zCDP form.")
+        return PrivacyFilterEvent(rho=4.0 * self.rho, adjacency=Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "rho": self.rho, "orders": list(self.orders),
+                "caps": list(self.caps), "adjacency": self.adjacency.value}
+
+
 # ---------------------------------------------------------------------------
 # Composition
 # ---------------------------------------------------------------------------
@@ -966,6 +1084,7 @@ _KINDS = {
     "exponential_mechanism": ExponentialMechanismEvent,
     "line_search": LineSearchEvent,
     "non_private": NonPrivateEvent,
+    "privacy_filter": PrivacyFilterEvent,
     "self_composed": SelfComposedEvent,
     "composed": ComposedEvent,
     "poisson_sampled": PoissonSampledEvent,

@@ -55,6 +55,7 @@ from fastdp.privacy.events import (
     LineSearchEvent,
     NonPrivateEvent,
     PoissonSampledEvent,
+    PrivacyFilterEvent,
     PureEvent,
     SelfComposedEvent,
     ShuffledEvent,
@@ -67,6 +68,7 @@ __all__ = [
     "rdp_laplace",
     "rdp_pure",
     "rdp_line_search",
+    "rdp_privacy_filter",
     "rdp_poisson_gaussian",
     "rdp_poisson_general",
     "rdp_fixed_size_gaussian",
@@ -232,6 +234,17 @@ def rdp_line_search(event: LineSearchEvent, orders) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Poisson-subsampled Gaussian (exact)
 # ---------------------------------------------------------------------------
+def rdp_privacy_filter(event: PrivacyFilterEvent, orders) -> np.ndarray:
+    """Guaranteed RDP of a privacy-filtered run (its cap) at ``orders``.
+
+    zCDP form: α·ρ at every order. Fixed-order form: at α the smallest cap
+    of a tracked order ≥ α (RDP is non-decreasing in the order), inf above
+    the largest tracked order. See :class:`~fastdp.privacy.events.PrivacyFilterEvent`.
+    """
+    orders = _as_orders(orders)
+    return np.array([event.rdp_bound(a) for a in orders], dtype=float)
+
+
 def _sgm_log_a_integer(q: float, sigma: float, int_orders: np.ndarray) -> np.ndarray:
     alpha_rep, k, log_binom, starts = _integer_segments(int_orders)
     terms = (log_binom + k * math.log(q) + (alpha_rep - k) * math.log1p(-q)
@@ -737,6 +750,8 @@ class RdpAccountant(Accountant):
             return rdp_line_search(event, orders)
         if isinstance(event, PureEvent):
             return rdp_pure(event.epsilon, orders)
+        if isinstance(event, PrivacyFilterEvent):
+            return rdp_privacy_filter(event, orders)
         if isinstance(event, SelfComposedEvent):
             if event.count == 0:
                 return np.zeros(orders.shape)

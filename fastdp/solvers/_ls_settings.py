@@ -61,6 +61,11 @@ class BlsgdSettings:
     svt_analysis : "paper" (Thms 2/3) or "conservative" (pure ε_BT / naive composition).
     normalize : "expected" (divide by the public m = q·n, default) or "actual" (|B|,
         paper-literal; the batch size is then not protected by the analysis).
+    budget_filter : "rdp_paper" (default: the paper's running per-order RDP budget,
+        :class:`~fastdp.solvers._ls_budget.RdpBudgetFilter`) or "zcdp" (the sound zCDP
+        privacy filter of :mod:`fastdp.solvers._ls_filter`: cap ρ from (ε, δ), every call
+        charged unsampled, the run's event is the cap; ignores ``amplification``,
+        ``check``, ``fixed_order``, ``batch_accounting``).
 
     Algorithm
     ---------
@@ -110,6 +115,7 @@ class BlsgdSettings:
     init_scale: float = 0.01
     stop_when_ls_unaffordable: bool = False
     max_iter: int = None
+    budget_filter: str = "rdp_paper"
 
     def validate(self, epsilon):
         """Check every field and fill the budget defaults from ``epsilon``."""
@@ -153,6 +159,7 @@ class BlsgdSettings:
         self.init = _choice("init", self.init, ("normal", "zeros"))
         self.init_scale = _real("init_scale", self.init_scale, low=0.0)
         self.stop_when_ls_unaffordable = bool(self.stop_when_ls_unaffordable)
+        self.budget_filter = _choice("budget_filter", self.budget_filter, ("rdp_paper", "zcdp"))
         if self.max_iter is not None:
             self.max_iter = _integer("max_iter", self.max_iter, low=0)
         return self

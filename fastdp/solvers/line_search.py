@@ -51,6 +51,7 @@ Privacy
   non-private diagnostic).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -65,6 +66,7 @@ from fastdp.privacy.events import (
     GaussianEvent,
     LineSearchEvent,
     NonPrivateEvent,
+    PrivacyFilterEvent,
 )
 from fastdp.sampling import PoissonSampler, get_sampler
 from fastdp.solvers._ls_adapt import (
@@ -75,6 +77,7 @@ from fastdp.solvers._ls_adapt import (
     cheb_decision,
 )
 from fastdp.solvers._ls_budget import RdpBudgetFilter
+from fastdp.solvers._ls_filter import ZcdpFilter, rho_cap_for, zcdp_of
 from fastdp.solvers._ls_oracle import GlmBatchOracle
 from fastdp.solvers._ls_search import (
     armijo_coefficients,
@@ -183,6 +186,12 @@ def _objective(oracle, w, mu):
     return mean, mean + 0.5 * mu * float(np.dot(w, w))
 
 
+def _filter_report(budget):
+    """What a zCDP-filtered run consumed against its cap (all public: functions of the transcript)."""
+    return dict(budget_filter="zcdp", rho_cap=budget.rho_cap, rho_consumed=budget.rho_spent,
+                epsilon_cap=budget.epsilon_cap(), consumed_event=budget.consumed_event())
+
+
 _NON_PRIVATE_KEYS = ("n_noise_draws", "batch_sizes", "gradient_evaluations",
                      "objective_evaluations")
 
@@ -287,18 +296,28 @@ def dp_blgd(X, y, *, epsilon, delta, loss="logistic", random_state=None, record_
 
 
 def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, num_threads,
-                  noise_free, refine, algorithm, settings):
-    epsilon, delta = _check_privacy(epsilon, delta)
-    cfg = BlsgdSettings.from_options(settings).validate(epsilon)
+                  noise_free, refine, algorithm, settings, budget=None):
+    # ``budget``: a ready ZcdpFilter (estimator form: the cap is the planned event);
+    # otherwise one is built from (epsilon, delta) and ``budget_filter``.
+    if budget is None:
+        epsilon, delta = _check_privacy(epsilon, delta)
+    cfg = BlsgdSettings.from_options(settings).validate(epsilon if budget is None else math.nan)
     if noise_free and cfg.max_iter is None:
         raise ValidationError("the noise-free test mode needs max_iter.")
+    if budget is None and cfg.budget_filter == "zcdp":
+        budget = ZcdpFilter(rho_cap_for(epsilon, delta), delta)
+    if isinstance(budget, ZcdpFilter) and cfg.normalize != "expected":
+        raise ValidationError("the zCDP privacy filter needs normalize='expected' (dividing by "
+                              "the realised batch size is not covered by its analysis).")
     oracle = _prepare(X, y, loss, num_threads)
     n, d = oracle.n_samples, oracle.n_features
     q = cfg.sample_rate
     sample_rng, noise_rng, init_rng = check_random_state(random_state).spawn(3)
     stream = PoissonSampler(q).stream(n, sample_rng) if q < 1.0 else None
-    budget = RdpBudgetFilter(epsilon, delta, amplification=cfg.amplification, check=cfg.check,
-                             fixed_order=cfg.fixed_order, batch_accounting=cfg.batch_accounting)
+    if budget is None:
+        budget = RdpBudgetFilter(epsilon, delta, amplification=cfg.amplification,
+                                 check=cfg.check, fixed_order=cfg.fixed_order,
+                                 batch_accounting=cfg.batch_accounting)
 
     def afford(*events, fresh_batch=False):
         return True if noise_free else budget.can_afford(list(events), q, fresh_batch)
@@ -424,6 +443,8 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
         rho_grad=rho_grad, budget_bt=budget_bt, noise=cfg.noise, c_grad=c_grad, c_obj=c_obj,
         eta0=steps.eta0, theta_bar=angles.theta_bar, settings=dict(vars(cfg)),
         remaining_budget=budget.rem.copy())
+    if isinstance(budget, ZcdpFilter):
+        extra.update(_filter_report(budget))
     return _result(w, algorithm=algorithm, loss=loss, mu=cfg.mu, n_iter=t, q=q, n=n,
                    rho=rho_grad, c_grad=c_grad, event=event, history=history, extra=extra,
                    num_threads=num_threads)
@@ -588,32 +609,84 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
     """
     epsilon, delta = _check_privacy(epsilon, delta)
     oracle = _prepare(X, y, loss, num_threads)
+    eps_nmax = epsilon / (2.0 * splits)
+    sigma = c_grad * math.sqrt(2.0 * math.log(1.25 / delta)) / eps_nmax
+    budget = _AgdBudget(zcdp_rho_for(epsilon, delta))
+    res = _dp_agd_core(oracle, budget=budget, rho_grad=c_grad ** 2 / (2.0 * sigma ** 2),
+                       eps_nmax=eps_nmax, loss=loss, mu=mu, c_grad=c_grad, c_obj=c_obj,
+                       n_candidates=n_candidates, step_max=step_max, gamma=gamma,
+                       step_update_period=step_update_period,
+                       step_update_factor=step_update_factor, init=init, init_scale=init_scale,
+                       max_iter=max_iter, random_state=random_state,
+                       record_history=record_history, num_threads=num_threads)
+    res.extra.update(rho_total=zcdp_rho_for(epsilon, delta), rho_left=budget.left)
+    return res
+
+
+class _AgdBudget:
+    """DP-AGD's own running zCDP budget (the function form): ``left`` ρ; a call
+    of cost c is affordable unless ``left < c``. It is itself a zCDP filter
+    (every charged call is ρ_t-zCDP, Σ ρ_t ≤ ρ_total); the run's event is the
+    composition of the calls that ran."""
+
+    def __init__(self, rho_total):
+        self.left = rho_total
+        self.events = []
+
+    def afford(self, cost, events):
+        return not self.left < cost
+
+    def spend(self, cost, event):
+        self.left -= cost
+        self.events.append(event)
+
+    def event(self):
+        return ComposedEvent(tuple(self.events))
+
+
+class _AgdFilterBudget:
+    """DP-AGD driven by a :class:`ZcdpFilter` (the estimator form: event = the cap)."""
+
+    def __init__(self, zcdp_filter):
+        self.filter = zcdp_filter
+
+    def afford(self, cost, events):
+        return self.filter.can_afford(list(events))
+
+    def spend(self, cost, event):
+        self.filter.charge(event)
+
+    def event(self):
+        return self.filter.event()
+
+
+def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, n_candidates,
+                 step_max, gamma, step_update_period, step_update_factor, init, init_scale,
+                 max_iter, random_state, record_history, num_threads):
+    """The DP-AGD loop (see :func:`dp_agd`); ``budget`` decides affordability and
+    records the calls (:class:`_AgdBudget` or :class:`_AgdFilterBudget`)."""
     n, d = oracle.n_samples, oracle.n_features
     rows = oracle.all_rows
     _, noise_rng, init_rng = check_random_state(random_state).spawn(3)
     w = _initial_point(init, init_scale, d, init_rng)
-    rho_left = zcdp_rho_for(epsilon, delta)
-    eps_nmax = epsilon / (2.0 * splits)
     rho_nmax = eps_nmax ** 2 / 2.0
-    sigma = c_grad * math.sqrt(2.0 * math.log(1.25 / delta)) / eps_nmax
-    rho_grad = c_grad ** 2 / (2.0 * sigma ** 2)
     select_event = ExponentialMechanismEvent(eps_nmax)
-    events, chosen, etas_log, history = [], [], [], ([] if record_history else None)
+    chosen, etas_log, history = [], [], ([] if record_history else None)
     y_all = oracle.y
     n_refinements = 0
     t = 0
     while max_iter is None or t < max_iter:
-        if rho_left < rho_grad + rho_nmax:
+        grad_event = _gradient_event(rho_grad)
+        if not budget.afford(rho_grad + rho_nmax, (grad_event, select_event)):
             break
         clean = oracle.clipped_gradient_sum(rows, w, c_grad)
         noisy = _add_gaussian(clean, c_grad, rho_grad, noise_rng)
-        rho_left -= rho_grad
-        events.append(_gradient_event(rho_grad))
+        budget.spend(rho_grad, grad_event)
         z = oracle.margins(rows, w)
         step = 0.0
         stop = False
         while True:
-            if rho_left < rho_nmax:
+            if not budget.afford(rho_nmax, (select_event,)):
                 stop = True
                 break
             direction = noisy / max(float(np.linalg.norm(noisy)), 1e-300) + mu * w
@@ -628,20 +701,19 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
             scores = sums + reg
             noise = noise_rng.exponential(c_obj / eps_nmax, size=scores.size)
             k = int(np.argmin(scores - noise))
-            rho_left -= rho_nmax
-            events.append(select_event)
+            budget.spend(rho_nmax, select_event)
             if k > 0:
                 step = float(steps_all[k])
                 w = w - step * direction
                 chosen.append(step)
                 break
             rho_new = (1.0 + gamma) * rho_grad
-            if rho_left < rho_new - rho_grad:
+            refine_event = _gradient_event(rho_new - rho_grad)
+            if not budget.afford(rho_new - rho_grad, (refine_event,)):
                 stop = True
                 break
             fresh = _add_gaussian(clean, c_grad, rho_new - rho_grad, noise_rng)
-            events.append(_gradient_event(rho_new - rho_grad))
-            rho_left -= rho_new - rho_grad
+            budget.spend(rho_new - rho_grad, refine_event)
             noisy = average_releases(noisy, fresh, rho_grad, rho_new)
             rho_grad = rho_new
             n_refinements += 1
@@ -656,11 +728,10 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
                                 eta=step))
         if stop:
             break
-    extra = dict(etas=etas_log, rho_total=zcdp_rho_for(epsilon, delta), rho_left=rho_left,
-                 rho_grad=rho_grad, n_refinements=n_refinements, epsilon_nmax=eps_nmax,
-                 n_noise_draws=0)
+    extra = dict(etas=etas_log, rho_grad=rho_grad, n_refinements=n_refinements,
+                 epsilon_nmax=eps_nmax, n_noise_draws=0)
     return _result(w, algorithm="dp_agd", loss=loss, mu=mu, n_iter=t, q=1.0, n=n, rho=rho_grad,
-                   c_grad=c_grad, event=ComposedEvent(tuple(events)), history=history,
+                   c_grad=c_grad, event=budget.event(), history=history,
                    extra=extra, num_threads=num_threads)
 
 
@@ -719,5 +790,188 @@ class FixedSplitEstimatorSolver(EstimatorSolver):
             num_threads=config.get("num_threads") or 1, **options)
 
 
+class _FilteredEstimatorSolver(EstimatorSolver):
+    """Shared part of the adaptive solvers run under a zCDP privacy filter.
+
+    The noise parameter is the filter's cap ρ (``noise_name = "rho_cap"``):
+    the planned event is ``PrivacyFilterEvent.zcdp(ρ)``, calibrated as the
+    largest ρ whose ε (estimator's accountant, which must be an RDP
+    accountant) is within the target; the run is halted before any query
+    that would take its summed zCDP cost above ρ (:mod:`fastdp.solvers._ls_filter`),
+    and ``result.event`` is that same cap event. A ledger is charged the cap,
+    not the (smaller, data-dependent) consumed amount, which is reported in
+    ``solver_result_.extra`` (``rho_consumed``, ``consumed_event``). A given
+    ``noise_multiplier`` is read as ρ itself.
+    """
+
+    noise_name = "rho_cap"
+    losses = ("squared", "logistic", "hinge")
+
+    def event(self, n_samples, config, noise):
+        return PrivacyFilterEvent.zcdp(float(noise))
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        return rho_cap_for(epsilon, delta, accountant)
+
+    @staticmethod
+    def _nominal_iterations(n_samples, config, sample_rate):
+        """T = floor(epochs / q) (≥ 1): the iterations the cap pays for without refinements."""
+        return max(1, int(math.floor(float(config["epochs"]) / sample_rate + 1e-9)))
+
+
+class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
+    """``solver="dp_blsgd_adaptive"``, ``"dp_blsgd_ac"`` and ``"dp_blgd"`` of the estimators.
+
+    DP-BLSGD with CHEB (:func:`dp_blsgd`), its "-AC" variant
+    (``adaptive_clipping=True``) and full-batch DP-BLGD (:func:`dp_blgd`),
+    run under a zCDP privacy filter with cap ρ (see
+    :class:`_FilteredEstimatorSolver`). Mapping of the estimator's settings:
+    ``batch_size`` L gives the Poisson rate q = L/n (DP-BLGD: q = 1; the
+    ``sampler`` must be "poisson"), ``clip`` is C_grad (default 3), ``alpha``
+    is μ, and ``epochs`` fixes the nominal iteration count T = epochs/q: unless
+    ``solver_options`` sets ``epsilon_iter``, ε_iter is chosen so that T
+    iterations without CHEB increases cost exactly ρ (gradient ε_iter²/2 plus
+    the line search's zCDP cost). CHEB's extra queries and budget increases
+    then end the run earlier. Every call is charged unsampled (no
+    amplification: the gradient and the retries share a batch).
+
+    Privacy: add/remove adjacency; gradient sensitivity C_grad (L2),
+    line-search query sensitivity C_obj; released: the whole transcript
+    and the model; the run is ρ-zCDP.
+
+    ``solver_options``: the fields of
+    :class:`~fastdp.solvers._ls_settings.BlsgdSettings` except
+    ``sample_rate``, ``mu``, ``c_grad``, the RDP-budget options
+    (``amplification``, ``check``, ``fixed_order``, ``batch_accounting``,
+    ``budget_filter``) and ``normalize``; ``armijo_alpha`` is the Armijo α.
+    """
+
+    default_sampler = "poisson"
+
+    def __init__(self, name, refine, adaptive_clipping=False):
+        self.name = name
+        self._refine = refine
+        self._adaptive_clipping = adaptive_clipping
+        excluded = {"sample_rate", "mu", "c_grad", "amplification", "check", "fixed_order",
+                    "batch_accounting", "budget_filter", "normalize", "alpha",
+                    "adaptive_clipping"}
+        if refine == "gradavg":
+            excluded |= {"phi_max", "phi_min", "psi", "budget_rule", "zeta"}
+        fields = [f.name for f in dataclasses.fields(BlsgdSettings)]
+        self.options = tuple(sorted(set(fields) - excluded)) + ("armijo_alpha",)
+
+    def default_clip(self, n_samples, config, loss):
+        return 3.0
+
+    def _sample_rate(self, n_samples, config):
+        if config["sampler"] != "poisson":
+            raise ValidationError(
+                f"solver {self.name!r} draws Poisson batches; use sampler='poisson' (or None).")
+        if self._refine == "gradavg":
+            return 1.0
+        return min(1.0, float(config["batch_size"]) / n_samples)
+
+    def _settings(self, n_samples, config, rho_cap):
+        options = dict(config.get("options", {}))
+        if "armijo_alpha" in options:
+            options["alpha"] = options.pop("armijo_alpha")
+        q = self._sample_rate(n_samples, config)
+        clip = config["clip"]
+        settings = dict(options, sample_rate=q, mu=config["lam"],
+                        c_grad=(3.0 if clip is None else float(clip)))
+        if self._refine == "cheb":
+            settings["adaptive_clipping"] = self._adaptive_clipping
+        if settings.get("epsilon_iter") is None and rho_cap is not None:
+            probe = BlsgdSettings.from_options(dict(settings, epsilon_iter=1.0)).validate(1.0)
+            unit = zcdp_of(ComposedEvent((
+                _gradient_event(probe.rho_grad),
+                line_search_event(probe.noise, probe.epsilon_bt if probe.noise == "laplace"
+                                  else probe.rho_bt, probe.max_it, probe.svt_analysis))))
+            iterations = self._nominal_iterations(n_samples, config, q)
+            settings["epsilon_iter"] = math.sqrt(rho_cap / (iterations * unit))
+        return settings, q
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        n = X.shape[0]
+        private = float(noise) > 0.0
+        settings, q = self._settings(n, config, float(noise) if private else None)
+        common = dict(loss=loss, random_state=random_state,
+                      record_history=config.get("record_history", False),
+                      num_threads=config.get("num_threads") or 1,
+                      refine=self._refine, algorithm=self.name)
+        if not private:          # noise_multiplier=0 / epsilon=inf: noise-free Armijo (S)GD
+            settings.setdefault("max_iter", self._nominal_iterations(n, config, q))
+            settings.setdefault("epsilon_iter", 1.0)
+            return _run_adaptive(X, y, epsilon=1.0, delta=0.5, noise_free=True,
+                                 settings=settings, **common)
+        return _run_adaptive(X, y, epsilon=None, delta=None, noise_free=False, settings=settings,
+                             budget=ZcdpFilter(float(noise)), **common)
+
+
+class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
+    """``solver="dpagd"`` of the estimators: DP-AGD (:func:`dp_agd`) under a zCDP filter.
+
+    Full batch. The cap ρ (see :class:`_FilteredEstimatorSolver`) is split
+    over T = ``epochs`` nominal iterations: ρ_iter = ρ/T, of which
+    ``grad_share`` (default 0.5) goes to the initial gradient release
+    (ρ_grad) and the rest to one noisy-min step selection
+    (ε_nmax = sqrt(2·ρ_sel), an ε_nmax-DP report-noisy-min, charged
+    ε_nmax²/2). Refinements (GradAvg) and repeated selections then end the run
+    earlier. (The function :func:`dp_agd` keeps the DP-AGD code's
+    (ε, δ)-based allocation.) ``clip`` is C_grad (default 3), ``alpha`` is μ.
+
+    Privacy: add/remove adjacency; gradient sensitivity C_grad (L2), score
+    sensitivity C_obj (monotone scores); released: the transcript and the
+    model; the run is ρ-zCDP.
+
+    ``solver_options``: ``c_obj``, ``grad_share``, ``n_candidates``,
+    ``step_max``, ``gamma``, ``step_update_period``, ``step_update_factor``,
+    ``init``, ``init_scale``, ``max_iter``.
+    """
+
+    name = "dpagd"
+    options = ("c_obj", "grad_share", "n_candidates", "step_max", "gamma", "step_update_period",
+               "step_update_factor", "init", "init_scale", "max_iter")
+
+    def default_clip(self, n_samples, config, loss):
+        return 3.0
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        if not float(noise) > 0.0:
+            raise ValidationError("solver 'dpagd' has no non-private mode; use a finite epsilon.")
+        options = dict(config.get("options", {}))
+        grad_share = options.pop("grad_share", 0.5)
+        if not (isinstance(grad_share, (int, float)) and 0.0 < grad_share < 1.0):
+            raise ValidationError(f"grad_share must lie in (0, 1); got {grad_share!r}.")
+        rho_cap = float(noise)
+        iterations = self._nominal_iterations(X.shape[0], config, 1.0)
+        rho_iter = rho_cap / iterations
+        clip = config["clip"]
+        zcdp_filter = ZcdpFilter(rho_cap)
+        oracle = _prepare(X, y, loss, config.get("num_threads") or 1)
+        defaults = dict(c_obj=1.0, n_candidates=21, step_max=2.0, gamma=0.1,
+                        step_update_period=10, step_update_factor=1.1, init="zeros",
+                        init_scale=0.01, max_iter=None)
+        defaults.update(options)
+        res = _dp_agd_core(oracle, budget=_AgdFilterBudget(zcdp_filter),
+                           rho_grad=grad_share * rho_iter,
+                           eps_nmax=math.sqrt(2.0 * (1.0 - grad_share) * rho_iter), loss=loss,
+                           mu=config["lam"], c_grad=(3.0 if clip is None else float(clip)),
+                           random_state=random_state,
+                           record_history=config.get("record_history", False),
+                           num_threads=config.get("num_threads") or 1, **defaults)
+        res.extra.update(_filter_report(zcdp_filter))
+        return res
+
+
 # "line_search" is the same solver under the issue's generic name.
-ESTIMATOR_SOLVERS = {"dp_blsgd": FixedSplitEstimatorSolver(), "line_search": FixedSplitEstimatorSolver()}
+ESTIMATOR_SOLVERS = {
+    "dp_blsgd": FixedSplitEstimatorSolver(),
+    "line_search": FixedSplitEstimatorSolver(),
+    "dp_blsgd_adaptive": AdaptiveLineSearchEstimatorSolver("dp_blsgd_adaptive", "cheb"),
+    "dp_blsgd_ac": AdaptiveLineSearchEstimatorSolver("dp_blsgd_ac", "cheb",
+                                                     adaptive_clipping=True),
+    "dp_blgd": AdaptiveLineSearchEstimatorSolver("dp_blgd", "gradavg"),
+    "dpagd": DpAgdEstimatorSolver(),
+    "dp_agd": DpAgdEstimatorSolver(),
+}

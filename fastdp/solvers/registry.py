@@ -13,6 +13,12 @@ estimator then always does the same four things, whatever the solver:
 4. ``result = solver.run(X, y, loss=..., noise=..., config=..., random_state=...)``,
    whose ``result.event`` must equal ``event``.
 
+Solvers whose number of queries is decided during the run (the adaptive
+line-search solvers, DP-AGD) plan a privacy-filter event
+(:class:`~fastdp.privacy.events.PrivacyFilterEvent`): the noise parameter is
+the filter's cap, the run halts before exceeding it, and ``result.event`` is
+the cap; what the run actually consumed is reported in ``result.extra``.
+
 ``config`` is a plain dict with the estimator's resolved settings:
 ``lam`` (float), ``batch_size`` (int), ``epochs``, ``clip``, ``sampler``
 (name), ``lazy_noise``, ``num_threads``, ``record_history``, ``callback``, ``n_features``, ``loss`` and
@@ -108,6 +114,12 @@ _REGISTRY = {
     "masg": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",
     "dp_blsgd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
     "line_search": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+    # adaptive runs under a zCDP privacy filter (planned event = the cap)
+    "dp_blsgd_adaptive": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+    "dp_blsgd_ac": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+    "dp_blgd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+    "dpagd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
+    "dp_agd": "fastdp.solvers.line_search:ESTIMATOR_SOLVERS",
 }
 
 ESTIMATOR_SOLVER_NAMES = tuple(_REGISTRY)
