@@ -9,7 +9,9 @@ weighted average of their iterates. Entry point:
 (:mod:`~fastdp.distributed.regularizers`), schedules
 (:mod:`~fastdp.distributed.schedules`), the per-agent step shared by every
 engine (:mod:`~fastdp.distributed.node`), privacy accounting
-(:mod:`~fastdp.distributed.privacy`) and the engines
+(:mod:`~fastdp.distributed.privacy`), the y^(t) diagnostic
+(:mod:`~fastdp.distributed.diagnostics`), the theory's bounds
+(:mod:`~fastdp.distributed.bounds`) and the engines
 (:class:`SimulatedEngine`, default; :class:`RayEngine`, optional, ``fastdp[ray]``).
 """
 
@@ -20,6 +22,7 @@ from fastdp.distributed.dual_averaging import (  # noqa: F401
     private_dual_averaging,
     rounds_for_epochs,
 )
+from fastdp.distributed.diagnostics import VirtualSequence, VirtualSequenceRecord  # noqa: F401
 from fastdp.distributed.engines import Engine, EngineResult, SimulatedEngine  # noqa: F401
 from fastdp.distributed.gossip import (  # noqa: F401
     AllActive,
@@ -83,4 +86,5 @@ __all__ = [
     "epsilon_paper", "epsilon_paper_claim", "sigma_kov", "sigma_paper", "Regularizer",
     "L2Penalty", "L1Penalty", "ElasticNetPenalty", "BoxConstraint", "L2BallConstraint",
     "DualAveragingSchedule", "strongly_convex_schedule", "convex_schedule",
+    "VirtualSequence", "VirtualSequenceRecord",
 ]

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from fastdp._validation import check_random_state, check_X_y
 from fastdp.distributed import privacy as dp
+from fastdp.distributed.diagnostics import VirtualSequence
 from fastdp.distributed.engines.base import get_engine
 from fastdp.distributed.gossip import GossipSampler, get_gossip, monte_carlo_mixing_parameter
 from fastdp.distributed.graphs import Graph, complete_graph, graph_from_adjacency, ring_graph
@@ -88,6 +89,10 @@ class DistributedResult:
     engine : str
     calibration : str
     restarts : int
+    message_dtype : str
+        Precision of the messages on the wire.
+    virtual : VirtualSequenceRecord or None
+        The y^(t) diagnostic (``virtual_sequence=True``).
     """
 
     coef: np.ndarray
@@ -109,6 +114,8 @@ class DistributedResult:
     engine: str
     calibration: str
     restarts: int = 0
+    message_dtype: str = "float64"
+    virtual: object = None
 
     @property
     def seconds_per_round(self):
@@ -186,8 +193,9 @@ def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_m
                            schedule=None, epochs=3.0, n_rounds=None, epsilon=None, delta=1e-5,
                            sigma=None, calibration="accountant", accountant="rdp",
                            activation="public", delta0=0.01, lipschitz=1.0,
-                           inactive_x="theory", engine="simulated", random_state=None,
-                           eval_rounds=(), check_mixing=True):
+                           inactive_x="theory", message_dtype="float64", engine="simulated",
+                           random_state=None, eval_rounds=(), virtual_sequence=False,
+                           check_mixing=True):
     """Private distributed dual averaging over a gossip graph (spec 004, Algorithm 1).
 
     Privacy: see the module docstring. Every noise draw is keyed to
@@ -233,11 +241,24 @@ def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_m
     inactive_x : {"theory", "literal"}, default="theory"
         Inactive agents' primal point: ``prox(z_i, iota A_t, gamma_t)``
         (consistent with the proofs) or frozen (the paper's pseudo-code).
+    message_dtype : {"float64", "float32"}, default="float64"
+        Precision of the gossip payloads. ``"float32"`` halves the bytes on
+        the wire (spec 004 §7.4); each message is rounded once at its sender,
+        so every engine still gives the same bits. Opt-in: it changes the
+        numerics slightly (measured in ``docs/distributed.md``). Rounding a
+        released message is post-processing: no privacy cost.
     engine : {"simulated", "ray"} or Engine, default="simulated"
     random_state : int, SeedSequence, Generator or None
         Seeds the partition, the schedule and every agent's noise key.
     eval_rounds : iterable of int
         Rounds at which the network average is recorded in ``history``.
+    virtual_sequence : {False, True, "eval", "all"}, default=False
+        Record the virtual sequence ``y^(t) = prox(zbar^(t), iota A_t, gamma_t)``
+        of the analysis and the consensus errors in every round
+        (:mod:`fastdp.distributed.diagnostics`; O(n dim) per round, simulator
+        only); ``y^(t)`` and its average ``y~^(t)`` are kept at
+        ``eval_rounds`` and T (``True``/``"eval"``) or in every round
+        (``"all"``). Post-processing of the messages: no privacy cost.
     check_mixing : bool, default=True
         Compute β and refuse gossip that does not mix (β ≥ 1).
 
@@ -249,6 +270,11 @@ def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_m
         raise ValidationError(f"calibration must be one of {_CALIBRATIONS}; got {calibration!r}.")
     if inactive_x not in ("theory", "literal"):
         raise ValidationError(f"inactive_x must be 'theory' or 'literal'; got {inactive_x!r}.")
+    if virtual_sequence not in (False, True, "eval", "all"):
+        raise ValidationError(f"virtual_sequence must be False, True, 'eval' or 'all'; "
+                              f"got {virtual_sequence!r}.")
+    if message_dtype not in ("float64", "float32"):
+        raise ValidationError(f"message_dtype must be 'float64' or 'float32'; got {message_dtype!r}.")
     dp._check_activation(activation)
     loss_obj = get_loss(loss)
     private = not (epsilon is None and sigma is None)
@@ -327,14 +353,19 @@ def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_m
                                activation_probability=p_max)
     program = NodeProgram(dim=X.shape[1], loss=loss_obj.name, regularizer=regularizer,
                           schedule=schedule, iota=iota, sigma=sigma, n_rounds=T,
-                          inactive_x=inactive_x)
+                          inactive_x=inactive_x, message_dtype=message_dtype)
     keys = node_keys(key_seed, n_nodes)
     node_shards = [NodeShard.from_csr(Xi, yi) for Xi, yi in shards]
     eng = get_engine(engine)
-    out = eng.run(program, node_shards, plan, keys, eval_rounds=eval_rounds)
+    diagnostics = None
+    if virtual_sequence:
+        diagnostics = VirtualSequence("all" if virtual_sequence == "all" else "eval")
+    out = eng.run(program, node_shards, plan, keys, eval_rounds=eval_rounds,
+                  diagnostics=diagnostics)
     return DistributedResult(
         coef=out.node_averages.mean(axis=0), node_coefs=out.node_averages, z=out.z,
         history=out.history, n_rounds=T, sigma=sigma, privacy=report, event=report.event,
         iota=iota, beta=beta, beta_method=beta_method, activation_counts=counts, q=q,
         n_messages=out.n_messages, message_bytes=out.message_bytes, seconds=out.seconds,
-        engine=eng.name, calibration=used_calibration, restarts=out.restarts)
+        engine=eng.name, calibration=used_calibration, restarts=out.restarts,
+        message_dtype=message_dtype, virtual=out.virtual)

@@ -96,6 +96,12 @@ class NodeProgram:
         Per-coordinate noise standard deviation (0: non-private).
     n_rounds : int
     inactive_x : {"theory", "literal"}
+    message_dtype : {"float64", "float32"}, default="float64"
+        Precision of the messages on the wire. ``"float32"`` rounds each
+        message once, at the sender, before anyone (the sender included)
+        mixes it: half the bytes, slightly different numerics. Rounding a
+        released message is post-processing (no privacy cost); the state
+        ``z``, ``x`` and the averages stay float64.
     """
 
     dim: int
@@ -106,6 +112,7 @@ class NodeProgram:
     sigma: float
     n_rounds: int
     inactive_x: str = "theory"
+    message_dtype: str = "float64"
 
     def __post_init__(self):
         self._tables = None
@@ -116,6 +123,11 @@ class NodeProgram:
         state["_tables"] = None          # rebuilt on the receiving side
         state["_loss"] = None
         return state
+
+    @property
+    def message_itemsize(self):
+        """Bytes per message coordinate on the wire."""
+        return np.dtype(self.message_dtype).itemsize
 
     @property
     def tables(self):
@@ -231,7 +243,9 @@ def compute_message(program, state, shard, key, t):
     """The message ``z_i + a_t (g_i + nu_i)`` of an active agent in round ``t``.
 
     Draws, from :func:`node_generator` ``(key, t)``, first the sample index
-    then the noise, so every engine consumes the stream identically.
+    then the noise, so every engine consumes the stream identically. With
+    ``program.message_dtype == "float32"`` the message is rounded to float32
+    here, once, so every receiver (the sender included) mixes the same bits.
     """
     rng = node_generator(key, t)
     row = int(rng.integers(shard.n_samples))
@@ -244,14 +258,23 @@ def compute_message(program, state, shard, key, t):
     sample_subgradient(shard, row, x_t, program.loss_object, buf)
     buf *= program.tables["a"][t]
     buf += state.z
+    if program.message_dtype == "float32":
+        return buf.astype(np.float32)
     return buf
 
 
+def _float64(message):
+    return message if message.dtype == np.float64 else message.astype(np.float64)
+
+
 def mix_messages(weights, messages):
-    """``sum_j w_j m_j`` in the given (canonical, increasing-j) order."""
-    out = weights[0] * messages[0]
+    """``sum_j w_j m_j`` in float64, in the given (canonical, increasing-j) order.
+
+    float32 messages are widened exactly to float64 before the products.
+    """
+    out = weights[0] * _float64(messages[0])
     for w, m in zip(weights[1:], messages[1:]):
-        out += w * m
+        out += w * _float64(m)
     return out
 
 

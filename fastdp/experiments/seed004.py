@@ -1,9 +1,13 @@
 """Reproduction of seed 004 (Liu, Johansson, Shi: distributed ERM with DP), Figs. 1-4.
 
-Run ``python -m fastdp.experiments.seed004 --out DIR`` (a9a: the full grid;
-news20: the Fig. 1 and Fig. 3 configurations) or ``--quick`` (a9a, 1 epoch,
-ε ∈ {0.2, 1.0}; a couple of minutes). Writes ``seed004.md`` (tables and the
-claims checked) and PNG figures when matplotlib is installed.
+Run ``python -m fastdp.experiments.seed004 --out DIR`` (the full grid on a9a
+and news20: Figs. 1-4, both calibrations, float32-message re-runs) or
+``--quick`` (1 epoch, ε ∈ {0.2, 1.0}). ``--budget-min M`` stops starting runs
+of a dataset after M minutes (runs go in priority order: noiseless, the paper's
+calibration over the ε grid, fastdp's calibration, float32 re-runs), so a
+time-boxed run gives the largest subset; ``--merge`` adds datasets to an
+existing report. Writes ``seed004.md`` (tables and the claims checked),
+``seed004.json`` and PNG figures when matplotlib is installed.
 
 Setup (spec 004 §5): 20 agents on the complete graph, 1 or 2 random disjoint
 edges per round (ι = 0.1, 0.2), Metropolis weights, 3 epochs
@@ -111,7 +115,8 @@ def _accuracy(coef, X, y):
     return float(np.mean(pred == y))
 
 
-def run_one(data, penalty, method, *, epsilon, calibration, seed, epochs=3.0, curve=False):
+def run_one(data, penalty, method, *, epsilon, calibration, seed, epochs=3.0, curve=False,
+            message_dtype="float64"):
     """One run; returns a dict of the outcome (suboptimality is filled in by the caller)."""
     X, y, Xt, yt = data
     gossip, k = METHODS[method]
@@ -121,7 +126,8 @@ def run_one(data, penalty, method, *, epsilon, calibration, seed, epochs=3.0, cu
     T = int(math.ceil(epochs * q / iota))
     evals = sorted(set(np.unique(np.geomspace(10, T, 25).astype(int)).tolist())) if curve else []
     kw = dict(n_nodes=N_NODES, gossip=gossip, edges_per_round=k, regularizer=reg, schedule=sched,
-              n_rounds=T, random_state=seed, delta=DELTA, delta0=DELTA0, eval_rounds=evals)
+              n_rounds=T, random_state=seed, delta=DELTA, delta0=DELTA0, eval_rounds=evals,
+              message_dtype=message_dtype)
     if epsilon is not None:
         kw.update(epsilon=epsilon, calibration=calibration)
     with warnings.catch_warnings():
@@ -132,44 +138,80 @@ def run_one(data, penalty, method, *, epsilon, calibration, seed, epochs=3.0, cu
                 eps_kov=r.privacy.epsilon_kov, delta_kov=r.privacy.delta_kov,
                 eps_accountant=r.privacy.epsilon,
                 acc_train=_accuracy(r.coef, X, y), acc_test=_accuracy(r.coef, Xt, yt),
-                curve=[(t, c) for t, c in r.history])
+                message_bytes=r.message_bytes, curve=[(t, c) for t, c in r.history])
+
+
+def _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32):
+    """Runs in priority order: noiseless, then each calibration over ε, then float32 re-runs."""
+    tasks = []
+    for penalty in penalties:
+        for method in methods_for[penalty]:
+            tasks.append((penalty, method, "none", 0.0, 0, "float64"))
+    for cal in calibrations:
+        for penalty in penalties:
+            for eps in epsilons:
+                for seed in seeds:
+                    for method in methods_for[penalty]:
+                        tasks.append((penalty, method, cal, eps, seed, "float64"))
+    for penalty, method, cal, eps in float32:
+        if penalty in penalties:
+            tasks.append((penalty, method, cal, eps, 0, "float32"))
+    return tasks
 
 
 def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("paper", "accountant"),
-             epochs=3.0, curve_eps=None, methods_for=None, log=print):
-    """All runs of a dataset; returns ``{(penalty, method, calibration, eps, seed): outcome}``."""
+             epochs=3.0, curve_eps=None, methods_for=None, float32=(), deadline=None, log=print):
+    """All runs of a dataset in priority order (:func:`_tasks`), stopping at ``deadline``.
+
+    Returns a JSON-able dict: ``truth`` (F* per penalty), ``runs`` (one record
+    per run: the key fields, the outcome, the suboptimality ``subopt``, the
+    curve ``curve_subopt``) and ``skipped`` (the tasks left when the deadline
+    ``time.perf_counter()`` value passed).
+    """
     X, y = data[0], data[1]
-    grid, truth = {}, {}
-    for penalty in penalties:
+    methods_for = {p: (methods_for or {}).get(p) or (
+        list(METHODS) if p == "l2" else ["Alg1 iota=0.1", "Alg1 iota=0.2"]) for p in penalties}
+    truth = {p: ground_truth(X, y, p)[0] for p in penalties}
+    runs, skipped, f64_coefs = [], [], {}
+    want_f32 = {tuple(c) for c in float32}
+    for task in _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32):
+        penalty, method, cal, eps, seed, dtype = task
+        if deadline is not None and time.perf_counter() > deadline:
+            skipped.append(list(task))
+            continue
+        t0 = time.perf_counter()
+        cur = (curve_eps is not None and dtype == "float64" and seed == seeds[0]
+               and (cal == "none" or math.isclose(eps, curve_eps.get(penalty, -1))))
+        out = run_one(data, penalty, method, epsilon=None if cal == "none" else eps,
+                      calibration=None if cal == "none" else cal, seed=seed, epochs=epochs,
+                      curve=cur, message_dtype=dtype)
+        out.update(penalty=penalty, method=method, calibration=cal, eps=eps, seed=seed,
+                   message_dtype=dtype, seconds=time.perf_counter() - t0)
         reg, _ = _problem(penalty)
-        f_star, _ = ground_truth(X, y, penalty)
-        methods = (methods_for or {}).get(penalty) or (
-            list(METHODS) if penalty == "l2" else ["Alg1 iota=0.1", "Alg1 iota=0.2"])
-        noiseless = {}
-        for method in methods:
-            out = run_one(data, penalty, method, epsilon=None, calibration=None, seed=0, epochs=epochs)
-            noiseless[method] = out
-            f_star = min(f_star, objective(out["coef"], X, y, "hinge", reg))
-        truth[penalty] = f_star
-        for method, out in noiseless.items():
-            grid[(penalty, method, "none", 0.0, 0)] = out
-        for method in methods:
-            for cal in calibrations:
-                for eps in epsilons:
-                    for seed in seeds:
-                        t0 = time.perf_counter()
-                        cur = curve_eps is not None and math.isclose(eps, curve_eps[penalty]) and seed == seeds[0]
-                        out = run_one(data, penalty, method, epsilon=eps, calibration=cal, seed=seed,
-                                      epochs=epochs, curve=cur)
-                        grid[(penalty, method, cal, eps, seed)] = out
-                        log(f"{penalty} {method:18s} {cal:10s} eps={eps:.1f} seed={seed} "
-                            f"sigma={out['sigma']:.4g} ({time.perf_counter() - t0:.1f}s)")
-        for key, out in grid.items():
-            if key[0] == penalty:
-                out["subopt"] = objective(out["coef"], X, y, "hinge", reg) - f_star
-                out["curve_subopt"] = [(t, objective(c, X, y, "hinge", reg) - f_star)
-                                       for t, c in out["curve"]]
-    return grid, truth
+        out["objective"] = objective(out["coef"], X, y, "hinge", reg)
+        if cal == "none" and dtype == "float64":
+            truth[penalty] = min(truth[penalty], out["objective"])
+        out["curve_objective"] = [(int(t), objective(c, X, y, "hinge", reg)) for t, c in out.pop("curve")]
+        coef = out.pop("coef")
+        if task[:4] in want_f32 and seed == 0:
+            if dtype == "float64":
+                f64_coefs[task[:4]] = coef
+            elif task[:4] in f64_coefs:
+                out["coef_diff"] = float(np.max(np.abs(coef - f64_coefs[task[:4]])))
+        runs.append(out)
+        log(f"{penalty} {method:18s} {cal:10s} eps={eps:.1f} seed={seed} {dtype} "
+            f"sigma={out['sigma']:.4g} ({out['seconds']:.1f}s)")
+    for out in runs:
+        f_star = truth[out["penalty"]]
+        out["subopt"] = out["objective"] - f_star
+        out["curve_subopt"] = [(t, f - f_star) for t, f in out.pop("curve_objective")]
+    return {"truth": truth, "runs": runs, "skipped": skipped}
+
+
+def grid_of(result, message_dtype="float64"):
+    """``{(penalty, method, calibration, eps, seed): run}`` of one message precision."""
+    return {(r["penalty"], r["method"], r["calibration"], r["eps"], r["seed"]): r
+            for r in result["runs"] if r.get("message_dtype", "float64") == message_dtype}
 
 
 def _mean(grid, penalty, method, cal, eps, field="subopt"):
@@ -210,103 +252,177 @@ def check_claims(grid, epsilons=EPSILONS):
     return claims
 
 
-def write_report(out_dir, results, *, elapsed, epochs, seeds):
-    """``seed004.md`` and figures."""
+def _float32_rows(result):
+    """Pairs (float64 run, float32 run) of the same configuration."""
+    ref = grid_of(result)
+    pairs = []
+    for key, r32 in grid_of(result, "float32").items():
+        if key in ref:
+            pairs.append((key, ref[key], r32))
+    return pairs
+
+
+def write_report(out_dir, results, *, epochs, seeds, command=""):
+    """``seed004.md``, ``seed004.json`` and the figures, from :func:`run_grid` results."""
+    import json
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    lines = ["# Seed 004 reproduction: private distributed dual averaging", "",
-             f"20 agents, complete graph, {epochs:g} epochs, δ0 = {DELTA0}, accountant δ = {DELTA}, "
-             f"seeds {list(seeds)}; elapsed {elapsed / 60:.1f} min.",
-             "Stand-ins for the paper's data: a9a (rcv1/epsilon unavailable) and news20 made "
-             "binary (classes 1-10 vs 11-20, 62061 sparse features), rows unit-normalised.", "",
-             "Columns: mean final suboptimality F(x̄) − F* (train), accuracy train/test, σ, "
-             "the paper's nominal ε (Theorem 1; **not a guarantee**; ✗ = preconditions fail), "
-             "the corrected paper argument ε_KOV (at δ = 1e-5) and fastdp's accountant ε "
-             "(RDP, activation public, δ = 1e-5), and seconds per round of the simulator.", ""]
-    for name, (grid, truth) in results.items():
-        lines += [f"## {name}", "", "F*: " + ", ".join(f"{p} = {v:.6g}" for p, v in truth.items()), ""]
+    (out_dir / "seed004.json").write_text(json.dumps(
+        {"epochs": epochs, "seeds": list(seeds), "n_nodes": N_NODES, "delta0": DELTA0,
+         "delta": DELTA, "command": command, "datasets": results}, indent=1, default=float))
+    lines = ["# Seed 004 reproduction: private distributed dual averaging (Liu, Johansson, Shi)", "",
+             f"Generated by `{command or 'python -m fastdp.experiments.seed004'}` "
+             "(`fastdp.experiments.seed004`).", "",
+             f"Setup as in the paper: {N_NODES} agents, complete graph, 1 or 2 random disjoint edges "
+             "per round (ι = 0.1 / 0.2, Metropolis weights = pairwise averaging), the baseline [19] "
+             f"with every agent active and exact averaging, {epochs:g} epochs (T = {epochs:g}·q/ι "
+             f"rounds), hinge loss, L = 1, δ0 = {DELTA0}, ε ∈ {{0.2, …, 1.0}}; ℓ2: μ = 5e-4, "
+             "a_t = t, γ_t = 20; ℓ1: ϕ = 5e-4, a_t = 1, γ_t = 0.01√t. Seeds: "
+             f"{list(seeds)} (mean over seeds).", "",
+             "**Data.** The paper's rcv1 and epsilon are **not available** here. news20 made binary "
+             "(classes 1-10 against 11-20; 62,061 sparse features; 80 % train / 20 % held out, fixed "
+             "seed) is the high-dimensional stand-in for rcv1, and a9a (123 features; test set "
+             "a9a.t) the low-dimensional one. Rows are normalised to unit L2 norm (per example, no "
+             "privacy cost).", "",
+             "**Metrics.** Suboptimality F(x̄) − F* on the training set, against the non-private "
+             "optimum F* = min(scikit-learn LinearSVC / SGDClassifier, the noiseless runs); "
+             "accuracy on train and held-out data; σ; the paper's nominal ε (Theorem 1; **not a "
+             "guarantee**; ✗ = its preconditions fail); the paper's argument evaluated correctly "
+             f"(ε KOV, δ = {DELTA}); fastdp's accountant ε (RDP, activation public, δ = {DELTA}) "
+             "for the event that ran; simulator time per round. Calibration `paper` = Theorem 1's "
+             "σ (reproduces the figures), `accountant` = the σ fastdp's accountant needs for the "
+             "same ε (an honest guarantee).", ""]
+    for name, res in results.items():
+        grid = grid_of(res)
+        lines += [f"## {name}", "",
+                  f"{res.get('n_train', '?')} training rows ({res.get('q', '?')} per agent), "
+                  f"{res.get('n_test', '?')} held out, {res.get('dim', '?')} features; elapsed "
+                  f"{res.get('elapsed', 0) / 60:.1f} min (`nice -n 10`, 2 shared cores).", "",
+                  "F*: " + ", ".join(f"{p} = {v:.6g}" for p, v in res["truth"].items()), ""]
+        if res.get("skipped"):
+            lines += [f"**Time budget reached**: {len(res['skipped'])} run(s) skipped "
+                      "(lowest priority first: float32 re-runs, then accountant calibration): "
+                      + "; ".join(f"{t[0]} {t[1]} {t[2]} ε={t[3]}" + (" f32" if t[5] == "float32" else "")
+                                  for t in res["skipped"][:12])
+                      + (" …" if len(res["skipped"]) > 12 else ""), ""]
         lines += ["| penalty | method | calibration | ε target | subopt | acc train | acc test | σ | "
-                  "ε paper | ε KOV | ε accountant | s/round |",
+                  "ε paper | ε KOV | ε accountant | ms/round |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for key in sorted({k[:4] for k in grid}):
             p, m, cal, eps = key
             runs = [v for k, v in grid.items() if k[:4] == key]
             r0 = runs[0]
+            priv = (f"{r0['eps_paper']:.3g}{'' if r0['paper_ok'] else ' ✗'} | {r0['eps_kov']:.3g} | "
+                    f"{r0['eps_accountant']:.3g}") if cal != "none" else "∞ | ∞ | ∞"
             lines.append(
                 f"| {p} | {m} | {cal} | {eps if eps else '—'} | {np.mean([r['subopt'] for r in runs]):.4g}"
                 f" | {np.mean([r['acc_train'] for r in runs]):.4f} | {np.mean([r['acc_test'] for r in runs]):.4f}"
-                f" | {r0['sigma']:.4g} | {r0['eps_paper']:.3g}{'' if r0['paper_ok'] else ' ✗'}"
-                f" | {r0['eps_kov']:.3g} | {r0['eps_accountant']:.3g} | {r0['seconds_per_round'] * 1e3:.3f} ms |")
-        lines += ["", "### Claims", "", "| calibration | claim | holds | numbers |", "|---|---|---|---|"]
+                f" | {r0['sigma']:.4g} | {priv} | {r0['seconds_per_round'] * 1e3:.3f} |")
+        pairs = _float32_rows(res)
+        if pairs:
+            lines += ["", "### float32 messages (`message_dtype=\"float32\"`) against float64, same seed",
+                      "", "| penalty | method | calibration | ε | subopt f64 | subopt f32 | "
+                      "acc test f64 | acc test f32 | max abs coef diff | bytes f32/f64 |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
+            for (p, m, cal, eps, _), r64, r32 in pairs:
+                lines.append(f"| {p} | {m} | {cal} | {eps if eps else '—'} | {r64['subopt']:.6g} | "
+                             f"{r32['subopt']:.6g} | {r64['acc_test']:.4f} | {r32['acc_test']:.4f} | "
+                             f"{r32.get('coef_diff', float('nan')):.3g} | "
+                             f"{r32['message_bytes'] / r64['message_bytes']:.2f} |")
+        lines += ["", "### Claims of the paper (spec 004 §6F)", "",
+                  "| calibration | claim | holds | numbers |", "|---|---|---|---|"]
         for cal, text, ok, nums in check_claims(grid, sorted({k[3] for k in grid if k[3]})):
             lines.append(f"| {cal} | {text} | {'yes' if ok else 'NO'} | {nums} |")
         lines.append("")
-        _figures(out_dir, name, grid)
+        for penalty in res["truth"]:
+            png = _figure(out_dir, name, penalty, grid)
+            if png:
+                lines += [f"![{name} {penalty}]({png})", ""]
     (out_dir / "seed004.md").write_text("\n".join(lines) + "\n")
     return out_dir / "seed004.md"
 
 
-def _figures(out_dir, name, grid):
+def _figure(out_dir, name, penalty, grid):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - optional
-        return
-    for penalty in ("l2", "l1"):
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for (p, m, cal, eps, seed), out in grid.items():
-            if p == penalty and out.get("curve_subopt") and cal == "paper":
-                t, s = zip(*out["curve_subopt"])
-                axes[0].loglog(t, np.maximum(s, 1e-8), label=f"{m} (ε={eps})")
-        axes[0].set_xlabel("round")
-        axes[0].set_ylabel("F(x̄) − F*")
-        axes[0].set_title(f"{name} {penalty}: paper σ")
-        for cal, style in (("paper", "-"), ("accountant", "--")):
-            for m in METHODS:
-                eps = sorted({k[3] for k in grid if k[:3] == (penalty, m, cal)})
-                if eps:
-                    axes[1].semilogy(eps, [_mean(grid, penalty, m, cal, e) for e in eps], style,
-                                     marker="o", label=f"{m}, {cal}")
-        axes[1].set_xlabel("ε target")
-        axes[1].set_ylabel("final suboptimality")
-        for ax in axes:
-            ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(Path(out_dir) / f"seed004_{name}_{penalty}.png", dpi=110)
-        plt.close(fig)
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for (p, m, cal, eps, seed), out in sorted(grid.items()):
+        if p == penalty and out.get("curve_subopt") and cal in ("paper", "none"):
+            t, s = zip(*out["curve_subopt"])
+            axes[0].loglog(np.asarray(t) / out["T"], np.maximum(s, 1e-8), "-" if cal == "paper" else ":",
+                           label=f"{m} ({'ε=' + str(eps) if cal == 'paper' else 'σ=0'})")
+    axes[0].set_xlabel("fraction of the run (T = 3 epochs)")
+    axes[0].set_ylabel("F(x̄) − F*")
+    axes[0].set_title(f"{name} {penalty}: paper σ (Fig. {'1' if penalty == 'l2' else '3'})")
+    for cal, style in (("paper", "-"), ("accountant", "--")):
+        for m in METHODS:
+            eps = sorted({k[3] for k in grid if k[:3] == (penalty, m, cal)})
+            if eps:
+                axes[1].semilogy(eps, [_mean(grid, penalty, m, cal, e) for e in eps], style,
+                                 marker="o", label=f"{m}, {cal}")
+                axes[2].plot(eps, [_mean(grid, penalty, m, cal, e, "acc_test") for e in eps], style,
+                             marker="o", label=f"{m}, {cal}")
+    axes[1].set_xlabel("ε target")
+    axes[1].set_ylabel("final suboptimality")
+    axes[1].set_title(f"Fig. {'2' if penalty == 'l2' else '4'}: suboptimality")
+    axes[2].set_xlabel("ε target")
+    axes[2].set_ylabel("held-out accuracy")
+    axes[2].set_title(f"Fig. {'2' if penalty == 'l2' else '4'}: accuracy")
+    for ax in axes:
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    png = f"seed004_{name}_{penalty}.png"
+    fig.savefig(Path(out_dir) / png, dpi=100)
+    plt.close(fig)
+    return png
+
+
+def _load_problem_meta(name, data):
+    X, _, Xt, _ = data
+    return {"n_train": int(X.shape[0]), "n_test": int(Xt.shape[0]), "dim": int(X.shape[1]),
+            "q": int(X.shape[0] // N_NODES)}
 
 
 def main(argv=None):
+    import json
+    import sys
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="seed004_out")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--datasets", default="a9a,news20")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--data-home", default=None)
+    ap.add_argument("--budget-min", type=float, default=None,
+                    help="stop starting runs of a dataset after this many minutes (largest subset)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other datasets of an existing OUT/seed004.json")
     args = ap.parse_args(argv)
-    start = time.perf_counter()
+    command = "python -m fastdp.experiments.seed004 " + " ".join(sys.argv[1:] if argv is None else argv)
     results = {}
+    if args.merge and (Path(args.out) / "seed004.json").exists():
+        results = json.loads((Path(args.out) / "seed004.json").read_text())["datasets"]
     epochs = 1.0 if args.quick else 3.0
     seeds = tuple(range(1 if args.quick else args.seeds))
+    eps = (0.2, 1.0) if args.quick else EPSILONS
+    curve_eps = {"l2": 0.8 if 0.8 in eps else eps[-1], "l1": 0.4 if 0.4 in eps else eps[0]}
+    float32 = [("l2", "Alg1 iota=0.1", "none", 0.0), ("l2", "Alg1 iota=0.1", "paper", curve_eps["l2"]),
+               ("l1", "Alg1 iota=0.1", "none", 0.0), ("l1", "Alg1 iota=0.1", "paper", curve_eps["l1"])]
     for name in args.datasets.split(","):
+        start = time.perf_counter()
         data = load_problem(name, args.data_home)
-        if args.quick or name == "a9a":
-            eps = (0.2, 1.0) if args.quick else EPSILONS
-            grid = run_grid(data, ("l2", "l1"), epsilons=eps, seeds=seeds, epochs=epochs,
-                            curve_eps={"l2": eps[-1] if args.quick else 0.8,
-                                       "l1": eps[0] if args.quick else 0.4})
-        else:   # news20: the Fig. 1 (l2, eps 0.8) and Fig. 3 (l1, eps 0.4) configurations
-            grid = run_grid(data, ("l2",), epsilons=(0.8,), seeds=(0,), epochs=epochs,
-                            calibrations=("paper",), curve_eps={"l2": 0.8})
-            g1, t1 = run_grid(data, ("l1",), epsilons=(0.4,), seeds=(0,), epochs=epochs,
-                              calibrations=("paper",), curve_eps={"l1": 0.4})
-            grid = ({**grid[0], **g1}, {**grid[1], **t1})
-        results[name] = grid
-        write_report(args.out, results, elapsed=time.perf_counter() - start, epochs=epochs,
-                     seeds=seeds)
-    path = write_report(args.out, results, elapsed=time.perf_counter() - start, epochs=epochs,
-                        seeds=seeds)
+        deadline = None if args.budget_min is None else start + 60 * args.budget_min
+        res = run_grid(data, ("l2", "l1"), epsilons=eps, seeds=seeds, epochs=epochs,
+                       curve_eps=curve_eps, float32=float32, deadline=deadline)
+        res.update(_load_problem_meta(name, data), elapsed=time.perf_counter() - start)
+        results[name] = res
+        write_report(args.out, results, epochs=epochs, seeds=seeds, command=command)
+    path = write_report(args.out, results, epochs=epochs, seeds=seeds, command=command)
     print(f"wrote {path}")
 
 

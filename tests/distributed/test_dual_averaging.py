@@ -37,13 +37,13 @@ def data():
 
 
 def _run_engine(X, y, sampler, *, n_rounds, regularizer, schedule, sigma=0.0, inactive_x="theory",
-                seed=0, transport_hook=None, round_hook=None):
+                seed=0, transport_hook=None, round_hook=None, message_dtype="float64"):
     """Low-level run: build shards/program/schedule by hand and run the simulator."""
     n = sampler.n_nodes
     shards = [NodeShard.from_csr(Xi, yi) for Xi, yi in partition_rows(X, y, n, seed)]
     program = NodeProgram(dim=X.shape[1], loss="hinge", regularizer=regularizer,
                           schedule=schedule, iota=sampler.iota, sigma=sigma, n_rounds=n_rounds,
-                          inactive_x=inactive_x)
+                          inactive_x=inactive_x, message_dtype=message_dtype)
     plan = sampler.sample(n_rounds, random_state=seed)
     keys = node_keys(np.random.SeedSequence(seed), n)
     engine = SimulatedEngine(transport_hook=transport_hook, round_hook=round_hook)
@@ -286,6 +286,33 @@ def test_messages_are_the_only_payload(data):
     assert all(dt == np.float64 and sh == (DIM,) for *_, dt, sh in seen)
     for t, j, i, *_ in seen:
         assert j in plan.active(t) and i in plan.active(t) and j != i
+
+
+def test_float32_messages(data):
+    """Opt-in float32 payloads: half the bytes, same privacy, results within float32 rounding."""
+    X, y = data
+    kw = dict(n_nodes=10, edges_per_round=2, regularizer=L2Penalty(1e-2), sigma=0.3, n_rounds=400,
+              random_state=2)
+    r64 = private_dual_averaging(X, y, **kw)
+    r32 = private_dual_averaging(X, y, message_dtype="float32", **kw)
+    again = private_dual_averaging(X, y, message_dtype="float32", **kw)
+    assert r32.message_dtype == "float32" and 2 * r32.message_bytes == r64.message_bytes
+    assert np.array_equal(r32.node_coefs, again.node_coefs)              # same seed, same bits
+    assert r32.sigma == r64.sigma and r32.privacy.epsilon == r64.privacy.epsilon
+    assert not np.array_equal(r32.node_coefs, r64.node_coefs)            # it does round
+    scale = np.abs(r64.node_coefs).max()
+    assert np.allclose(r32.node_coefs, r64.node_coefs, rtol=0, atol=1e-5 * scale)
+    seen = []
+    out, _, plan, _, _ = _run_engine(
+        X, y, EdgeMatching(complete_graph(6), 1), n_rounds=30, regularizer=L2Penalty(1e-2),
+        schedule=strongly_convex_schedule(1.0), sigma=0.5,
+        transport_hook=lambda t, j, i, m: seen.append(m.dtype), message_dtype="float32")
+    assert seen and set(seen) == {np.dtype(np.float32)}
+    assert out.message_bytes == plan.n_messages() * DIM * 4
+    for i, j in plan.edges(30):                                          # B8 still holds
+        assert np.array_equal(out.z[i], out.z[j])
+    with pytest.raises(ValidationError, match="message_dtype"):
+        private_dual_averaging(X, y, message_dtype="float16", **kw)
 
 
 def test_rounds_for_epochs():

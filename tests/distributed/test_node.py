@@ -109,3 +109,21 @@ def test_mix_messages_canonical_order():
     expected += 0.25 * b
     expected += 0.25 * c
     assert np.array_equal(out, expected)
+
+
+def test_float32_message_is_the_rounded_float64_message():
+    rng = np.random.default_rng(3)
+    shard, _ = _shard(rng)
+    program = _program(0.7)
+    p32 = dataclasses.replace(program, message_dtype="float32")
+    assert p32.message_itemsize == 4 and program.message_itemsize == 8
+    state = NodeState.initial(program)
+    state.z = rng.normal(size=12) * 1e3
+    key = node_keys(np.random.SeedSequence(5), 2)[0]
+    m64 = compute_message(program, state, shard, key, 9)
+    m32 = compute_message(p32, state, shard, key, 9)
+    assert m32.dtype == np.float32 and np.array_equal(m32, m64.astype(np.float32))
+    # mixing widens exactly: same bits as mixing the widened float64 copies
+    w = np.array([0.5, 0.5])
+    assert np.array_equal(mix_messages(w, [m32, m32[::-1].copy()]),
+                          mix_messages(w, [m32.astype(np.float64), m32[::-1].astype(np.float64)]))

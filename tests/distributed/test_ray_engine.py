@@ -41,11 +41,12 @@ def data():
     return normalize_rows(X), y
 
 
-def test_ray_equals_simulator_bit_for_bit(ray_cluster, data):
+@pytest.mark.parametrize("message_dtype", ["float64", "float32"])
+def test_ray_equals_simulator_bit_for_bit(ray_cluster, data, message_dtype):
     X, y = data
     kw = dict(n_nodes=4, graph="ring", regularizer=L2Penalty(1e-2),
               schedule=strongly_convex_schedule(1.0), sigma=0.3, n_rounds=60, random_state=5,
-              eval_rounds=[20, 60])
+              eval_rounds=[20, 60], message_dtype=message_dtype)
     sim = private_dual_averaging(X, y, **kw)
     dist = private_dual_averaging(X, y, engine=RayEngine(checkpoint_every=16), **kw)
     assert dist.engine == "ray" and dist.restarts == 0
@@ -53,7 +54,7 @@ def test_ray_equals_simulator_bit_for_bit(ray_cluster, data):
     assert np.array_equal(sim.z, dist.z)
     assert [t for t, _ in sim.history] == [t for t, _ in dist.history]
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(sim.history, dist.history))
-    assert sim.n_messages == dist.n_messages
+    assert sim.n_messages == dist.n_messages and sim.message_bytes == dist.message_bytes
 
 
 def test_killed_actor_recovers_with_identical_result(ray_cluster, data):

@@ -26,11 +26,13 @@ class EngineResult:
     n_messages : int
         Point-to-point messages sent.
     message_bytes : int
-        Bytes of message payload sent (``n_messages * dim * 8``).
+        Bytes of message payload sent (``n_messages * dim * itemsize``, 8 or 4).
     seconds : float
         Wall time of the rounds (excluding start-up).
     restarts : int
         Agents recreated after a failure (Ray engine).
+    virtual : VirtualSequenceRecord or None
+        The y^(t) diagnostic, when asked (simulator only).
     """
 
     node_averages: np.ndarray
@@ -41,14 +43,15 @@ class EngineResult:
     message_bytes: int
     seconds: float
     restarts: int = 0
+    virtual: object = None
 
 
 class Engine:
-    """Base class: ``run(program, shards, schedule, keys, eval_rounds)``."""
+    """Base class: ``run(program, shards, schedule, keys, eval_rounds, diagnostics)``."""
 
     name = "engine"
 
-    def run(self, program, shards, schedule, keys, eval_rounds=()):  # pragma: no cover
+    def run(self, program, shards, schedule, keys, eval_rounds=(), diagnostics=None):  # pragma: no cover
         raise NotImplementedError
 
 

@@ -180,7 +180,11 @@ class RayEngine(Engine):
             ray.init(**kwargs)
         return ray
 
-    def run(self, program, shards, schedule, keys, eval_rounds=()):
+    def run(self, program, shards, schedule, keys, eval_rounds=(), diagnostics=None):
+        if diagnostics is not None:
+            raise ValidationError(
+                "the y^(t) diagnostic reads every agent's z in every round: record it with "
+                "engine='simulated', which gives the same bits as the Ray engine.")
         ray = self._ensure_ray()
         Agent = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(NodeAgent)
         n, T = schedule.n_nodes, schedule.n_rounds
@@ -256,4 +260,4 @@ class RayEngine(Engine):
         return EngineResult(
             node_averages=np.stack([o[0] for o in outs]), z=np.stack([o[1] for o in outs]),
             x=np.stack([o[2] for o in outs]), history=history, n_messages=n_messages,
-            message_bytes=n_messages * program.dim * 8, seconds=seconds, restarts=restarts)
+            message_bytes=n_messages * program.dim * program.message_itemsize, seconds=seconds, restarts=restarts)

@@ -55,16 +55,22 @@ class SimulatedEngine(Engine):
     def __repr__(self):
         return "SimulatedEngine()"
 
-    def run(self, program, shards, schedule, keys, eval_rounds=()):
+    def run(self, program, shards, schedule, keys, eval_rounds=(), diagnostics=None):
+        """Run every round; ``diagnostics`` (a
+        :class:`~fastdp.distributed.diagnostics.VirtualSequence`) records y^(t) per round."""
         n = schedule.n_nodes
         T = schedule.n_rounds
         states = [NodeState.initial(program) for _ in range(n)]
+        if diagnostics is not None:
+            diagnostics.start(program, T, eval_rounds)
         evals = set(int(t) for t in eval_rounds)
         history = []
         hook = self.transport_hook
         start = time.perf_counter()
         for t in range(1, T + 1):
             rnd = schedule.round(t)
+            if diagnostics is not None:
+                diagnostics.observe(t, states)
             msgs = {int(i): compute_message(program, states[i], shards[i], keys[i], t)
                     for i in rnd.active}
             for receivers, senders, weights in rnd.groups:
@@ -93,4 +99,5 @@ class SimulatedEngine(Engine):
             x=np.stack([s.x if program.inactive_x == "literal" else program.prox_at(s.z, T + 1)
                         for s in states]),
             history=history, n_messages=n_messages,
-            message_bytes=n_messages * program.dim * 8, seconds=seconds)
+            message_bytes=n_messages * program.dim * program.message_itemsize, seconds=seconds,
+            virtual=None if diagnostics is None else diagnostics.finish())
