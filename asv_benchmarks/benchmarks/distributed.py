@@ -16,7 +16,7 @@ ROUNDS = 20
 N_NODES = 20
 
 
-def _setup(dim, gossip, penalty):
+def _setup(dim, gossip, penalty, message_dtype="float64"):
     from fastdp.datasets import make_sparse_classification
     from fastdp.distributed import (
         AllActive,
@@ -39,7 +39,8 @@ def _setup(dim, gossip, penalty):
     sampler = EdgeMatching(graph, 1) if gossip == "edge_matching" else AllActive(graph)
     reg, sched = ((L2Penalty(5e-4), strongly_convex_schedule(20.0)) if penalty == "l2"
                   else (L1Penalty(5e-4), convex_schedule(0.01)))
-    program = NodeProgram(dim, "hinge", reg, sched, sampler.iota, 0.1, ROUNDS)
+    program = NodeProgram(dim, "hinge", reg, sched, sampler.iota, 0.1, ROUNDS,
+                          message_dtype=message_dtype)
     plan = sampler.sample(ROUNDS, random_state=0)
     keys = node_keys(np.random.SeedSequence(0), N_NODES)
     return program, shards, plan, keys
@@ -68,3 +69,21 @@ class SimulatorRounds:
         return (time.perf_counter() - start) / ROUNDS
 
     track_seconds_per_round.unit = "seconds"
+
+
+class MessagePrecision:
+    """``ROUNDS`` one-edge rounds, float64 against (opt-in) float32 messages."""
+
+    params = ([123, 62061], ["float64", "float32"])
+    param_names = ["dim", "message_dtype"]
+    timeout = 600
+
+    def setup(self, dim, message_dtype):
+        from fastdp.distributed import SimulatedEngine
+
+        self.args = _setup(dim, "edge_matching", "l2", message_dtype)
+        self.engine = SimulatedEngine()
+        self.engine.run(*self.args)
+
+    def time_rounds(self, dim, message_dtype):
+        self.engine.run(*self.args)

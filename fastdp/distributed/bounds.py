@@ -69,6 +69,10 @@ def _rounds(t):
     return t.astype(np.int64)
 
 
+def _scalar(out):
+    return float(out) if np.ndim(out) == 0 else out
+
+
 def gossip_constant(iota, lipschitz, beta):
     """``M = iota L^2 / 2 + 2 sqrt(iota) L^2 / (1 - beta)``."""
     iota, L, beta = _check(iota, lipschitz, beta)
@@ -109,16 +113,14 @@ def theorem2_bound(t, schedule, *, iota, mu, lipschitz, beta, sigma, dim, d_star
     per_round = (gossip_constant(iota, L, beta) + dim * iota * sigma ** 2 / 2
                  + 2 * math.sqrt(dim * iota) * L * sigma / (1 - beta))
     csum = np.cumsum(a[1:] ** 2 / den)
-    out = g[t] / iota * float(d_star) + csum[t - 1] * per_round
-    return float(out) if out.ndim == 0 else out
+    return _scalar(g[t] / iota * float(d_star) + csum[t - 1] * per_round)
 
 
 def theorem2_suboptimality_bound(t, schedule, **kwargs):
     """``theorem2_bound / A_t``: the bound on ``E[F(y~^(t)) - F*]``."""
     t_arr = _rounds(t)
     _, A, _ = schedule.arrays(int(t_arr.max()))
-    out = theorem2_bound(t_arr, schedule, **kwargs) / A[t_arr]
-    return float(out) if np.ndim(out) == 0 else out
+    return _scalar(theorem2_bound(t_arr, schedule, **kwargs) / A[t_arr])
 
 
 def corollary32_bound(t, *, iota, mu, lipschitz, beta):
@@ -126,8 +128,8 @@ def corollary32_bound(t, *, iota, mu, lipschitz, beta):
     iota, L, beta = _check(iota, lipschitz, beta)
     t = _rounds(t).astype(np.float64)
     M = gossip_constant(iota, L, beta)
-    return 16 / (t + 1) * (L ** 2 * (np.log(t) + 1) / (mu ** 2 * iota * (1 - beta) ** 2 * t)
-                           + M / (mu ** 2 * iota))
+    return _scalar(16 / (t + 1) * (L ** 2 * (np.log(t) + 1) / (mu ** 2 * iota * (1 - beta) ** 2 * t)
+                                   + M / (mu ** 2 * iota)))
 
 
 def corollary34_bound(t, *, gamma, iota, lipschitz, beta, d_star, paper_printed=False):
@@ -140,14 +142,14 @@ def corollary34_bound(t, *, gamma, iota, lipschitz, beta, d_star, paper_printed=
     t = _rounds(t).astype(np.float64)
     M = gossip_constant(iota, L, beta)
     d_term = float(d_star) if paper_printed else gamma ** 2 * float(d_star)
-    return (d_term + 2 * iota * M) / (iota * gamma * np.sqrt(t))
+    return _scalar((d_term + 2 * iota * M) / (iota * gamma * np.sqrt(t)))
 
 
 def corollary34_consensus_bound(t, *, gamma, iota, lipschitz, beta):
     """Eq. (12): ``2 L sqrt(iota) / (gamma (1 - beta) sqrt t)``."""
     iota, L, beta = _check(iota, lipschitz, beta)
     t = _rounds(t).astype(np.float64)
-    return 2 * L * math.sqrt(iota) / (gamma * (1 - beta) * np.sqrt(t))
+    return _scalar(2 * L * math.sqrt(iota) / (gamma * (1 - beta) * np.sqrt(t)))
 
 
 def consensus_bounds(t, schedule, *, iota, mu, lipschitz, beta, sigma, dim, n_nodes):

@@ -168,3 +168,31 @@ def test_theorem2_bound_holds_in_expectation(problem, regime):
         lower = g.mean() - crit * g.std(ddof=1) / math.sqrt(SEEDS)
         assert lower <= b, (t, g.mean(), b)
         assert g.mean() > b / 1000                             # the estimate is not degenerate
+
+
+def test_printed_corollary34_fails_where_the_corrected_one_holds(problem):
+    """Spec 004 §4.5: eq. (11) as printed drops gamma^2 on d(x*). With sigma = 0, gamma = 30,
+    h = 0.01 ||x||_1, the run's E[F(y~^(30)) - F*] (20 seeds) exceeds the printed bound (0.26)
+    by more than 4 standard errors, while the corrected bound (148) holds."""
+    X, y = problem
+    f_star, x_star = _optimum_l1(X, y, 0.01)
+    reg, gamma, T = L1Penalty(0.01), 30.0, 30
+    sampler = EdgeMatching(complete_graph(N_NODES), 1)
+    beta = sampler.exact_mixing_parameter()
+    shards = [NodeShard.from_csr(Xi, yi) for Xi, yi in partition_rows(X, y, N_NODES, 0)]
+    program = NodeProgram(DIM, "hinge", reg, convex_schedule(gamma), sampler.iota, 0.0, T)
+    gaps = []
+    for seed in range(20):
+        rec = VirtualSequence()
+        SimulatedEngine().run(program, shards, sampler.sample(T, np.random.default_rng([seed, 1])),
+                              node_keys(np.random.SeedSequence([seed, 2]), N_NODES),
+                              diagnostics=rec)
+        gaps.append(objective(rec.record.y_average, X, y, "hinge", reg) - f_star)
+    gaps = np.asarray(gaps)
+    se = gaps.std(ddof=1) / math.sqrt(len(gaps))
+    kw = dict(gamma=gamma, iota=sampler.iota, lipschitz=1.0, beta=beta, d_star=0.5 * x_star @ x_star)
+    printed = corollary34_bound(T, paper_printed=True, **kw)
+    corrected = corollary34_bound(T, **kw)
+    assert isinstance(printed, float)
+    assert gaps.mean() - 4 * se > printed
+    assert gaps.mean() + 4 * se < corrected
