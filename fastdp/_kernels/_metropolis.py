@@ -161,66 +161,143 @@ def _ziggurat_slow(state, layer, sign, xx):
             return sign * xx
 
 
-@njit(cache=True)
-def _next_normal(state):
-    """Standard normal by the 256-layer ziggurat (one 64-bit draw in ~99% of calls)."""
-    layer, sign, xx, inside = _ziggurat_first_try(_next_u64(state))
-    if inside:
-        return sign * xx
-    return _ziggurat_slow(state, layer, sign, xx)
+_BLOCK_WORDS = 1024
 
 
 @njit(cache=True)
-def _draw_step(state, z):
-    """The random numbers of one Metropolis step: fills ``z`` with normals, returns ``u``.
+def block_steps(d):
+    """Steps per random block: as many as fit in about 1024 64-bit words (>= 1)."""
+    return max(1, _BLOCK_WORDS // (d + 1))
 
-    Same numbers as ``d`` calls of :func:`_next_normal` followed by one
-    :func:`_next_open_uniform`, but with the generator state kept in
-    registers on the fast path (it is written back only for the rare slow
-    path and at the end).
-    """
+
+@njit(cache=True)
+def _fill_words(state, words, n):
+    """``n`` consecutive xoshiro256** outputs into ``words`` (state kept in registers)."""
     s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    for j in range(z.shape[0]):
+    for k in range(n):
         bits, s0, s1, s2, s3 = _xoshiro_step(s0, s1, s2, s3)
-        layer, sign, xx, inside = _ziggurat_first_try(bits)
-        if inside:
-            z[j] = sign * xx
-        else:
-            state[0], state[1], state[2], state[3] = s0, s1, s2, s3
-            z[j] = _ziggurat_slow(state, layer, sign, xx)
-            s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
-    bits, s0, s1, s2, s3 = _xoshiro_step(s0, s1, s2, s3)
+        words[k] = bits
     state[0], state[1], state[2], state[3] = s0, s1, s2, s3
-    return (np.float64(np.int64(bits >> np.uint64(11))) + 0.5) * _INV_2_53
+
+
+@njit(cache=True)
+def _ziggurat_first_tries(words, z, missed, n):
+    """First ziggurat try of ``n`` words at once (branch-free: SIMD with gathers).
+
+    Writes the candidate ``z[k]`` and ``missed[k] = 1`` where the first try fell
+    outside its layer's inner rectangle (about 1.5% of draws); returns the
+    number of misses.
+    """
+    n_missed = 0
+    for k in range(n):
+        layer, sign, xx, inside = _ziggurat_first_try(words[k])
+        z[k] = sign * xx
+        miss = np.uint8(0) if inside else np.uint8(1)
+        missed[k] = miss
+        n_missed += miss
+    return n_missed
+
+
+@njit(cache=True)
+def _open_uniforms(words, u, n):
+    """Uniform doubles in (0, 1) from 53 bits of each word (midpoint rule)."""
+    for k in range(n):
+        u[k] = (np.float64(np.int64(words[k] >> np.uint64(11))) + 0.5) * _INV_2_53
+
+
+@njit(cache=True)
+def _fill_block(state, n_steps, d, words, z, u, missed):
+    """The random numbers of ``n_steps`` consecutive Metropolis steps.
+
+    Stream layout of one block (this defines what a chain consumes):
+
+    1. ``n_steps * d`` words, step-major, each the first ziggurat try of one
+       normal ``z[t * d + j]``;
+    2. ``n_steps`` words, the uniforms ``u[t]``;
+    3. for every normal whose first try missed, in index order, the further
+       words :func:`_ziggurat_slow` needs to finish it.
+
+    Steps 1-2 run as straight loops (the conversion is vectorised); only the
+    rare misses take the scalar path. ``missed`` must have room for
+    ``n_steps * d`` rounded up to a multiple of 8 (its padding stays 0).
+    """
+    n_z = n_steps * d
+    _fill_words(state, words, n_z + n_steps)
+    n_missed = _ziggurat_first_tries(words, z, missed, n_z)
+    _open_uniforms(words[n_z:], u, n_steps)
+    if n_missed == 0:
+        return
+    flags = missed.view(np.uint64)
+    for w in range((n_z + 7) // 8):
+        if flags[w] == 0:
+            continue
+        for k in range(8 * w, min(8 * w + 8, n_z)):
+            if missed[k]:
+                layer, sign, xx, _ = _ziggurat_first_try(words[k])
+                z[k] = _ziggurat_slow(state, layer, sign, xx)
+                missed[k] = 0
+                n_missed -= 1
+        if n_missed == 0:
+            return
+
+
+@njit(cache=True)
+def _block_buffers(d):
+    n = block_steps(d)
+    n_z = n * d
+    words = np.empty(n_z + n, dtype=np.uint64)
+    z = np.empty(n_z)
+    u = np.empty(n)
+    missed = np.zeros(8 * ((n_z + 7) // 8), dtype=np.uint8)
+    return n, words, z, u, missed
 
 
 # --------------------------------------------------------------------------
 # objective and membership
 # --------------------------------------------------------------------------
 @njit(cache=True)
-def _objective(kind, At, b, tau, weight, x, s):
-    """f(x); ``At`` is A transposed (d, m), ``s`` an (m,) scratch array.
+def _accumulate_scores(At, x, sign, s):
+    """s[i] += sign * (A[i,0] x[0]) + ... in the order j = 0, 1, ..., d - 1.
 
-    The inner loop runs over the pieces (contiguous in ``At``), so it uses SIMD;
-    every piece is still summed in the order b[i] + A[i,0] x[0] + A[i,1] x[1] + ...
+    ``sign`` is +1 or -1 (exact). The inner loop runs over the pieces
+    (contiguous in ``At``, SIMD); four coordinates are handled per pass over
+    ``s`` (fewer store-to-load round trips) without changing the order in
+    which each piece is summed.
     """
     d, m = At.shape
+    j = 0
+    while j + 4 <= d:
+        x0, x1, x2, x3 = sign * x[j], sign * x[j + 1], sign * x[j + 2], sign * x[j + 3]
+        for i in range(m):
+            s[i] = s[i] + At[j, i] * x0 + At[j + 1, i] * x1 + At[j + 2, i] * x2 + At[j + 3, i] * x3
+        j += 4
+    while j < d:
+        xj = sign * x[j]
+        for i in range(m):
+            s[i] += At[j, i] * xj
+        j += 1
+
+
+@njit(cache=True)
+def _objective(kind, At, b, tau, weight, x, s):
+    """(f(x), active piece); ``At`` is A transposed (d, m), ``s`` an (m,) scratch.
+
+    Every piece is summed in the order b[i] + A[i,0] x[0] + A[i,1] x[1] + ...
+    (pinball residuals: b[i] - A[i,0] x[0] - ...). The active piece (first
+    index attaining the max; 0 for pinball objectives) lets the chain score it
+    first at the next proposal.
+    """
+    m = b.shape[0]
     for i in range(m):
         s[i] = b[i]
     if kind == OBJ_MAX_AFFINE:
-        for j in range(d):
-            xj = x[j]
-            for i in range(m):
-                s[i] += At[j, i] * xj
-        best = -np.inf
+        _accumulate_scores(At, x, 1.0, s)
+        best, arg = -np.inf, 0
         for i in range(m):
             if s[i] > best:
-                best = s[i]
-        return best
-    for j in range(d):
-        xj = x[j]
-        for i in range(m):
-            s[i] -= At[j, i] * xj
+                best, arg = s[i], i
+        return best, arg
+    _accumulate_scores(At, x, -1.0, s)
     total = 0.0
     for i in range(m):
         r = s[i]
@@ -228,7 +305,7 @@ def _objective(kind, At, b, tau, weight, x, s):
             total += tau * r
         else:
             total += (tau - 1.0) * r
-    return weight * total
+    return weight * total, 0
 
 
 @njit(cache=True)
@@ -255,7 +332,7 @@ def objective_values(kind, At, b, tau, weight, X):
     out = np.empty(n)
     for r in prange(n):
         s = np.empty(b.shape[0])
-        out[r] = _objective(kind, At, b, tau, weight, X[r], s)
+        out[r] = _objective(kind, At, b, tau, weight, X[r], s)[0]
     return out
 
 
@@ -272,13 +349,20 @@ def _piece_score(At, b, i, y):
 
 
 @njit(cache=True)
-def _argmax_piece(At, b, x):
-    best, arg = -np.inf, 0
-    for i in range(b.shape[0]):
-        s = _piece_score(At, b, i, x)
-        if s > best:
-            best, arg = s, i
-    return arg
+def _propose(x, step_std, z, offset, y, lo, hi, use_box):
+    """y = x + step_std * z[offset:offset + d]; for a box also whether y is inside.
+
+    The box test is accumulated without branches (one unpredictable branch
+    per step instead of up to d); for a polytope it returns True and the
+    caller tests ``H y <= h``.
+    """
+    outside = False
+    for j in range(x.shape[0]):
+        yj = x[j] + step_std[j] * z[offset + j]
+        y[j] = yj
+        if use_box:
+            outside |= (yj < lo[j]) | (yj > hi[j])
+    return not outside
 
 
 @njit(cache=True)
@@ -286,38 +370,48 @@ def _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
                x, n_steps, step_std, state):
     """Advance one chain in place from ``x``; returns the number of accepted moves.
 
-    Acceptance rule: accept y iff f(y) < f(x) - log(u) / beta, which has
-    probability min(1, exp(-beta (f(y) - f(x)))). For max-affine objectives the
-    piece that was active at the last accepted point is scored first: if it
-    already reaches the threshold, f(y) does too and the proposal is rejected
-    without scoring the other pieces (same decision as the full evaluation).
+    Random numbers come in blocks of :func:`block_steps` steps
+    (:func:`_fill_block`). Acceptance rule: accept y iff
+    f(y) < f(x) - log(u) / beta, which has probability
+    min(1, exp(-beta (f(y) - f(x)))); log(u) is only computed for proposals
+    inside P whose f(y) is not decided by the bounds 1 - u <= -log(u) <=
+    (1 - u) / u. For max-affine objectives the piece that was active at the
+    last accepted point is scored first: if it already reaches the upper
+    threshold, f(y) does too and the proposal is rejected without scoring
+    the other pieces. Every decision equals the plain rule's.
     """
     d = x.shape[0]
-    z = np.empty(d)
     y = np.empty(d)
     s = np.empty(b.shape[0])
-    fx = _objective(kind, At, b, tau, weight, x, s)
-    active = _argmax_piece(At, b, x) if kind == OBJ_MAX_AFFINE else 0
+    block, words, z, u, missed = _block_buffers(d)
+    fx, active = _objective(kind, At, b, tau, weight, x, s)
     n_accepted = 0
-    for _ in range(n_steps):
-        u = _draw_step(state, z)
-        for j in range(d):
-            y[j] = x[j] + step_std[j] * z[j]
-        if not _inside(y, H, h, lo, hi, use_box):
-            continue
-        threshold = fx - math.log(u) / beta if beta > 0.0 else np.inf
-        if kind == OBJ_MAX_AFFINE and _piece_score(At, b, active, y) >= threshold:
-            continue
-        fy = _objective(kind, At, b, tau, weight, y, s)
-        if fy < threshold:
+    for first in range(0, n_steps, block):
+        n_block = min(block, n_steps - first)
+        _fill_block(state, n_block, d, words, z, u, missed)
+        for t in range(n_block):
+            if not _propose(x, step_std, z, t * d, y, lo, hi, use_box):
+                continue
+            if not use_box and not _inside(y, H, h, lo, hi, False):
+                continue
+            if beta > 0.0:
+                # Squeeze -log(u) between 1 - u and (1 - u) / u (with 1e-12
+                # relative margins, far above rounding error) so that the
+                # logarithm is only computed when f(y) falls in between; the
+                # decision always equals ``fy < fx - log(u) / beta``.
+                gap = (1.0 - u[t]) / beta
+                low = fx + gap * (1.0 - 1e-12)
+                high = fx + gap / u[t] * (1.0 + 1e-12)
+            else:
+                low = high = np.inf
+            if kind == OBJ_MAX_AFFINE and _piece_score(At, b, active, y) >= high:
+                continue
+            fy, active_y = _objective(kind, At, b, tau, weight, y, s)
+            if fy >= low and (fy >= high or fy >= fx - math.log(u[t]) / beta):
+                continue
             for j in range(d):
                 x[j] = y[j]
-            fx = fy
-            if kind == OBJ_MAX_AFFINE:
-                for i in range(s.shape[0]):
-                    if s[i] == fy:
-                        active = i
-                        break
+            fx, active = fy, active_y
             n_accepted += 1
     return n_accepted
 
@@ -376,15 +470,22 @@ def metropolis_chains(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
 def chain_random_stream(seed, n_steps, d):
     """The normals (n_steps, d) and uniforms (n_steps,) a chain with ``seed`` consumes.
 
-    A chain draws, at every step, ``d`` normals then one uniform, whether or
-    not the proposal is inside P or accepted.
+    A chain uses, at every step, ``d`` normals and one uniform, whether or
+    not the proposal is inside P or accepted; they are generated in blocks of
+    :func:`block_steps` steps by :func:`_fill_block`, exactly as here.
     """
     state = np.empty(4, dtype=np.uint64)
     _seed_state(np.uint64(seed), state)
     normals = np.empty((n_steps, d))
     uniforms = np.empty(n_steps)
-    for t in range(n_steps):
-        uniforms[t] = _draw_step(state, normals[t])
+    block, words, z, u, missed = _block_buffers(d)
+    for first in range(0, n_steps, block):
+        n_block = min(block, n_steps - first)
+        _fill_block(state, n_block, d, words, z, u, missed)
+        for t in range(n_block):
+            uniforms[first + t] = u[t]
+            for j in range(d):
+                normals[first + t, j] = z[t * d + j]
     return normals, uniforms
 
 
