@@ -255,3 +255,45 @@ def test_poisson_view_conversion():
     assert dp.count == 60 * sh.steps_per_epoch
     with pytest.raises(ValidationError):
         sh.to_dp_accounting(view="optimistic")
+
+
+# ---------------------------------------------------------------------------
+# PrivacyFilterEvent (the cap of a fully adaptive, filtered run)
+# ---------------------------------------------------------------------------
+def test_privacy_filter_event_forms_and_validation():
+    from fastdp.privacy.events import PrivacyFilterEvent
+
+    z = PrivacyFilterEvent.zcdp(0.02)
+    assert z.rho == 0.02 and z.orders == () and z.adjacency is AR
+    assert z.rdp_bound(7.0) == pytest.approx(0.14)
+    r = PrivacyFilterEvent.rdp([8, 32], [0.5, 1.0])
+    # below a tracked order: the smallest cap at a tracked order >= it (monotone RDP)
+    assert [r.rdp_bound(a) for a in (2.0, 8.0, 8.5, 32.0, 33.0)] == [0.5, 0.5, 1.0, 1.0, math.inf]
+    for bad in (dict(), dict(rho=0.1, orders=(2,), caps=(1,)), dict(rho=-1.0),
+                dict(orders=(2, 3), caps=(1,)), dict(orders=(3, 2), caps=(1, 1)),
+                dict(orders=(1.0,), caps=(1,)), dict(orders=(2,), caps=(-1,))):
+        with pytest.raises(ValidationError):
+            PrivacyFilterEvent(**bad)
+    for e in (z, r):
+        assert event_from_dict(e.to_dict()) == e
+        assert hash(e) == hash(event_from_dict(e.to_dict()))
+
+
+def test_privacy_filter_event_conversions():
+    from fastdp.privacy.events import PrivacyFilterEvent
+
+    z = PrivacyFilterEvent.zcdp(0.02)
+    with pytest.raises(PrivacyAnalysisError):
+        z.to_dp_accounting()
+    g = z.to_dp_accounting(rdp_equivalent=True)
+    assert isinstance(g, dp_accounting.GaussianDpEvent)
+    assert g.noise_multiplier == pytest.approx(1.0 / math.sqrt(0.04))
+    with pytest.raises(PrivacyAnalysisError):
+        PrivacyFilterEvent.rdp([8], [0.5]).to_dp_accounting(rdp_equivalent=True)
+    # replace-one: zCDP group privacy for two records, 4ρ
+    r1 = z.to_replace_one()
+    assert r1.adjacency is R1 and r1.rho == pytest.approx(0.08)
+    with pytest.raises(PrivacyAnalysisError):
+        PrivacyFilterEvent.rdp([8], [0.5]).to_replace_one()
+    with pytest.raises(PrivacyAnalysisError):      # mixed adjacency composition refused
+        ComposedEvent((z, GaussianEvent(1.0, adjacency=R1)))

@@ -48,6 +48,8 @@ def one_of_each_event():
         ev.ShuffledEvent(1000, 100, gaussian, epochs=3, drop_last=True),
         ev.SelfComposedEvent(ev.PoissonSampledEvent(0.1, ev.LaplaceEvent(3.0)), 17),
         ev.ComposedEvent([gaussian, ev.LaplaceEvent(4.0), ev.NonPrivateEvent()]),
+        ev.PrivacyFilterEvent.zcdp(0.02),
+        ev.PrivacyFilterEvent.rdp([8, 32], [0.5, 1.0]),
     ]
 
 

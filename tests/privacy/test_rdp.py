@@ -384,3 +384,37 @@ def test_validation():
         RdpAccountant().epsilon("event", 1e-5)
     with pytest.raises(ValidationError):
         RdpAccountant().epsilon(PureEvent(1.0), float("nan"))
+
+
+# ---------------------------------------------------------------------------
+# privacy-filter events
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("rho,delta", [(1e-4, 1e-8), (0.01, 1e-5), (0.5, 1e-6)])
+def test_zcdp_filter_epsilon_matches_dp_accounting_gaussian(rho, delta):
+    from fastdp.privacy.events import PrivacyFilterEvent
+
+    event = PrivacyFilterEvent.zcdp(rho)
+    ours = RdpAccountant().epsilon(event, delta)
+    ref = dp_rdp.RdpAccountant()           # its default orders = ours; α·ρ is the Gaussian curve
+    ref.compose(dp_accounting.GaussianDpEvent(1.0 / math.sqrt(2.0 * rho)))
+    assert ours == pytest.approx(ref.get_epsilon(delta), rel=1e-9)
+    # classic conversion on a fine grid -> the closed form ρ + 2 sqrt(ρ log(1/δ))
+    fine = RdpAccountant(orders=1.0 + np.geomspace(1e-3, 1e4, 20001), conversion="classic")
+    closed = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    assert fine.epsilon(event, delta) == pytest.approx(closed, rel=1e-5)
+    assert fine.epsilon(event, delta) >= closed * (1 - 1e-12)
+
+
+def test_fixed_order_filter_curve_and_composition():
+    from fastdp.privacy.events import PrivacyFilterEvent
+    from fastdp.privacy.rdp import rdp_privacy_filter
+
+    event = PrivacyFilterEvent.rdp([10, 40], [0.3, 0.6])
+    curve = rdp_privacy_filter(event, [2, 10, 20, 40, 41])
+    np.testing.assert_array_equal(curve, [0.3, 0.3, 0.6, 0.6, np.inf])
+    acc = RdpAccountant(orders=[10, 40], conversion="classic")
+    delta = 1e-6
+    assert acc.epsilon(event, delta) == pytest.approx(
+        min(0.3 + math.log(1 / delta) / 9, 0.6 + math.log(1 / delta) / 39))
+    both = ComposedEvent((event, GaussianEvent(10.0)))
+    np.testing.assert_allclose(acc.rdp_curve(both), [0.3 + 10 / 200, 0.6 + 40 / 200])
