@@ -3,8 +3,9 @@
 Run ``python -m fastdp.experiments.seed004 --out DIR`` (the full grid on a9a
 and news20: Figs. 1-4, both calibrations, float32-message re-runs) or
 ``--quick`` (1 epoch, ε ∈ {0.2, 1.0}). ``--budget-min M`` stops starting runs
-of a dataset after M minutes (runs go in priority order: noiseless, the paper's
-calibration over the ε grid, fastdp's calibration, float32 re-runs), so a
+of a dataset after M minutes (runs go in priority order: the paper's Fig. 1/3
+configurations, noiseless references, the paper's calibration over the ε grid,
+fastdp's calibration, float32 re-runs; :func:`_tasks`), so a
 time-boxed run gives the largest subset; ``--merge`` adds datasets to an
 existing report. Writes ``seed004.md`` (tables and the claims checked),
 ``seed004.json`` and PNG figures when matplotlib is installed.
@@ -141,8 +142,19 @@ def run_one(data, penalty, method, *, epsilon, calibration, seed, epochs=3.0, cu
                 message_bytes=r.message_bytes, curve=[(t, c) for t, c in r.history])
 
 
-def _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32):
-    """Runs in priority order: noiseless, then each calibration over ε, then float32 re-runs."""
+_EPS_PRIORITY = (0.2, 1.0, 0.6, 0.4, 0.8)   # extremes first: the ε trends need them
+
+
+def _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32, curve_eps=None):
+    """Runs in priority order, so that a time-boxed run gives the most informative subset.
+
+    First seed before the others; within a seed: the paper's Fig. 1 / Fig. 3
+    configurations (paper σ at the curve ε), the noiseless ι = 0.1 runs, the
+    paper's σ over the rest of the ε grid (extremes first), the other noiseless
+    runs, fastdp's calibration at the curve ε then over the grid, and last
+    the float32-message re-runs.
+    """
+    curve_eps = curve_eps or {}
     tasks = []
     for penalty in penalties:
         for method in methods_for[penalty]:
@@ -153,10 +165,23 @@ def _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32):
                 for seed in seeds:
                     for method in methods_for[penalty]:
                         tasks.append((penalty, method, cal, eps, seed, "float64"))
-    for penalty, method, cal, eps in float32:
-        if penalty in penalties:
-            tasks.append((penalty, method, cal, eps, 0, "float32"))
-    return tasks
+    tasks += [(p, m, c, e, 0, "float32") for p, m, c, e in float32 if p in penalties]
+
+    def rank(task):
+        penalty, method, cal, eps, seed, dtype = task
+        at_curve = math.isclose(eps, curve_eps.get(penalty, -1.0))
+        eps_pos = next((k for k, e in enumerate(_EPS_PRIORITY) if math.isclose(e, eps)), 9)
+        if dtype == "float32":
+            group = 6
+        elif cal == "none":
+            group = 1 if method == "Alg1 iota=0.1" else 3
+        elif cal == calibrations[0]:
+            group = 0 if at_curve else 2
+        else:
+            group = 4 if at_curve else 5
+        return (seed != seeds[0], group, eps_pos, penalties.index(penalty))
+
+    return sorted(tasks, key=rank)
 
 
 def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("paper", "accountant"),
@@ -174,7 +199,7 @@ def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("p
     truth = {p: ground_truth(X, y, p)[0] for p in penalties}
     runs, skipped, f64_coefs = [], [], {}
     want_f32 = {tuple(c) for c in float32}
-    for task in _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32):
+    for task in _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32, curve_eps):
         penalty, method, cal, eps, seed, dtype = task
         if deadline is not None and time.perf_counter() > deadline:
             skipped.append(list(task))
@@ -227,27 +252,31 @@ def check_claims(grid, epsilons=EPSILONS):
     for cal in sorted({k[2] for k in grid if k[2] != "none"}):
         e08 = 0.8 if 0.8 in epsilons else epsilons[-1]
         a, b, c = (_mean(grid, "l2", m, cal, e08) for m in METHODS)
-        if not math.isnan(c):
+        if not any(math.isnan(v) for v in (a, b, c)):
             claims.append((cal, f"l2, eps={e08}: iota=0.1 < iota=0.2 < B19", a < b < c,
                            f"{a:.4g} / {b:.4g} / {c:.4g}"))
-            gaps = [_mean(grid, "l2", "B19 (all active)", cal, e)
-                    - min(_mean(grid, "l2", m, cal, e) for m in list(METHODS)[:2]) for e in epsilons]
-            gaps = [g for g in gaps if not math.isnan(g)]
-            if len(gaps) >= 2:
-                claims.append((cal, "l2: gap to B19 largest at the smallest eps",
-                               int(np.argmax(gaps)) == 0, ", ".join(f"{g:.3g}" for g in gaps)))
+        gaps = [(e, _mean(grid, "l2", "B19 (all active)", cal, e)
+                 - min(_mean(grid, "l2", m, cal, e) for m in list(METHODS)[:2])) for e in epsilons]
+        gaps = [(e, g) for e, g in gaps if not math.isnan(g)]
+        if len(gaps) >= 2:
+            claims.append((cal, "l2: gap to B19 largest at the smallest eps",
+                           int(np.argmax([g for _, g in gaps])) == 0,
+                           ", ".join(f"ε={e}: {g:.3g}" for e, g in gaps)))
         for penalty in ("l2", "l1"):
             for m in METHODS:
-                vals = [_mean(grid, penalty, m, cal, e) for e in epsilons]
-                if any(math.isnan(v) for v in vals):
+                pts = [(e, _mean(grid, penalty, m, cal, e)) for e in epsilons]
+                pts = [(e, v) for e, v in pts if not math.isnan(v)]
+                if len(pts) < 2:
                     continue
-                rho = spearmanr(epsilons, vals).correlation if len(epsilons) > 2 else \
+                es, vals = zip(*pts)
+                rho = spearmanr(es, vals).correlation if len(pts) > 2 else \
                     (-1.0 if vals[-1] < vals[0] else 1.0)
-                claims.append((cal, f"{penalty}, {m}: suboptimality decreasing in eps",
+                claims.append((cal, f"{penalty}, {m}: suboptimality decreasing in eps"
+                               + ("" if len(pts) == len(epsilons) else f" (ε ∈ {list(es)})"),
                                rho <= -0.8, f"Spearman rho = {rho:.2f}"))
         e04 = 0.4 if 0.4 in epsilons else epsilons[0]
         a, b = (_mean(grid, "l1", m, cal, e04) for m in list(METHODS)[:2])
-        if not math.isnan(a):
+        if not (math.isnan(a) or math.isnan(b)):
             claims.append((cal, f"l1, eps={e04}: iota=0.1 < iota=0.2", a < b, f"{a:.4g} / {b:.4g}"))
     return claims
 
@@ -302,7 +331,7 @@ def write_report(out_dir, results, *, epochs, seeds, command=""):
                   "F*: " + ", ".join(f"{p} = {v:.6g}" for p, v in res["truth"].items()), ""]
         if res.get("skipped"):
             lines += [f"**Time budget reached**: {len(res['skipped'])} run(s) skipped "
-                      "(lowest priority first: float32 re-runs, then accountant calibration): "
+                      "(the lowest-priority runs, see `_tasks`): "
                       + "; ".join(f"{t[0]} {t[1]} {t[2]} ε={t[3]}" + (" f32" if t[5] == "float32" else "")
                                   for t in res["skipped"][:12])
                       + (" …" if len(res["skipped"]) > 12 else ""), ""]
@@ -374,7 +403,8 @@ def _figure(out_dir, name, penalty, grid):
     axes[2].set_ylabel("held-out accuracy")
     axes[2].set_title(f"Fig. {'2' if penalty == 'l2' else '4'}: accuracy")
     for ax in axes:
-        ax.legend(fontsize=6)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
     fig.tight_layout()
     png = f"seed004_{name}_{penalty}.png"
     fig.savefig(Path(out_dir) / png, dpi=100)

@@ -42,3 +42,32 @@ def test_news20_binary(data_dir):
     assert X.shape[0] + Xt.shape[0] == 15935
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1))).ravel()
     assert np.allclose(norms[norms > 0], 1.0)
+
+
+def test_grid_priority_budget_and_report(small, tmp_path):
+    import json
+    import time
+    methods = {"l2": list(seed004.METHODS), "l1": ["Alg1 iota=0.1", "Alg1 iota=0.2"]}
+    tasks = seed004._tasks(("l2", "l1"), methods, ("paper", "accountant"), seed004.EPSILONS, (0,),
+                           [("l2", "Alg1 iota=0.1", "none", 0.0)], {"l2": 0.8, "l1": 0.4})
+    assert len(tasks) == len(set(tasks)) == 5 + 2 * 5 * 5 + 1
+    assert {t[:4] for t in tasks[:5]} == {("l1", m, "paper", 0.4) for m in methods["l1"]} | \
+        {("l2", m, "paper", 0.8) for m in methods["l2"]}                   # Figs. 1 and 3 first
+    assert tasks[-1][5] == "float32" and tasks[-2][2] == "accountant"
+    res = seed004.run_grid(small, ("l2",), epsilons=(0.5, 1.0), calibrations=("paper",),
+                           epochs=0.2, curve_eps={"l2": 1.0}, methods_for={"l2": ["Alg1 iota=0.1"]},
+                           float32=[("l2", "Alg1 iota=0.1", "paper", 1.0)], log=lambda *_: None)
+    assert not res["skipped"] and len(res["runs"]) == 4
+    f32 = [r for r in res["runs"] if r["message_dtype"] == "float32"][0]
+    assert 0 < f32["coef_diff"] < 1e-3
+    assert all(r["subopt"] >= -1e-12 for r in res["runs"])
+    late = seed004.run_grid(small, ("l2",), epsilons=(1.0,), calibrations=("paper",), epochs=0.2,
+                            methods_for={"l2": ["Alg1 iota=0.1"]}, deadline=time.perf_counter(),
+                            log=lambda *_: None)
+    assert not late["runs"] and len(late["skipped"]) == 2
+    res.update(n_train=1000, n_test=200, dim=40, q=50, elapsed=1.0)
+    path = seed004.write_report(tmp_path, {"syn": res, "late": late}, epochs=0.2, seeds=(0,))
+    text = path.read_text()
+    assert "rcv1" in text and "float32 messages" in text and "Time budget reached" in text
+    saved = json.loads((tmp_path / "seed004.json").read_text())
+    assert saved["datasets"]["syn"]["runs"][0]["method"] == "Alg1 iota=0.1"
