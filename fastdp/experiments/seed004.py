@@ -352,13 +352,14 @@ def write_report(out_dir, results, *, epochs, seeds, command=""):
         if pairs:
             lines += ["", "### float32 messages (`message_dtype=\"float32\"`) against float64, same seed",
                       "", "| penalty | method | calibration | ε | subopt f64 | subopt f32 | "
-                      "acc test f64 | acc test f32 | max abs coef diff | bytes f32/f64 |",
-                      "|---|---|---|---|---|---|---|---|---|---|"]
+                      "acc test f64 | acc test f32 | max abs coef diff | bytes f32/f64 | f64 re-run same bits |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|"]
             for (p, m, cal, eps, _), r64, r32 in pairs:
                 lines.append(f"| {p} | {m} | {cal} | {eps if eps else '—'} | {r64['subopt']:.6g} | "
                              f"{r32['subopt']:.6g} | {r64['acc_test']:.4f} | {r32['acc_test']:.4f} | "
                              f"{r32.get('coef_diff', float('nan')):.3g} | "
-                             f"{r32['message_bytes'] / r64['message_bytes']:.2f} |")
+                             f"{r32['message_bytes'] / r64['message_bytes']:.2f} | "
+                             f"{ {True: 'yes', False: 'NO'}.get(r32.get('float64_rerun_identical'), '—')} |")
         lines += ["", "### Claims of the paper (spec 004 §6F)", "",
                   "| calibration | claim | holds | numbers |", "|---|---|---|---|"]
         for cal, text, ok, nums in check_claims(grid, sorted({k[3] for k in grid if k[3]})):
@@ -418,6 +419,38 @@ def _load_problem_meta(name, data):
             "q": int(X.shape[0] // N_NODES)}
 
 
+def float32_comparison(data, result, configs, epochs):
+    """Re-run ``configs`` (seed 0) with float64 and float32 messages; store the float32 runs.
+
+    The float64 re-run must reproduce the grid's run bit for bit (same
+    objective); the float32 record gets ``coef_diff`` (max |coef difference|).
+    """
+    X, y = data[0], data[1]
+    result["runs"] = [r for r in result["runs"] if r.get("message_dtype", "float64") != "float32"]
+    ref = grid_of(result)
+    for penalty, method, cal, eps in configs:
+        reg, _ = _problem(penalty)
+        outs = {}
+        for dtype in ("float64", "float32"):
+            t0 = time.perf_counter()
+            outs[dtype] = run_one(data, penalty, method, epsilon=None if cal == "none" else eps,
+                                  calibration=None if cal == "none" else cal, seed=0, epochs=epochs,
+                                  message_dtype=dtype)
+            outs[dtype].update(objective=objective(outs[dtype]["coef"], X, y, "hinge", reg),
+                               seconds=time.perf_counter() - t0)
+        r32 = outs["float32"]
+        r32.update(penalty=penalty, method=method, calibration=cal, eps=eps, seed=0,
+                   message_dtype="float32", curve_subopt=[], subopt=r32["objective"] - result["truth"][penalty],
+                   coef_diff=float(np.max(np.abs(r32["coef"] - outs["float64"]["coef"]))))
+        grid_run = ref.get((penalty, method, cal, eps, 0))
+        r32["float64_rerun_identical"] = (grid_run is not None
+                                          and grid_run["objective"] == outs["float64"]["objective"])
+        del r32["coef"], r32["curve"]
+        result["runs"].append(r32)
+        print(f"float32 {penalty} {method} {cal} eps={eps}: subopt {r32['subopt']:.6g}, "
+              f"coef diff {r32['coef_diff']:.3g}", flush=True)
+
+
 def main(argv=None):
     import json
     import sys
@@ -432,11 +465,15 @@ def main(argv=None):
                     help="stop starting runs of a dataset after this many minutes (largest subset)")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other datasets of an existing OUT/seed004.json")
+    ap.add_argument("--float32-only", action="store_true",
+                    help="with --merge: only (re-)run the float32-message comparisons")
     args = ap.parse_args(argv)
     command = "python -m fastdp.experiments.seed004 " + " ".join(sys.argv[1:] if argv is None else argv)
     results = {}
     if args.merge and (Path(args.out) / "seed004.json").exists():
-        results = json.loads((Path(args.out) / "seed004.json").read_text())["datasets"]
+        saved = json.loads((Path(args.out) / "seed004.json").read_text())
+        results = saved["datasets"]
+        command = (saved.get("command") + "; " if saved.get("command") else "") + command
     epochs = 1.0 if args.quick else 3.0
     seeds = tuple(range(1 if args.quick else args.seeds))
     eps = (0.2, 1.0) if args.quick else EPSILONS
@@ -446,6 +483,10 @@ def main(argv=None):
     for name in args.datasets.split(","):
         start = time.perf_counter()
         data = load_problem(name, args.data_home)
+        if args.float32_only:
+            float32_comparison(data, results[name], float32, epochs)
+            write_report(args.out, results, epochs=epochs, seeds=seeds, command=command)
+            continue
         deadline = None if args.budget_min is None else start + 60 * args.budget_min
         res = run_grid(data, ("l2", "l1"), epsilons=eps, seeds=seeds, epochs=epochs,
                        curve_eps=curve_eps, float32=float32, deadline=deadline)
