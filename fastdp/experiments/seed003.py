@@ -63,6 +63,9 @@ __all__ = [
     "run_sweeps",
     "sweep_report",
     "check_claims",
+    "present_cells",
+    "grid_to_records",
+    "grid_from_records",
     "write_report",
     "reproduce",
     "main",
@@ -249,12 +252,25 @@ def _acc(grid, ds, loss, alg, eps):
     return grid.get((ds, loss, alg, eps), {}).get("acc", math.nan)
 
 
+def _obj(grid, ds, loss, alg, eps):
+    return grid.get((ds, loss, alg, eps), {}).get("obj", math.nan)
+
+
+def present_cells(grid, datasets, losses):
+    """The (dataset, loss) pairs of ``datasets`` × ``losses`` that the grid holds."""
+    have = {(k[0], k[1]) for k in grid}
+    return [(d, l) for d in datasets for l in losses if (d, l) in have]
+
+
 def check_claims(grid, datasets, losses, epsilons):
-    """The paper's qualitative claims (spec 003 §6.4, R1) on this grid: list of (claim, held, detail)."""
+    """The paper's qualitative claims (spec 003 §6.4, R1) on this grid: list of (claim, held, detail).
+
+    Only the (dataset, loss) pairs present in the grid are used.
+    """
     out = []
     small = [e for e in epsilons if e <= 0.1] or [min(epsilons)]
     large = [e for e in epsilons if e >= 0.8] or [max(epsilons)]
-    cells = [(d, l) for d in datasets for l in losses]
+    cells = present_cells(grid, datasets, losses)
 
     def count(pred):
         hits = [pred(d, l, e) for d, l in cells for e in epsilons]
@@ -277,6 +293,19 @@ def check_claims(grid, datasets, losses, epsilons):
     k, n = count(lambda d, l, e: None if e not in small else
                  _acc(grid, d, l, "DP-BLSGD", e) >= _acc(grid, d, l, "DP-SGD", e))
     out.append((f"C8/C11: DP-BLSGD ≥ DP-SGD at small ε {small}", k > n / 2, f"{k}/{n}"))
+    # diagnostics of that claim (see the report's discussion): the training objective,
+    # and the trivial classifier, which DP-SGD's one or few tiny steps from w = 0 reproduce
+    k, n = count(lambda d, l, e: None if e not in small else
+                 _obj(grid, d, l, "DP-BLSGD", e) <= _obj(grid, d, l, "DP-SGD", e))
+    out.append((f"C8/C11 (objective): DP-BLSGD's training objective ≤ DP-SGD's at small ε {small}",
+                k > n / 2, f"{k}/{n}"))
+    k, n = count(lambda d, l, e: None if e not in small else
+                 _acc(grid, d, l, "DP-BLSGD", e) >= _acc(grid, d, l, "MAJORITY", None) - 1e-12)
+    out.append((f"(diagnostic) DP-BLSGD ≥ MAJORITY at small ε {small}", k > n / 2, f"{k}/{n}"))
+    k, n = count(lambda d, l, e: None if e not in small else
+                 abs(_acc(grid, d, l, "DP-SGD", e) - _acc(grid, d, l, "MAJORITY", None)) < 0.01)
+    out.append((f"(diagnostic) DP-SGD within 0.01 of MAJORITY at small ε {small}", k > n / 2,
+                f"{k}/{n}"))
     k, n = count(lambda d, l, e: max(_acc(grid, d, l, a, e) for a in ("DP-BLSGD", "DP-BLSGD-AC", "DP-BLGD"))
                  >= max(_acc(grid, d, l, a, e) for a in ("DP-AGD", "DP-SGD", "OBJPERT", "OUTPERT")))
     out.append(("C8: the best line-search method ≥ the best baseline in most cases", k > n / 2,
@@ -314,79 +343,109 @@ def _claims_table(claims):
         f"| {claim} | {'yes' if held else 'no'} | {detail} |" for claim, held, detail in claims]
 
 
-def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elapsed, quick):
+def grid_to_records(grid):
+    """JSON-ready list of the grid's cells."""
+    return [dict(dataset=k[0], loss=k[1], algorithm=k[2], epsilon=k[3], **v)
+            for k, v in grid.items()]
+
+
+def grid_from_records(records):
+    """Inverse of :func:`grid_to_records` (several lists may be concatenated)."""
+    grid = {}
+    for r in records:
+        r = dict(r)
+        key = (r.pop("dataset"), r.pop("loss"), r.pop("algorithm"), r.pop("epsilon"))
+        grid[key] = r
+    return grid
+
+
+def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elapsed, quick,
+                 notes=(), extra_json=None):
+    """Write ``seed003.md`` (+ ``seed003.json`` with every cell, and PNGs); returns the md path."""
+    import json
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    cells = present_cells(grid, datasets, losses)
     lines = ["# Seed 003 reproduction: DP stochastic adaptive line search", "",
              f"Protocol: {folds} of 10 folds × {runs} run(s){' (--quick)' if quick else ''}; "
-             f"δ = {DELTA:g}; ε grid {list(epsilons)}; wall time {elapsed / 60:.1f} min.",
+             f"δ = {DELTA:g}; ε grid {list(epsilons)}; wall time {elapsed / 60:.1f} min; "
+             f"(dataset, loss) pairs run: {', '.join(f'{d}/{l}' for d, l in cells)}.",
              "IPUMS-US is not available in shared/data: not reproduced. OUTPERT is Chaudhuri et "
              "al.'s output perturbation (not OUTPERT-RSGD). Accuracy: test folds; objective: mean "
              "unclipped, unregularised training loss. Both are non-private evaluation numbers.", ""]
-    for ds in datasets:
-        for loss in losses:
-            maj = _acc(grid, ds, loss, "MAJORITY", None)
-            nonp = grid.get((ds, loss, "NON-PRIVATE", None), {})
-            lines += [f"## {ds}, {'logistic regression' if loss == 'logistic' else 'SVM (hinge)'}",
-                      "", f"MAJORITY {_fmt(maj)} (paper Table 1: {TABLE1_MAJORITY[ds]}); "
-                      f"NON-PRIVATE {_fmt(nonp.get('acc'))} (objective {_fmt(nonp.get('obj'))}).", ""]
-            lines += _algorithm_table(epsilons, lambda alg, e: _acc(grid, ds, loss, alg, e))
-            lines += ["", "Objective (mean training loss):", ""]
-            lines += _algorithm_table(epsilons, lambda alg, e: grid.get((ds, loss, alg, e), {}).get("obj"))
-            lines += ["", "Run statistics (means): iterations / CHEB or GradAvg calls / final "
-                      "ρ_grad / final ε_BT / ε spent:", ""]
-            for alg in ("DP-BLSGD", "DP-BLSGD-AC", "DP-BLGD"):
-                parts = []
-                for e in epsilons:
-                    info = grid.get((ds, loss, alg, e), {}).get("info", {})
-                    if info:
-                        parts.append(f"ε={e}: {info.get('iterations', 0):.0f} / "
-                                     f"{info.get('cheb', 0) + info.get('refinements', 0):.1f} / "
-                                     f"{info.get('rho_grad', 0):.2e} / {info.get('budget_bt', 0):.2e} / "
-                                     f"{info.get('epsilon_spent', 0):.3f}")
-                lines.append(f"- {alg}: " + "; ".join(parts))
-            lines.append("")
+    lines += list(notes) + ([""] if notes else [])
+    for ds, loss in cells:
+        maj = _acc(grid, ds, loss, "MAJORITY", None)
+        nonp = grid.get((ds, loss, "NON-PRIVATE", None), {})
+        lines += [f"## {ds}, {'logistic regression' if loss == 'logistic' else 'SVM (hinge)'}",
+                  "", f"MAJORITY {_fmt(maj)} (paper Table 1: {TABLE1_MAJORITY[ds]}); "
+                  f"NON-PRIVATE {_fmt(nonp.get('acc'))} (objective {_fmt(nonp.get('obj'))}).", ""]
+        lines += _algorithm_table(epsilons, lambda alg, e: _acc(grid, ds, loss, alg, e))
+        lines += ["", "Objective (mean training loss):", ""]
+        lines += _algorithm_table(epsilons, lambda alg, e: grid.get((ds, loss, alg, e), {}).get("obj"))
+        lines += ["", "Run statistics (means): iterations / CHEB or GradAvg calls / final "
+                  "ρ_grad / final ε_BT / ε spent:", ""]
+        for alg in ("DP-BLSGD", "DP-BLSGD-AC", "DP-BLGD"):
+            parts = []
+            for e in epsilons:
+                info = grid.get((ds, loss, alg, e), {}).get("info", {})
+                if info:
+                    parts.append(f"ε={e}: {info.get('iterations', 0):.0f} / "
+                                 f"{info.get('cheb', 0) + info.get('refinements', 0):.1f} / "
+                                 f"{info.get('rho_grad', 0):.2e} / {info.get('budget_bt', 0):.2e} / "
+                                 f"{info.get('epsilon_spent', 0):.3f}")
+            lines.append(f"- {alg}: " + "; ".join(parts))
+        lines.append("")
+    claims = check_claims(grid, datasets, losses, epsilons)
     lines += ["## The paper's qualitative claims", ""]
-    lines += _claims_table(check_claims(grid, datasets, losses, epsilons))
+    lines += _claims_table(claims)
     try:
-        _write_figures(out_dir, grid, datasets, losses, epsilons)
+        _write_figures(out_dir, grid, cells, epsilons)
         lines += ["", "Figures: `seed003_<dataset>_<loss>.png` (accuracy and objective against ε)."]
     except ImportError:
         lines += ["", "Figures: not written (matplotlib is not installed)."]
     (out_dir / "seed003.md").write_text("\n".join(lines) + "\n")
+    payload = dict(protocol=dict(folds=folds, runs=runs, quick=quick, delta=DELTA,
+                                 epsilons=list(epsilons), elapsed_seconds=elapsed,
+                                 cells=[list(c) for c in cells]),
+                   claims=[dict(claim=c, held=bool(h), detail=d) for c, h, d in claims],
+                   grid=grid_to_records(grid))
+    if extra_json:
+        payload.update(extra_json)
+    (out_dir / "seed003.json").write_text(json.dumps(payload, indent=1, default=float) + "\n")
     return out_dir / "seed003.md"
 
 
-def _write_figures(out_dir, grid, datasets, losses, epsilons):
+def _write_figures(out_dir, grid, cells, epsilons):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for ds in datasets:
-        for loss in losses:
-            fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-            for alg in PRIVATE:
-                axes[0].plot(epsilons, [_acc(grid, ds, loss, alg, e) for e in epsilons], "o-",
-                             label=alg)
-                axes[1].plot(epsilons, [grid.get((ds, loss, alg, e), {}).get("obj", math.nan)
-                                        for e in epsilons], "o-", label=alg)
-            for alg, style in (("NON-PRIVATE", "k--"), ("MAJORITY", "k:")):
-                cell = grid.get((ds, loss, alg, None), {})
-                axes[0].axhline(cell.get("acc", math.nan), color="k",
-                                linestyle=style[1:], label=alg)
-                if alg == "NON-PRIVATE":
-                    axes[1].axhline(cell.get("obj", math.nan), color="k", linestyle="--")
-            for ax, label in zip(axes, ("test accuracy", "training objective")):
-                ax.set_xscale("log")
-                ax.set_xlabel("ε")
-                ax.set_ylabel(label)
-            axes[1].set_yscale("log")
-            axes[0].legend(fontsize=7)
-            fig.suptitle(f"{ds}, {loss}")
-            fig.tight_layout()
-            fig.savefig(out_dir / f"seed003_{ds}_{loss}.png", dpi=110)
-            plt.close(fig)
+    for ds, loss in cells:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for alg in PRIVATE:
+            axes[0].plot(epsilons, [_acc(grid, ds, loss, alg, e) for e in epsilons], "o-",
+                         label=alg)
+            axes[1].plot(epsilons, [grid.get((ds, loss, alg, e), {}).get("obj", math.nan)
+                                    for e in epsilons], "o-", label=alg)
+        for alg, style in (("NON-PRIVATE", "k--"), ("MAJORITY", "k:")):
+            cell = grid.get((ds, loss, alg, None), {})
+            axes[0].axhline(cell.get("acc", math.nan), color="k",
+                            linestyle=style[1:], label=alg)
+            if alg == "NON-PRIVATE":
+                axes[1].axhline(cell.get("obj", math.nan), color="k", linestyle="--")
+        for ax, label in zip(axes, ("test accuracy", "training objective")):
+            ax.set_xscale("log")
+            ax.set_xlabel("ε")
+            ax.set_ylabel(label)
+        axes[1].set_yscale("log")
+        axes[0].legend(fontsize=7)
+        fig.suptitle(f"{ds}, {loss}")
+        fig.tight_layout()
+        fig.savefig(out_dir / f"seed003_{ds}_{loss}.png", dpi=110)
+        plt.close(fig)
 
 
 # --------------------------------------------------------------------------
@@ -529,7 +588,25 @@ def main(argv=None):
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--sweeps", action="store_true",
                         help="also run the Fig. 1 sweeps, Fig. 2 counts and the amplification ablation")
+    parser.add_argument("--from-json", nargs="+", default=None, metavar="FILE",
+                        help="write the report from saved grids (seed003.json files or lists of "
+                             "cell records) instead of running; --folds/--runs describe them")
+    parser.add_argument("--notes", default=None, help="markdown file appended under the protocol")
     args = parser.parse_args(argv)
+    if args.from_json:
+        import json
+
+        records, elapsed = [], 0.0
+        for name in args.from_json:
+            data = json.loads(Path(name).read_text())
+            records += data["grid"] if "grid" in data else data["cells"]
+            elapsed += float(data.get("elapsed", data.get("protocol", {}).get("elapsed_seconds", 0)))
+        notes = Path(args.notes).read_text().splitlines() if args.notes else ()
+        path = write_report(args.out, grid_from_records(records), datasets=args.datasets,
+                            losses=args.losses, epsilons=args.epsilons, folds=args.folds or 10,
+                            runs=args.runs or 5, elapsed=elapsed, quick=False, notes=notes)
+        print(f"report: {path}")
+        return
     path = reproduce(args.out, quick=args.quick, folds=args.folds, runs=args.runs,
                      datasets=args.datasets, losses=args.losses, epsilons=args.epsilons,
                      data_home=args.data_home, sweeps=args.sweeps)

@@ -46,3 +46,40 @@ def test_sweep_report_claims_from_numbers():
     text = "\n".join(S.sweep_report(fig1, fig2))
     assert "| C3: Laplace NOISYBTLS ≥ Gaussian | no | 1/2 |" in text
     assert "C5: subsampling cuts evaluations" in text and "ratio 8.0" in text
+
+
+def _synthetic_grid():
+    grid = {}
+    for alg in S.ALGORITHMS:
+        for e in ((0.05, 1.6) if alg in S.PRIVATE else (None,)):
+            acc = {"MAJORITY": 0.76, "DP-SGD": 0.762}.get(alg, 0.70 if e == 0.05 else 0.84)
+            obj = {"DP-SGD": 0.69}.get(alg, 0.55)
+            grid[("adult", "logistic", alg, e)] = dict(acc=acc, acc_sd=0.0, obj=obj, n=2, info={})
+    return grid
+
+
+def test_claims_on_a_synthetic_grid_and_only_present_cells():
+    grid = _synthetic_grid()
+    claims = {c: (h, d) for c, h, d in S.check_claims(grid, S.DATASETS, S.LOSSES, (0.05, 1.6))}
+    assert claims["C8/C11: DP-BLSGD ≥ DP-SGD at small ε [0.05]"] == (False, "0/1")
+    assert claims["C8/C11 (objective): DP-BLSGD's training objective ≤ DP-SGD's at small ε [0.05]"] \
+        == (True, "1/1")
+    assert claims["(diagnostic) DP-SGD within 0.01 of MAJORITY at small ε [0.05]"] == (True, "1/1")
+    assert S.present_cells(grid, S.DATASETS, S.LOSSES) == [("adult", "logistic")]
+
+
+def test_report_json_round_trip_and_from_json_cli(tmp_path):
+    import json
+
+    grid = _synthetic_grid()
+    S.write_report(tmp_path / "a", grid, datasets=S.DATASETS, losses=S.LOSSES,
+                   epsilons=(0.05, 1.6), folds=4, runs=1, elapsed=60.0, quick=False,
+                   notes=["Note: synthetic."])
+    data = json.loads((tmp_path / "a" / "seed003.json").read_text())
+    assert S.grid_from_records(data["grid"]) == grid
+    assert data["protocol"]["cells"] == [["adult", "logistic"]]
+    S.main(["--from-json", str(tmp_path / "a" / "seed003.json"), "--out", str(tmp_path / "b"),
+            "--folds", "4", "--runs", "1", "--epsilons", "0.05", "1.6"])
+    text = (tmp_path / "b" / "seed003.md").read_text()
+    assert "4 of 10 folds × 1 run(s)" in text and "adult/logistic" in text
+    assert "## bank" not in text
