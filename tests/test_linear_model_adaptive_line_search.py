@@ -113,3 +113,26 @@ def test_solver_options_reach_the_run(data):
                                random_state=0).fit(X, y)
     s = est.solver_result_.extra["settings"]
     assert s["noise"] == "gaussian" and s["alpha"] == 0.3 and s["epsilon_iter"] == 0.05
+
+
+def test_noise_multiplier_is_the_cap(data):
+    X, y, _ = data
+    est = DPLogisticRegression(noise_multiplier=0.01, delta=1e-6, solver="dpagd", epochs=3,
+                               random_state=0).fit(X, y)
+    assert est.privacy_event_ == PrivacyFilterEvent.zcdp(0.01)
+    assert est.epsilon_ == pytest.approx(_dp_accounting_epsilon(0.01, 1e-6), rel=1e-9)
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+_CHECKED = [
+    DPLogisticRegression(epsilon=1e4, solver="dpagd", normalize=True, epochs=5, random_state=0),
+    DPLinearSVC(epsilon=1e4, solver="dp_blgd", normalize=True, epochs=5, random_state=0),
+    DPLogisticRegression(epsilon=np.inf, solver="dp_blsgd_adaptive", batch_size=5, epochs=5,
+                         random_state=0),
+]
+
+
+@parametrize_with_checks(_CHECKED)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

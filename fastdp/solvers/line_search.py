@@ -899,9 +899,12 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
                       record_history=config.get("record_history", False),
                       num_threads=config.get("num_threads") or 1,
                       refine=self._refine, algorithm=self.name)
-        if not private:          # noise_multiplier=0 / epsilon=inf: noise-free Armijo (S)GD
+        if not private:
+            # noise_multiplier=0 / epsilon=inf: noise-free Armijo (S)GD for T iterations; a
+            # failed search is not retried (without noise a retry on the batch fails again)
             settings.setdefault("max_iter", self._nominal_iterations(n, config, q))
             settings.setdefault("epsilon_iter", 1.0)
+            common["refine"] = "none"
             return _run_adaptive(X, y, epsilon=1.0, delta=0.5, noise_free=True,
                                  settings=settings, **common)
         return _run_adaptive(X, y, epsilon=None, delta=None, noise_free=False, settings=settings,
