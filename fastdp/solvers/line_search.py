@@ -45,8 +45,14 @@ Privacy
   practice but not covered by the fixed-order filter theorem (use
   ``fixed_order=`` for the strict mode). The ``amplification="zw_tight_all"``
   ablation is not a guarantee.
-* :func:`dp_blsgd_fixed` is not adaptive: its event is known before the run
-  (what the scikit-learn estimators need).
+* ``budget_filter="zcdp"`` (and the estimator solvers ``"dp_blsgd_adaptive"``,
+  ``"dp_blsgd_ac"``, ``"dp_blgd"``, ``"dpagd"``) instead run under a sound zCDP
+  privacy filter (:mod:`fastdp.solvers._ls_filter`, Feldman & Zrnic 2021):
+  every call charged its unsampled zCDP cost, the run halted before the cap
+  ρ would be exceeded; ``result.event`` is the cap
+  (``PrivacyFilterEvent.zcdp(ρ)``, planned before the run) and
+  ``result.extra["rho_consumed"] ≤ ρ`` what was used.
+* :func:`dp_blsgd_fixed` is not adaptive: its event is known before the run.
 * Not covered: ``record_history=True`` objectives (they read all data; a
   non-private diagnostic).
 """
@@ -747,8 +753,9 @@ class FixedSplitEstimatorSolver(EstimatorSolver):
     Gaussian line search), calibrated so that the accountant's ε of
     ``sampler.event(n, T, fixed_split_event(ρ_iter))`` is at most the target
     (T = floor(epochs·n/L)). ``clip`` is C_grad and ``alpha`` (the
-    estimator's L2 strength) is μ. The adaptive DP-BLSGD (CHEB, budget
-    filter) is available as :func:`dp_blsgd`.
+    estimator's L2 strength) is μ. The adaptive DP-BLSGD (CHEB) is the
+    estimator solver ``"dp_blsgd_adaptive"`` (zCDP privacy filter, no
+    amplification) and the function :func:`dp_blsgd`.
 
     ``solver_options``: ``c_obj``, ``grad_share``, ``eta0``, ``max_it``,
     ``armijo_alpha`` (the Armijo constant α), ``beta``, ``tau``, ``varsigma``,
