@@ -281,3 +281,271 @@ cdef inline void gate_record(ParallelGate* g, int path, double seconds,
         if g.interval > GATE_MAX_INTERVAL:
             g.interval = GATE_MAX_INTERVAL
     g.countdown = g.interval
+
+
+# ---------------------------------------------------------------------------
+# argument checks shared by every Python entry point of the kernels
+# ---------------------------------------------------------------------------
+# The entry points (``margins``, ``run_dual_scd``, ...) call these before
+# their ``nogil`` sections, so that no argument can make a kernel read or
+# write out of bounds.  O(1) checks (lengths, ``indptr[0] == 0``,
+# ``indptr[-1] == len(indices) <= len(data)``) and O(len(rows)) checks (row
+# and batch numbers in range) always run.  The scan of the CSR structure
+# (``check_structure``: row pointers, sorted in-range column indices) costs a
+# pass over the column indices read; the solvers skip it because
+# ``fastdp._validation.check_X`` already guarantees it.  Every refusal is a
+# ``fastdp.exceptions.ValidationError`` whose message says what to pass.
+
+cdef enum:
+    MAX_THREADS = 1024          # far more OpenMP threads than this crash the runtime
+
+cdef enum:
+    CSR_OK = 0
+    CSR_BAD_POINTER = 1         # indptr[j] > indptr[j + 1], or outside [0, nnz]
+    CSR_NOT_INCREASING = 2      # column indices of a row unsorted or repeated
+    CSR_BAD_COLUMN = 3          # column index outside [0, n_features)
+    CSR_BAD_ROW = 4             # row number outside [0, n_rows)
+
+
+cdef inline int raise_invalid(str message) except -1:
+    """Raise ``fastdp.exceptions.ValidationError(message)``."""
+    from fastdp.exceptions import ValidationError
+    raise ValidationError(message)
+
+
+cdef inline bint bad_pointer(const index_t* indptr, int64_t j, int64_t nnz) noexcept nogil:
+    """True unless ``0 <= indptr[j] <= indptr[j + 1] <= nnz`` (row j's storage range)."""
+    return indptr[j] < 0 or indptr[j + 1] < indptr[j] or indptr[j + 1] > nnz
+
+
+cdef inline int64_t first_bad_pointer(const index_t* indptr, int64_t n_rows,
+                                      int64_t nnz) noexcept nogil:
+    """First row j whose storage range is invalid (:func:`bad_pointer`), or -1."""
+    cdef int64_t j
+    for j in range(n_rows):
+        if bad_pointer(indptr, j, nnz):
+            return j
+    return -1
+
+
+cdef inline int row_flaw(const index_t* indices, const index_t* indptr, int64_t j, int64_t nnz,
+                         int64_t n_features) noexcept nogil:
+    """CSR_OK if row j can be read safely and is canonical, else the flaw found.
+
+    Row j is fine when ``0 <= indptr[j] <= indptr[j + 1] <= nnz`` and its
+    column indices are strictly increasing (sorted, no repeats) within
+    ``[0, n_features)`` (so only the first and the last need a range check).
+    Repeated columns are refused because the row norms used for clipping
+    would be wrong.
+    """
+    cdef index_t k0 = indptr[j]
+    cdef index_t k1 = indptr[j + 1]
+    cdef index_t k
+    cdef bint increasing = True
+    if bad_pointer(indptr, j, nnz):
+        return CSR_BAD_POINTER
+    if k1 == k0:
+        return CSR_OK
+    for k in range(k0 + 1, k1):             # branch-free, so the compiler vectorises it
+        increasing &= indices[k] > indices[k - 1]
+    if not increasing:
+        return CSR_NOT_INCREASING
+    if indices[k0] < 0 or indices[k1 - 1] >= n_features:
+        return CSR_BAD_COLUMN
+    return CSR_OK
+
+
+cdef inline void prefetch_row_start(const index_t* indices, const index_t* indptr, int64_t j,
+                                    int64_t nnz) noexcept nogil:
+    """Hint the first cache lines of row j's column indices (at most 4, and only for a
+    plausible row range: the pointers are not checked yet; a prefetch never faults)."""
+    cdef index_t k = indptr[j]
+    cdef index_t k1 = indptr[j + 1]
+    cdef index_t step = <index_t>(64 // sizeof(index_t))
+    cdef index_t stop
+    if k < 0 or k1 > nnz or k1 < k:
+        return
+    stop = k + 4 * step if k1 - k > 4 * step else k1
+    while k < stop:
+        FASTDP_GLM_PREFETCH(&indices[k])
+        k = k + step
+
+
+cdef inline int64_t first_flawed_row(const index_t* indices, const index_t* indptr,
+                                     int64_t n_rows, int64_t nnz, int64_t n_features,
+                                     const int64_t* rows, int64_t count, bint structure,
+                                     int* flaw) noexcept nogil:
+    """Position of the first flawed row read, or -1; ``flaw[0]`` says what is wrong.
+
+    ``rows`` NULL: every row 0..n_rows-1 in storage order, by :func:`row_flaw`.
+    Otherwise ``rows[0..count-1]``: each must lie in ``[0, n_rows)`` and, with
+    ``structure``, pass :func:`row_flaw`.
+    """
+    cdef int64_t q, j
+    cdef int f
+    if rows == NULL:
+        for j in range(n_rows):
+            f = row_flaw(indices, indptr, j, nnz, n_features)
+            if f != CSR_OK:
+                flaw[0] = f
+                return j
+        return -1
+    for q in range(count):
+        j = rows[q]
+        if j < 0 or j >= n_rows:
+            flaw[0] = CSR_BAD_ROW
+            return q
+        if structure:
+            if q + 8 < count and 0 <= rows[q + 8] < n_rows:
+                FASTDP_GLM_PREFETCH(&indptr[rows[q + 8]])
+            if q + 4 < count and 0 <= rows[q + 4] < n_rows:
+                prefetch_row_start(indices, indptr, rows[q + 4], nnz)
+            f = row_flaw(indices, indptr, j, nnz, n_features)
+            if f != CSR_OK:
+                flaw[0] = f
+                return q
+    return -1
+
+
+cdef inline int check_csr(str caller, Py_ssize_t n_data, const index_t[::1] indices,
+                          const index_t[::1] indptr) except -1:
+    """O(1): ``indptr`` is not empty, ``indptr[0] == 0``, ``indptr[-1] == len(indices) <= len(data)``."""
+    cdef Py_ssize_t n = indptr.shape[0]
+    if n < 1:
+        return raise_invalid(
+            f"{caller}: indptr is empty; the row pointer of a CSR matrix with N rows has N + 1 "
+            f"entries (pass X.indptr).")
+    if indptr[0] != 0 or indptr[n - 1] != indices.shape[0] or indices.shape[0] > n_data:
+        return raise_invalid(
+            f"{caller}: inconsistent CSR arrays (indptr[0] = {indptr[0]}, indptr[-1] = "
+            f"{indptr[n - 1]}, len(indices) = {indices.shape[0]}, len(data) = {n_data}); need "
+            f"indptr[0] == 0 and indptr[-1] == len(indices) <= len(data). Pass the data, indices "
+            f"and indptr of one canonical CSR matrix (fastdp._validation.check_X).")
+    return 0
+
+
+cdef inline int _raise_row_flaw(str caller, str rows_name, const index_t[::1] indptr,
+                                int64_t nnz, int64_t q, int64_t j, int flaw,
+                                int64_t n_features, str features_name) except -1:
+    cdef int64_t n_rows = indptr.shape[0] - 1
+    if flaw == CSR_BAD_ROW:
+        return raise_invalid(
+            f"{caller}: {rows_name}[{q}] = {j} is outside [0, {n_rows}) (X has {n_rows} rows); "
+            f"pass row numbers of X.")
+    if flaw == CSR_BAD_POINTER:
+        return raise_invalid(
+            f"{caller}: indptr is not a CSR row pointer at row {j} (indptr[{j}] = {indptr[j]}, "
+            f"indptr[{j + 1}] = {indptr[j + 1]}, len(indices) = {nnz}); it must be "
+            f"non-decreasing from 0 to len(indices). Pass the arrays of one CSR matrix.")
+    if flaw == CSR_NOT_INCREASING:
+        return raise_invalid(
+            f"{caller}: the column indices of row {j} are not strictly increasing (unsorted or "
+            f"repeated); pass canonical CSR (X.sum_duplicates(), or fastdp._validation.check_X).")
+    return raise_invalid(
+        f"{caller}: row {j} has a column index outside [0, {n_features}); {features_name} "
+        f"needs one entry per column of X (its length must exceed every column index).")
+
+
+cdef inline int check_rows(str caller, str rows_name, const index_t[::1] indices,
+                           const index_t[::1] indptr, const int64_t* rows, int64_t count,
+                           bint structure, int64_t n_features, str features_name) except -1:
+    """O(count): ``rows[0..count-1]`` lie in ``[0, n_rows)``; with ``structure`` also the
+    CSR structure of those rows (:func:`row_flaw`, O(their nnz)).  Call after :func:`check_csr`."""
+    cdef int flaw = CSR_OK
+    cdef int64_t nnz = indices.shape[0]
+    cdef const index_t* ip = &indices[0] if nnz > 0 else NULL
+    cdef const index_t* pp = &indptr[0]
+    cdef int64_t n_rows = indptr.shape[0] - 1
+    cdef int64_t q
+    if count <= 0:
+        return 0
+    with nogil:
+        q = first_flawed_row(ip, pp, n_rows, nnz, n_features, rows, count, structure, &flaw)
+    if q < 0:
+        return 0
+    return _raise_row_flaw(caller, rows_name, indptr, nnz, q, rows[q], flaw, n_features,
+                           features_name)
+
+
+cdef inline int check_all_rows(str caller, const index_t[::1] indices, const index_t[::1] indptr,
+                               int64_t n_features, str features_name) except -1:
+    """O(nnz), one sequential pass: the CSR structure of every row (:func:`row_flaw`).
+    Call after :func:`check_csr`."""
+    cdef int flaw = CSR_OK
+    cdef int64_t nnz = indices.shape[0]
+    cdef const index_t* ip = &indices[0] if nnz > 0 else NULL
+    cdef const index_t* pp = &indptr[0]
+    cdef int64_t n_rows = indptr.shape[0] - 1
+    cdef int64_t j
+    with nogil:
+        j = first_flawed_row(ip, pp, n_rows, nnz, n_features, NULL, 0, True, &flaw)
+    if j < 0:
+        return 0
+    return _raise_row_flaw(caller, "", indptr, nnz, j, j, flaw, n_features, features_name)
+
+
+cdef inline int check_length(str caller, str name, Py_ssize_t actual, Py_ssize_t expected,
+                             str meaning) except -1:
+    """``actual == expected``; ``meaning`` says what the entries stand for."""
+    if actual != expected:
+        return raise_invalid(f"{caller}: {name} has length {actual}; it needs {meaning} "
+                             f"({expected}).")
+    return 0
+
+
+cdef inline int check_min_length(str caller, str name, Py_ssize_t actual, Py_ssize_t needed,
+                                 str meaning) except -1:
+    """``actual >= needed``; ``meaning`` says what the entries stand for."""
+    if actual < needed:
+        return raise_invalid(f"{caller}: {name} has length {actual}; it needs at least "
+                             f"{needed} entries ({meaning}).")
+    return 0
+
+
+cdef inline int check_threads(str caller, int64_t num_threads) except -1:
+    """``num_threads <= MAX_THREADS`` (values below 1 keep meaning one thread where allowed)."""
+    if num_threads > MAX_THREADS:
+        return raise_invalid(f"{caller}: num_threads = {num_threads} is more than "
+                             f"{<int>MAX_THREADS}; use at most the number of cores.")
+    return 0
+
+
+cdef inline int64_t check_batches(str caller, const int64_t[::1] batch_ptr,
+                                  const int64_t[::1] batch_idx, int64_t n_rows) except -1:
+    """The batches of an epoch kernel; returns the size of the largest one.
+
+    O(steps + entries): ``batch_ptr`` non-decreasing within ``[0, len(batch_idx)]``
+    and every row number read (``batch_idx[batch_ptr[0]:batch_ptr[-1]]``) in
+    ``[0, n_rows)``.
+    """
+    cdef Py_ssize_t n_ptr = batch_ptr.shape[0]
+    cdef Py_ssize_t t, q
+    cdef int64_t largest = 0
+    cdef int64_t bad_step = -1
+    cdef int64_t bad_row = -1
+    cdef int64_t first, last
+    if n_ptr < 2:
+        return 0
+    first = batch_ptr[0]
+    last = batch_ptr[n_ptr - 1]
+    with nogil:
+        for t in range(1, n_ptr):
+            if batch_ptr[t] < batch_ptr[t - 1]:
+                bad_step = t
+                break
+            if batch_ptr[t] - batch_ptr[t - 1] > largest:
+                largest = batch_ptr[t] - batch_ptr[t - 1]
+        if bad_step < 0 and 0 <= first and last <= batch_idx.shape[0]:
+            for q in range(first, last):
+                if batch_idx[q] < 0 or batch_idx[q] >= n_rows:
+                    bad_row = q
+                    break
+    if bad_step >= 0 or first < 0 or last > batch_idx.shape[0]:
+        return raise_invalid(
+            f"{caller}: batch_ptr must be non-decreasing within [0, len(batch_idx) = "
+            f"{batch_idx.shape[0]}] (batch t is batch_idx[batch_ptr[t]:batch_ptr[t + 1]]).")
+    if bad_row >= 0:
+        return raise_invalid(
+            f"{caller}: batch_idx[{bad_row}] = {batch_idx[bad_row]} is outside [0, {n_rows}) "
+            f"(X has {n_rows} rows); pass row numbers of X.")
+    return largest

@@ -14,13 +14,24 @@ Array contract (every entry point)
   copied or converted; a mismatched dtype raises ``TypeError`` or
   ``ValueError`` (buffer dtype mismatch).
 * ``rows``: int64 row numbers (any order, repeats allowed), each in
-  ``[0, len(indptr) - 1)`` (checked).
+  ``[0, len(indptr) - 1)``.
 * ``theta``, ``y``, ``weights``, ``out``: float64, C-contiguous.  Every column
-  index of the rows read must be ``< len(theta)`` and ``< len(out)``: the
-  caller guarantees it (``check_X`` output and a model of length
-  ``n_features``); lengths of theta and out are checked against each other.
+  index of the rows read must be ``< len(theta)`` and ``< len(out)``.
 * Accumulation is in float64, in a fixed order (rows in the order given,
   entries in storage order).
+
+Checks
+------
+Every entry point refuses, with ``fastdp.exceptions.ValidationError``, any
+argument that could make it read or write out of bounds (``_glm.pxd``,
+"argument checks").  Always (O(1) or O(len(rows))): the array lengths,
+``indptr[0] == 0``, ``indptr[-1] == len(indices) <= len(data)``, every row
+number in range, ``1 <= num_threads <= 1024``.  With ``check_structure=True``
+(the default) also the CSR structure of the rows read, one pass over their
+column indices: ``0 <= indptr[j] <= indptr[j + 1] <= nnz`` and column indices
+strictly increasing within ``[0, n_features)``.  Callers that validated X
+once (``fastdp._validation.check_X``; the fastdp solvers) pass
+``check_structure=False`` and skip that pass.
 
 Threads
 -------
@@ -80,30 +91,31 @@ cdef void _gate_done(int kind, int requested, int used, double started,
                     fastdp_glm_now() - started, count)
 
 
-def _check_rows(const int64_t[::1] rows, Py_ssize_t n_rows):
-    cdef Py_ssize_t q
-    cdef int64_t r
-    cdef bint bad = False
-    with nogil:
-        for q in range(rows.shape[0]):
-            r = rows[q]
-            if r < 0 or r >= n_rows:
-                bad = True
-                break
-    if bad:
-        raise ValueError(f"rows must lie in [0, {n_rows}).")
-
-
-def _check_loss(int loss_code):
+cdef int _check_loss(str caller, int loss_code) except -1:
     if loss_code not in (GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE):
-        raise ValueError(f"unknown loss code {loss_code}; use LOSS_SQUARED, LOSS_LOGISTIC or LOSS_HINGE.")
+        return raise_invalid(f"{caller}: unknown loss code {loss_code}; use LOSS_SQUARED, "
+                             f"LOSS_LOGISTIC or LOSS_HINGE.")
+    return 0
 
 
-def _threads(num_threads, Py_ssize_t count):
-    nt = 1 if num_threads is None else int(num_threads)
+cdef int _threads(str caller, num_threads, Py_ssize_t count) except -1:
+    """The thread count of a call of ``count`` rows (1 below ``_PARALLEL_MIN_ROWS``)."""
+    cdef int64_t nt = 1 if num_threads is None else int(num_threads)
     if nt < 1:
-        raise ValueError("num_threads must be >= 1")
-    return nt if count >= _PARALLEL_MIN_ROWS else 1
+        return raise_invalid(f"{caller}: num_threads must be >= 1; got {nt}.")
+    check_threads(caller, nt)
+    return <int>nt if count >= _PARALLEL_MIN_ROWS else 1
+
+
+cdef int _check_arrays(str caller, const real_t[::1] data, const index_t[::1] indices,
+                       const index_t[::1] indptr, const int64_t[::1] rows, bint structure,
+                       Py_ssize_t n_features, str features_name) except -1:
+    """The CSR arrays (O(1)), the row numbers (O(len(rows))) and, with ``structure``,
+    the CSR structure of the rows read (O(their nnz)); see the module docstring."""
+    check_csr(caller, data.shape[0], indices, indptr)
+    check_rows(caller, "rows", indices, indptr, &rows[0] if rows.shape[0] > 0 else NULL,
+               rows.shape[0], structure, n_features, features_name)
+    return 0
 
 
 def _splits(Py_ssize_t n_columns, int nt):
@@ -122,7 +134,8 @@ cdef void _scatter(const double* coefs, const real_t* dp, const index_t* ip, con
 
 
 def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-            const int64_t[::1] rows, const double[::1] theta, double[::1] out, num_threads=1):
+            const int64_t[::1] rows, const double[::1] theta, double[::1] out, num_threads=1, *,
+            bint check_structure=True):
     """``out[k] = x_{rows[k]}^T theta`` for every k (overwrites ``out``).
 
     Parameters
@@ -133,16 +146,24 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     out : float64 array of length ``len(rows)``.
     num_threads : int, default=1
         Rows are independent: any thread count gives the same bits.
+    check_structure : bool, default=True
+        Also check the CSR structure of the rows read (one pass over their
+        column indices); pass False for arrays from ``check_X``.
+
+    Raises
+    ------
+    ValidationError
+        If an argument could make the kernel read or write out of bounds
+        (see the module docstring, "Checks").
     """
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t q
     cdef int64_t j
-    if out.shape[0] != count:
-        raise ValueError("out must have one entry per row")
-    _check_rows(rows, indptr.shape[0] - 1)
+    check_length("margins", "out", out.shape[0], count, "one entry per row number in rows")
+    _check_arrays("margins", data, indices, indptr, rows, check_structure, theta.shape[0], "theta")
     if count == 0:
         return
-    cdef int requested = _threads(num_threads, count)
+    cdef int requested = _threads("margins", num_threads, count)
     cdef int nt = _gated_threads(_KIND_MARGINS, requested)
     cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
     cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
@@ -165,7 +186,8 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
 def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, const double[::1] y,
                          const int64_t[::1] rows, const double[::1] theta, int loss_code,
-                         double clip, double[::1] out, num_threads=1):
+                         double clip, double[::1] out, num_threads=1, *,
+                         bint check_structure=True):
     """``out += sum_{i in rows} clip(loss'(x_i^T theta, y_i) x_i, C)``; returns None.
 
     ``clip(g, C) = g / max(1, ||g|| / C)``; ``clip = inf`` means no clipping.
@@ -183,23 +205,34 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     out : float64 dense accumulator of length n_features (added to, not reset).
     num_threads : int, default=1
         Same bits for any value.
+    check_structure : bool, default=True
+        Also check the CSR structure of the rows read (one pass over their
+        column indices); pass False for arrays from ``check_X``.
+
+    Raises
+    ------
+    ValidationError
+        If an argument could make the kernel read or write out of bounds, or
+        the loss code or the clip is invalid (see the module docstring, "Checks").
     """
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t n_columns = out.shape[0]
     cdef Py_ssize_t q
     cdef int64_t j
     cdef double sq
-    _check_loss(loss_code)
+    _check_loss("clipped_gradient_sum", loss_code)
     if not clip > 0.0:
-        raise ValueError("clip must be > 0 (inf for none)")
-    if theta.shape[0] != n_columns:
-        raise ValueError("theta and out must both have length n_features")
-    _check_rows(rows, indptr.shape[0] - 1)
-    if y.shape[0] != indptr.shape[0] - 1:
-        raise ValueError("y must have one entry per row of X")
+        raise_invalid(f"clipped_gradient_sum: clip must be > 0 (inf for none); got {clip}.")
+    check_length("clipped_gradient_sum", "theta", theta.shape[0], n_columns,
+                 "the length of out: one entry per column of X (n_features)")
+    check_csr("clipped_gradient_sum", data.shape[0], indices, indptr)
+    check_length("clipped_gradient_sum", "y", y.shape[0], indptr.shape[0] - 1,
+                 "one entry per row of X")
+    _check_arrays("clipped_gradient_sum", data, indices, indptr, rows, check_structure,
+                  n_columns, "theta and out")
     if count == 0:
         return
-    cdef int requested = _threads(num_threads, count)
+    cdef int requested = _threads("clipped_gradient_sum", num_threads, count)
     cdef int nt = _gated_threads(_KIND_GRADIENT, requested)
     coef_arr = np.empty(count, dtype=np.float64)
     splits_arr = _splits(n_columns, nt)
@@ -241,19 +274,20 @@ cdef inline double _row_coefficient(const real_t* dp, const index_t* ip, const i
 
 def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                  const double[::1] y, const int64_t[::1] rows, const double[::1] theta,
-                 int loss_code, double[::1] out, num_threads=1):
+                 int loss_code, double[::1] out, num_threads=1, *, bint check_structure=True):
     """``out += sum_{i in rows} loss'(x_i^T theta, y_i) x_i`` (no clipping); returns None.
 
-    Same contract as :func:`clipped_gradient_sum` with ``clip = inf`` (and the
-    same bits).
+    Same contract and checks as :func:`clipped_gradient_sum` with
+    ``clip = inf`` (and the same bits).
     """
     clipped_gradient_sum(data, indices, indptr, y, rows, theta, loss_code, INFINITY, out,
-                         num_threads)
+                         num_threads, check_structure=check_structure)
 
 
 def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
                      const index_t[::1] indptr, const int64_t[::1] rows,
-                     const double[::1] weights, double[::1] out, num_threads=1):
+                     const double[::1] weights, double[::1] out, num_threads=1, *,
+                     bint check_structure=True):
     """``out += sum_k weights[k] x_{rows[k]}`` (i.e. ``X_rows^T weights``); returns None.
 
     The scatter half of a gradient, for callers that already have the
@@ -268,15 +302,25 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     out : float64 accumulator of length n_features (added to).
     num_threads : int, default=1
         Same bits for any value.
+    check_structure : bool, default=True
+        Also check the CSR structure of the rows read (one pass over their
+        column indices); pass False for arrays from ``check_X``.
+
+    Raises
+    ------
+    ValidationError
+        If an argument could make the kernel read or write out of bounds
+        (see the module docstring, "Checks").
     """
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t n_columns = out.shape[0]
-    if weights.shape[0] != count:
-        raise ValueError("weights must have one entry per row")
-    _check_rows(rows, indptr.shape[0] - 1)
+    check_length("weighted_row_sum", "weights", weights.shape[0], count,
+                 "one entry per row number in rows")
+    _check_arrays("weighted_row_sum", data, indices, indptr, rows, check_structure, n_columns,
+                  "out")
     if count == 0:
         return
-    cdef int requested = _threads(num_threads, count)
+    cdef int requested = _threads("weighted_row_sum", num_threads, count)
     cdef int nt = _gated_threads(_KIND_SCATTER, requested)
     splits_arr = _splits(n_columns, nt)
     cdef const int64_t[::1] splits = splits_arr
@@ -293,8 +337,10 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
 def _parallel_gate_state(str kind, int num_threads):
     """The serial/parallel gate of an entry point (``"margins"``, ``"gradient"``,
     ``"scatter"``) for a thread count (diagnostics for benchmarks)."""
-    cdef int k = {"margins": _KIND_MARGINS, "gradient": _KIND_GRADIENT,
-                  "scatter": _KIND_SCATTER}[kind]
+    kinds = {"margins": _KIND_MARGINS, "gradient": _KIND_GRADIENT, "scatter": _KIND_SCATTER}
+    if kind not in kinds:
+        raise_invalid(f"_parallel_gate_state: kind must be one of {sorted(kinds)}; got {kind!r}.")
+    cdef int k = kinds[kind]
     cdef ParallelGate g = _gates[k][num_threads if 0 < num_threads < 8 else 8]
     return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
             "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,

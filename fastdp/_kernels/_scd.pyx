@@ -85,6 +85,8 @@ from numpy.random.c_distributions cimport random_standard_normal, random_standar
 from fastdp._kernels._glm cimport (
     real_t, index_t, prefetch_row, collect_pending, FASTDP_GLM_PREFETCH,
     ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
+    raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
+    check_batches, first_bad_pointer,
 )
 
 import numpy as np
@@ -251,12 +253,13 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                  double box_eps, bint sequential, double noise_std_alpha,
                  double noise_std_v, bint lazy_noise, object bit_generator,
                  int num_threads, Py_ssize_t parallel_min_rows,
-                 const int64_t[::1] column_splits=None):
+                 const int64_t[::1] column_splits=None, *, bint check_structure=True):
     """Run ``len(batch_ptr) - 1`` mini-batch steps of (DP-)SCD in place.
 
-    Private wrapper target: the caller (``fastdp.solvers.scd``) validates
-    every length and index range, so this function does no checking beyond
-    what is needed to avoid undefined behaviour in the ``nogil`` section.
+    The safe way in is ``fastdp.solvers.scd`` (``dual_dpscd`` and friends),
+    which validates X once and passes ``check_structure=False``.  This
+    function refuses every argument that could make it read or write out of
+    bounds, or silently drop the noise (see ``Raises``).
 
     Parameters
     ----------
@@ -285,11 +288,27 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         Column ranges of the threads in the parallel apply of Delta v (balance
         them by column counts); default: equal ranges.  The parallel apply
         needs column indices sorted within rows (canonical CSR).
+    check_structure : bool, default=True
+        Also check the CSR structure of X: one sequential pass over
+        ``indices`` (row pointers non-decreasing, column indices strictly
+        increasing within ``[0, len(v))``).  Pass False for ``check_X`` output.
 
     Returns
     -------
     n_draws : int
         Number of standard normal draws taken from ``bit_generator``.
+
+    Raises
+    ------
+    ValidationError
+        Always checked: the CSR arrays (``indptr[0] == 0``, ``indptr[-1] ==
+        len(indices) <= len(data)``), the lengths of y, sq_norms, alpha (N),
+        last_noised (>= M in lazy mode), zeta_buffer (>= the largest batch,
+        parallel mode), the batches (``batch_ptr`` non-decreasing within
+        ``[0, len(batch_idx)]``, every row number read in ``[0, N)``), the
+        loss code, ``lam_n > 0``, ``clip > 0``, ``0 <= box_eps < 0.5``,
+        noise stds ``>= 0`` (not NaN), ``num_threads <= 1024``, the
+        bit generator; with ``check_structure`` the CSR structure.
     """
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t n_features = v.shape[0]
@@ -305,14 +324,14 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef int nt = num_threads if num_threads > 0 else 1
     cdef const real_t* dp
     cdef const index_t* ip
-    cdef const index_t* pp = &indptr[0]
-    cdef const double* yp = &y[0]
-    cdef const double* np_ = &sq_norms[0]
+    cdef const index_t* pp
+    cdef const double* yp
+    cdef const double* np_
     cdef real_t* ap
     cdef real_t* vp
     cdef const int64_t* bi
-    cdef double* zp = &zeta_buffer[0]
-    cdef int32_t* lp = &last_noised[0]
+    cdef double* zp
+    cdef int32_t* lp
     cdef double* sp_
     cdef bint lazy_v
     cdef double zeta
@@ -328,10 +347,14 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef int path = 0
     cdef double started = 0.0
 
+    _check_scd_arguments(data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
+                         zeta_buffer, last_noised, loss, lam_n, clip, box_eps, sequential,
+                         noise_std_alpha, noise_std_v, lazy_noise, num_threads, check_structure)
     if n_steps <= 0:
         return 0
     if n_steps >= 2**31 - 1:
-        raise ValueError("at most 2**31 - 2 steps per call")
+        raise_invalid("run_dual_scd: at most 2**31 - 2 steps per call; split the batches "
+                      "over several calls.")
     # noise_scale[p] = noise_std_v * sqrt(p): the std of p pending steps of v-noise
     scale_arr = noise_std_v * np.sqrt(np.arange(n_steps + 1, dtype=np.float64))
     cdef double[::1] scale_view = scale_arr
@@ -343,7 +366,8 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
         if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0
                 or splits_arr[nt] != n_features or np.any(np.diff(splits_arr) < 0)):
-            raise ValueError("column_splits must be non-decreasing from 0 to M, length num_threads + 1")
+            raise_invalid("run_dual_scd: column_splits must be non-decreasing from 0 to M = len(v), "
+                          "length num_threads + 1.")
     cdef const int64_t[::1] splits_view = splits_arr
     cs = &splits_view[0]
     columns_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int64)
@@ -360,12 +384,17 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     pendp = &pending_view[0]
     zbuf = &normals_view[0]
     if noisy:
-        capsule = bit_generator.capsule
-        if not PyCapsule_IsValid(capsule, b"BitGenerator"):
-            raise ValueError("bit_generator must be a numpy BitGenerator")
+        capsule = getattr(bit_generator, "capsule", None)
+        if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
+            raise_invalid("run_dual_scd: bit_generator must be a numpy BitGenerator.")
         rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
     # Pointers of possibly empty arrays are only dereferenced inside loops
-    # whose ranges are empty for empty arrays.
+    # whose ranges are empty for empty arrays (the checks above).
+    pp = &indptr[0]
+    yp = &y[0] if y.shape[0] > 0 else NULL
+    np_ = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    zp = &zeta_buffer[0] if zeta_buffer.shape[0] > 0 else NULL
+    lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
     dp = &data[0] if data.shape[0] > 0 else NULL
     ip = &indices[0] if indices.shape[0] > 0 else NULL
     ap = &alpha[0] if alpha.shape[0] > 0 else NULL
@@ -443,14 +472,70 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     return n_draws
 
 
+cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices,
+                              const index_t[::1] indptr, const double[::1] y,
+                              const double[::1] sq_norms, real_t[::1] alpha, real_t[::1] v,
+                              const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+                              double[::1] zeta_buffer, int32_t[::1] last_noised, int loss,
+                              double lam_n, double clip, double box_eps, bint sequential,
+                              double noise_std_alpha, double noise_std_v, bint lazy_noise,
+                              int num_threads, bint check_structure) except -1:
+    """Every check of :func:`run_dual_scd` (see its ``Raises``)."""
+    cdef str caller = "run_dual_scd"
+    cdef int64_t n_rows, largest
+    check_csr(caller, data.shape[0], indices, indptr)
+    n_rows = indptr.shape[0] - 1
+    check_length(caller, "y", y.shape[0], n_rows, "one label per row of X")
+    check_length(caller, "sq_norms", sq_norms.shape[0], n_rows, "one squared norm per row of X")
+    check_length(caller, "alpha", alpha.shape[0], n_rows, "one dual variable per row of X")
+    if lazy_noise:
+        check_min_length(caller, "last_noised", last_noised.shape[0], v.shape[0],
+                         "one per coefficient of v, in lazy mode")
+    largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
+    if not sequential:
+        check_min_length(caller, "zeta_buffer", zeta_buffer.shape[0], largest,
+                         "one per row of the largest batch")
+    if loss not in (_RIDGE, _LOGISTIC, _HINGE):
+        raise_invalid(f"{caller}: unknown loss code {loss}; use LOSS_RIDGE, LOSS_LOGISTIC or "
+                      f"LOSS_HINGE.")
+    if not (lam_n > 0.0 and clip > 0.0 and 0.0 <= box_eps < 0.5):
+        raise_invalid(f"{caller}: need lam_n > 0, clip > 0 (inf for none) and 0 <= box_eps < "
+                      f"0.5; got lam_n={lam_n}, clip={clip}, box_eps={box_eps}.")
+    if not (noise_std_alpha >= 0.0 and noise_std_v >= 0.0):
+        raise_invalid(f"{caller}: the noise stds must be >= 0 (0 for none); got "
+                      f"noise_std_alpha={noise_std_alpha}, noise_std_v={noise_std_v}.")
+    check_threads(caller, num_threads)
+    if check_structure:
+        check_all_rows(caller, indices, indptr, v.shape[0], "v")
+    return 0
+
+
 def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
-    """Squared L2 norm of every CSR row, accumulated in float64 in storage order."""
+    """Squared L2 norm of every CSR row, accumulated in float64 in storage order.
+
+    Raises
+    ------
+    ValidationError
+        Unless ``indptr`` is non-decreasing from 0 to at most ``len(data)``
+        (checked in one pass over ``indptr``, negligible next to the norms).
+    """
     cdef Py_ssize_t n = indptr.shape[0] - 1
-    out_arr = np.zeros(max(n, 0), dtype=np.float64)
-    cdef double[::1] out = out_arr
     cdef Py_ssize_t i
     cdef index_t k
     cdef double s
+    cdef int64_t bad = -1
+    if n < 0 or indptr[0] != 0:
+        raise_invalid("row_squared_norms: indptr must start at 0 and have N + 1 entries for N "
+                      "rows (pass X.indptr).")
+    with nogil:
+        bad = first_bad_pointer(&indptr[0], n, data.shape[0])
+    if bad >= 0:
+        raise_invalid(f"row_squared_norms: indptr is not a CSR row pointer at row {bad} "
+                      f"(indptr[{bad}] = {indptr[bad]}, indptr[{bad + 1}] = {indptr[bad + 1]}, "
+                      f"len(data) = {data.shape[0]}); it must be non-decreasing from 0 to at "
+                      f"most len(data).")
+    out_arr = np.zeros(n, dtype=np.float64)
+    cdef double[::1] out = out_arr
     with nogil:
         for i in range(n):
             s = 0.0

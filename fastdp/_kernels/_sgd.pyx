@@ -75,6 +75,8 @@ from fastdp._kernels._glm cimport (
     real_t, index_t, loss_derivative, row_dot, clipped_coefficient, prefetch_row,
     scatter_rows, collect_pending, FASTDP_GLM_PREFETCH,
     ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
+    raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
+    check_batches, GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE,
 )
 
 import numpy as np
@@ -94,8 +96,12 @@ def pending_noise_scales(double rho, Py_ssize_t n_steps):
     """``sqrt(h(p))`` for p = 0..n_steps, ``h(p) = sum_{i<p} rho^(2i)`` (closed form).
 
     Computed as ``expm1(2 p log rho) / expm1(2 log rho)``, which is accurate
-    for rho close to 1; ``h(p) = p`` for rho = 1.
+    for rho close to 1; ``h(p) = p`` for rho = 1.  Raises ``ValidationError``
+    unless ``0 < rho <= 1`` and ``n_steps >= 0``.
     """
+    if not (0.0 < rho <= 1.0) or n_steps < 0:
+        raise_invalid(f"pending_noise_scales: need 0 < rho <= 1 and n_steps >= 0; got "
+                      f"rho={rho}, n_steps={n_steps}.")
     p = np.arange(n_steps + 1, dtype=np.float64)
     if rho == 1.0:
         return np.sqrt(p)
@@ -115,12 +121,14 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
             double[::1] coef_buffer, int32_t[::1] last_noised,
             int loss, double clip, double rho, double kappa, double noise_std,
             bint lazy_noise, object bit_generator, int num_threads,
-            Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None):
+            Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None, *,
+            bint check_structure=True):
     """Run ``len(batch_ptr) - 1`` (DP-)SGD steps in place on ``w`` (= theta on entry and exit).
 
-    Private wrapper target: the caller (``fastdp.solvers.sgd``) validates
-    lengths, batch indices and parameters; this function checks only what
-    avoids undefined behaviour in the ``nogil`` section.
+    The safe way in is ``fastdp.solvers.sgd`` (``dpsgd``, ``sgd``), which
+    validates X once and passes ``check_structure=False``.  This function
+    refuses every argument that could make it read or write out of bounds,
+    or silently drop the noise (see ``Raises``).
 
     Parameters
     ----------
@@ -144,11 +152,27 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     parallel_min_rows : smallest batch processed in parallel.
     column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
         Column ranges of the threads in the scatter (default: equal ranges).
+    check_structure : bool, default=True
+        Also check the CSR structure of X: one sequential pass over
+        ``indices`` (row pointers non-decreasing, column indices strictly
+        increasing within ``[0, len(w))``).  Pass False for ``check_X`` output.
 
     Returns
     -------
     n_draws : int
         Standard normal draws taken from ``bit_generator``.
+
+    Raises
+    ------
+    ValidationError
+        Always checked: the CSR arrays (``indptr[0] == 0``, ``indptr[-1] ==
+        len(indices) <= len(data)``), the lengths of y and (when clipping)
+        sq_norms (N), last_noised (>= M in lazy noisy mode), coef_buffer
+        (>= the largest batch), the batches (``batch_ptr`` non-decreasing
+        within ``[0, len(batch_idx)]``, every row number read in ``[0, N)``),
+        the loss code, ``0 < rho <= 1``, ``kappa > 0``, ``clip > 0``,
+        ``noise_std >= 0`` (not NaN), ``num_threads <= 1024``, the bit
+        generator; with ``check_structure`` the CSR structure.
     """
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t m = w.shape[0]
@@ -170,14 +194,14 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     cdef int path = 0
     cdef double started = 0.0
 
+    _check_sgd_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
+                         coef_buffer, last_noised, loss, clip, rho, kappa, noise_std, lazy,
+                         num_threads, check_structure)
     if n_steps <= 0:
         return 0
     if n_steps >= 2**31 - 1:
-        raise ValueError("at most 2**31 - 2 steps per call")
-    if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or noise_std < 0.0:
-        raise ValueError("need 0 < rho <= 1, kappa > 0, clip > 0 and noise_std >= 0")
-    if lazy and last_noised.shape[0] < m:
-        raise ValueError("last_noised needs one entry per feature")
+        raise_invalid("run_sgd: at most 2**31 - 2 steps per call; split the batches over "
+                      "several calls.")
     scale_arr = step_std * pending_noise_scales(rho, n_steps)
     cdef const double[::1] scale_view = scale_arr
     cdef const double* sp_ = &scale_view[0]
@@ -187,7 +211,8 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
         if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0 or splits_arr[nt] != m
                 or np.any(np.diff(splits_arr) < 0)):
-            raise ValueError("column_splits must be non-decreasing from 0 to M, length num_threads + 1")
+            raise_invalid("run_sgd: column_splits must be non-decreasing from 0 to M = len(w), "
+                          "length num_threads + 1.")
     cdef const int64_t[::1] splits_view = splits_arr
     cdef const int64_t* cs = &splits_view[0]
     columns_arr = np.empty(m + 1 if lazy else 1, dtype=np.int64)
@@ -200,18 +225,18 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     cdef int32_t* pendp = &pending_view[0]
     cdef double* zbuf = &normals_view[0]
     if noisy:
-        capsule = bit_generator.capsule
-        if not PyCapsule_IsValid(capsule, b"BitGenerator"):
-            raise ValueError("bit_generator must be a numpy BitGenerator")
+        capsule = getattr(bit_generator, "capsule", None)
+        if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
+            raise_invalid("run_sgd: bit_generator must be a numpy BitGenerator.")
         rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
     cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
     cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
-    cdef const index_t* pp = &indptr[0]
+    cdef const index_t* pp = &indptr[0]   # not empty (checked)
     cdef const double* yp = &y[0] if y.shape[0] > 0 else NULL
     cdef const double* nrm = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
     cdef double* wp = &w[0] if m > 0 else NULL
     cdef const int64_t* bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
-    cdef double* zp = &coef_buffer[0]
+    cdef double* zp = &coef_buffer[0] if coef_buffer.shape[0] > 0 else NULL
     cdef int32_t* lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
 
     with nogil:
@@ -285,6 +310,41 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
             _fold(wp, m, a)
     _gates[gate_slot] = gate
     return n_draws
+
+
+cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices,
+                              const index_t[::1] indptr, const double[::1] y,
+                              const double[::1] sq_norms, double[::1] w,
+                              const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+                              double[::1] coef_buffer, int32_t[::1] last_noised, int loss,
+                              double clip, double rho, double kappa, double noise_std,
+                              bint lazy, int num_threads, bint check_structure) except -1:
+    """Every check of :func:`run_sgd` (see its ``Raises``)."""
+    cdef str caller = "run_sgd"
+    cdef int64_t n_rows, largest
+    check_csr(caller, data.shape[0], indices, indptr)
+    n_rows = indptr.shape[0] - 1
+    check_length(caller, "y", y.shape[0], n_rows, "one label per row of X")
+    if clip < INFINITY:
+        check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
+                     "one squared norm per row of X")
+    if lazy:
+        check_min_length(caller, "last_noised", last_noised.shape[0], w.shape[0],
+                         "one per coefficient of w, in lazy noisy mode")
+    largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
+    check_min_length(caller, "coef_buffer", coef_buffer.shape[0], largest,
+                     "one per row of the largest batch")
+    if loss not in (GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE):
+        raise_invalid(f"{caller}: unknown loss code {loss}; use _glm.LOSS_SQUARED, "
+                      f"LOSS_LOGISTIC or LOSS_HINGE.")
+    if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or not noise_std >= 0.0:
+        raise_invalid(f"{caller}: need 0 < rho <= 1, kappa > 0, clip > 0 (inf for none) and "
+                      f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
+                      f"noise_std={noise_std}.")
+    check_threads(caller, num_threads)
+    if check_structure:
+        check_all_rows(caller, indices, indptr, w.shape[0], "w")
+    return 0
 
 
 cdef inline double _coefficient(const real_t* dp, const index_t* ip, const index_t* pp,

@@ -6,13 +6,13 @@
    reference (the same Gaussians for the noisy kernels).
 2. The non-private solvers on extreme magnitudes return finite models or a
    clear fastdp error.
-3. Hostile *internal* arguments (arrays of the wrong length, batch indices out
-   of range, buffers too small) must raise a Python exception, never corrupt
-   memory.  Each call runs in a forked child of a helper process, so a crash
-   is reported instead of killing the test run.  The kernels that do not check
-   yet are marked ``xfail(strict=True)`` (reported to the lead): the solvers
-   never pass such arguments (they validate first), but a kernel should refuse
-   them cheaply.
+3. Hostile arguments to the kernels' entry points (arrays of the wrong
+   length, broken CSR structure, batch indices out of range, buffers too
+   small, NaN noise) must raise ``fastdp.exceptions.ValidationError``, never
+   corrupt memory.  Each call runs in a forked child of a helper process, so a
+   crash is reported instead of killing the test run.
+4. Random corruptions of valid arguments (hypothesis): a ValidationError or a
+   result equal to the intact call's, never a crash.
 
 The same file runs against a bounds-checked build of the kernels (see
 docs/auditing.md, "Debug build of the kernels").
@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from fastdp._kernels import _glm, _scd, _sgd
 from fastdp._validation import check_X
-from fastdp.exceptions import FastDPError
+from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.solvers.scd import scd
 from fastdp.solvers.sgd import sgd
 
@@ -219,69 +219,134 @@ def test_nonprivate_solvers_on_extreme_magnitudes(X, loss, which):
 
 
 # ----------------------------------------------------------------------------
-# 3. hostile internal arguments: an exception, never memory corruption
+# 3. hostile internal arguments: a ValidationError, never memory corruption
 # ----------------------------------------------------------------------------
+# X is 6 x 5 (CSR arrays D, I, P; rows 0..5 all non-empty); the names of the
+# broken CSR arrays: P_UP (indptr not monotone), P_END (indptr[-1] != nnz),
+# P_START (indptr[0] != 0), I_BIG / I_NEG (a column index out of range),
+# I_UNSORTED / I_REPEATED (row 0 not strictly increasing), D_SHORT (data
+# shorter than indices).  Every call must raise fastdp's ValidationError.
 HOSTILE_CALLS = {
+    # _glm: lengths and row numbers (always checked)
     "glm_gradient_sum_short_out": "_glm.gradient_sum(D, I, P, y, rows, np.zeros(5), 0, np.zeros(1))",
     "glm_gradient_sum_short_y": "_glm.gradient_sum(D, I, P, y[:1], rows, np.zeros(5), 0, np.zeros(5))",
     "glm_clipped_short_theta": "_glm.clipped_gradient_sum(D, I, P, y, rows, np.zeros(1), 0, 1.0, np.zeros(5))",
+    "glm_clipped_nan_clip": "_glm.clipped_gradient_sum(D, I, P, y, rows, np.zeros(5), 0, np.nan, np.zeros(5))",
+    "glm_unknown_loss": "_glm.gradient_sum(D, I, P, y, rows, np.zeros(5), 7, np.zeros(5))",
     "glm_rows_out_of_range": "_glm.margins(D, I, P, np.array([0, 99], np.int64), np.zeros(5), np.zeros(2))",
+    "glm_rows_negative": "_glm.weighted_row_sum(D, I, P, np.array([-1], np.int64), np.ones(1), np.zeros(5))",
     "glm_margins_short_out": "_glm.margins(D, I, P, rows, np.zeros(5), np.zeros(2))",
+    "glm_weighted_sum_short_weights": "_glm.weighted_row_sum(D, I, P, rows, np.ones(2), np.zeros(5))",
+    "glm_empty_indptr": "_glm.margins(D, I, P[:0], rows[:0], np.zeros(5), np.zeros(0))",
+    "glm_indptr_start": "_glm.margins(D, I, P_START, rows, np.zeros(5), np.zeros(6))",
+    "glm_indptr_end": "_glm.margins(D, I, P_END, rows, np.zeros(5), np.zeros(6))",
+    "glm_short_data": "_glm.margins(D_SHORT, I, P, rows, np.zeros(5), np.zeros(6))",
+    "glm_huge_num_threads": "_glm.margins(D, I, P, BIG_ROWS, np.zeros(5), np.zeros(300), num_threads=10**6)",
+    # _glm: CSR structure of the rows read (check_structure=True, the default)
     "glm_margins_short_theta": "_glm.margins(D, I, P, rows, np.zeros(1), np.zeros(6))",
     "glm_weighted_sum_short_out": "_glm.weighted_row_sum(D, I, P, rows, np.ones(6), np.zeros(1))",
+    "glm_margins_column_too_big": "_glm.margins(D, I_BIG, P, rows, np.zeros(5), np.zeros(6))",
+    "glm_gradient_negative_column": "_glm.gradient_sum(D, I_NEG, P, y, rows, np.zeros(5), 1, np.zeros(5))",
+    "glm_indptr_not_monotone": "_glm.weighted_row_sum(D, I, P_UP, rows, np.ones(6), np.zeros(5))",
+    "glm_unsorted_row": "_glm.clipped_gradient_sum(D, I_UNSORTED, P, y, rows, np.zeros(5), 1, 1.0, np.zeros(5))",
+    "glm_repeated_column": "_glm.clipped_gradient_sum(D, I_REPEATED, P, y, rows, np.zeros(5), 1, 1.0, np.zeros(5))",
+    # _scd.row_squared_norms
+    "scd_norms_indptr_not_monotone": "_scd.row_squared_norms(D, P_UP)",
+    "scd_norms_indptr_past_data": "_scd.row_squared_norms(D[:3], P)",
+    "scd_norms_empty_indptr": "_scd.row_squared_norms(D, P[:0])",
+    # _scd.run_dual_scd
     "scd_short_v": "scd_call(v=np.zeros(1))",
     "scd_short_alpha": "scd_call(alpha=np.zeros(1))",
+    "scd_short_y": "scd_call(labels=y[:2])",
     "scd_batch_out_of_range": "scd_call(ptr=np.array([0, 2], np.int64), idx=np.array([0, 99], np.int64))",
+    "scd_batch_ptr_decreasing": "scd_call(ptr=np.array([0, 4, 2], np.int64))",
+    "scd_batch_ptr_past_idx": "scd_call(ptr=np.array([0, 9], np.int64))",
     "scd_small_buffer": "scd_call(buffer=np.zeros(1))",
     "scd_short_sq_norms": "scd_call(sq=np.zeros(1))",
+    "scd_short_last_noised": "scd_call(last=np.zeros(1, np.int32))",
+    "scd_unknown_loss": "scd_call(loss=5)",
+    "scd_nan_noise": "scd_call(noise=np.nan)",
+    "scd_negative_noise": "scd_call(noise=-1.0)",
+    "scd_not_a_bit_generator": "scd_call(bitgen=object())",
+    "scd_huge_num_threads": "scd_call(threads=10**6)",
+    "scd_indptr_not_monotone": "scd_call(indptr=P_UP)",
+    "scd_indptr_end": "scd_call(indptr=P_END)",
+    "scd_column_too_big": "scd_call(indices=I_BIG)",
+    "scd_unsorted_row": "scd_call(indices=I_UNSORTED)",
+    # _sgd.run_sgd
     "sgd_short_w": "sgd_call(w=np.zeros(1))",
+    "sgd_short_y": "sgd_call(labels=y[:2])",
+    "sgd_short_sq_norms": "sgd_call(sq=np.zeros(1))",
     "sgd_batch_out_of_range": "sgd_call(ptr=np.array([0, 2], np.int64), idx=np.array([0, 99], np.int64))",
+    "sgd_batch_ptr_decreasing": "sgd_call(ptr=np.array([0, 4, 2], np.int64))",
     "sgd_small_buffer": "sgd_call(buffer=np.zeros(1))",
+    "sgd_short_last_noised": "sgd_call(last=np.zeros(1, np.int32))",
+    "sgd_unknown_loss": "sgd_call(loss=5)",
+    "sgd_nan_noise": "sgd_call(noise=np.nan)",
+    "sgd_not_a_bit_generator": "sgd_call(bitgen=object())",
+    "sgd_huge_num_threads": "sgd_call(threads=10**6)",
+    "sgd_indptr_not_monotone": "sgd_call(indptr=P_UP)",
+    "sgd_column_too_big": "sgd_call(indices=I_BIG)",
+    "sgd_repeated_column": "sgd_call(indices=I_REPEATED)",
+    "sgd_pending_scales_bad_rho": "_sgd.pending_noise_scales(1.5, 3)",
 }
-# kernels that do not refuse these arguments yet (reported; see the module docstring)
-UNCHECKED = {"glm_margins_short_theta", "glm_weighted_sum_short_out", "scd_short_v",
-             "scd_short_alpha", "scd_batch_out_of_range", "scd_small_buffer", "scd_short_sq_norms",
-             "sgd_short_w", "sgd_batch_out_of_range", "sgd_small_buffer"}
 
 CHILD = r"""
 import json, os, sys
 import numpy as np
 import scipy.sparse as sp
 from fastdp._kernels import _glm, _scd, _sgd
+from fastdp.exceptions import ValidationError
 
-X = sp.random(6, 5, density=0.6, format="csr", random_state=1)
-X.sort_indices()
+dense = np.arange(1.0, 31.0).reshape(6, 5) * (np.arange(30).reshape(6, 5) % 3 != 1)
+X = sp.csr_matrix(dense)
 D, I, P = X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64)
+assert np.all(np.diff(P) >= 2)
+P_UP = P.copy(); P_UP[2] = P[4]
+P_END = P.copy(); P_END[-1] -= 1
+P_START = P.copy(); P_START[0] = 1
+I_BIG = I.copy(); I_BIG[-1] = 10**6
+I_NEG = I.copy(); I_NEG[0] = -3
+I_UNSORTED = I.copy(); I_UNSORTED[[0, 1]] = I[[1, 0]]
+I_REPEATED = I.copy(); I_REPEATED[1] = I[0]
+D_SHORT = D[:-1].copy()
 y, rows = np.ones(6), np.arange(6, dtype=np.int64)
+BIG_ROWS = np.zeros(300, np.int64)
 SQ = _scd.row_squared_norms(D, P)
 FULL = np.array([0, 6], np.int64)
 
-def scd_call(alpha=None, v=None, ptr=FULL, idx=rows, buffer=None, sq=SQ):
-    g = np.random.default_rng(0)
-    _scd.run_dual_scd(D, I, P, y, sq, np.zeros(6) if alpha is None else alpha,
+def scd_call(alpha=None, v=None, ptr=FULL, idx=rows, buffer=None, sq=SQ, labels=y,
+             last=None, loss=0, noise=0.1, bitgen=None, threads=1, indices=I, indptr=P):
+    _scd.run_dual_scd(D, indices, indptr, labels, sq, np.zeros(6) if alpha is None else alpha,
                       np.zeros(5) if v is None else v, ptr, idx,
-                      np.zeros(6) if buffer is None else buffer, np.zeros(5, np.int32), 0, 6.0,
-                      1.0, 1.0, 1e-4, False, 0.1, 0.1, True, g.bit_generator, 1, 64)
+                      np.zeros(6) if buffer is None else buffer,
+                      np.zeros(5, np.int32) if last is None else last, loss, 6.0,
+                      1.0, 1.0, 1e-4, False, 0.1, noise, True,
+                      np.random.PCG64(0) if bitgen is None else bitgen, threads, 64)
 
-def sgd_call(w=None, ptr=FULL, idx=rows, buffer=None):
-    _sgd.run_sgd(D, I, P, y, SQ, np.zeros(5) if w is None else w, ptr, idx,
-                 np.zeros(6) if buffer is None else buffer, np.zeros(5, np.int32), 0, 1.0, 1.0,
-                 0.1, 0.1, True, np.random.PCG64(0), 1, 64)
+def sgd_call(w=None, ptr=FULL, idx=rows, buffer=None, sq=SQ, labels=y, last=None, loss=0,
+             noise=0.1, bitgen=None, threads=1, indices=I, indptr=P):
+    _sgd.run_sgd(D, indices, indptr, labels, sq, np.zeros(5) if w is None else w, ptr, idx,
+                 np.zeros(6) if buffer is None else buffer,
+                 np.zeros(5, np.int32) if last is None else last, loss, 1.0, 1.0, 0.1, noise,
+                 True, np.random.PCG64(0) if bitgen is None else bitgen, threads, 64)
 
 results = {}
 for name, call in json.loads(sys.argv[1]).items():
     pid = os.fork()
-    if pid == 0:  # the child: 0 = returned, 3 = raised
+    if pid == 0:  # the child: 0 = returned, 3 = ValidationError, 4 = another exception
         code = 0
         try:
             eval(call)
-        except Exception:
+        except ValidationError:
             code = 3
+        except Exception:
+            code = 4
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     results[name] = ("signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status)
-                     else {0: "returned", 3: "raised"}.get(os.WEXITSTATUS(status),
-                                                          "exit %d" % os.WEXITSTATUS(status)))
+                     else {0: "returned", 3: "raised", 4: "raised another exception"}.get(
+                         os.WEXITSTATUS(status), "exit %d" % os.WEXITSTATUS(status)))
 print(json.dumps(results))
 """
 
@@ -299,10 +364,105 @@ def hostile_outcomes():
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=(
-        "BUG (reported): the kernel does not check this argument (reads/writes out of bounds)")))
-    if name in UNCHECKED else name
-    for name in sorted(HOSTILE_CALLS)])
+@pytest.mark.parametrize("name", sorted(HOSTILE_CALLS))
 def test_hostile_kernel_arguments_raise(hostile_outcomes, name):
     assert hostile_outcomes[name] == "raised", f"{name}: {hostile_outcomes[name]}"
+
+
+# ----------------------------------------------------------------------------
+# 4. random corruptions: refused exactly when the arguments are invalid
+# ----------------------------------------------------------------------------
+def _in_child(call):
+    """Run ``call()`` in a forked child: "returned", "raised" (ValidationError),
+    "raised another exception" or the signal that killed it."""
+    pid = os.fork()
+    if pid == 0:  # the child (one thread: the kernels run serially with num_threads=1)
+        code = 0
+        try:
+            call()
+        except ValidationError:
+            code = 3
+        except BaseException:
+            code = 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return {0: "returned", 3: "raised", 4: "raised another exception"}[os.WEXITSTATUS(status)]
+
+
+def _rows_readable(indices, indptr, rows, n_features):
+    """Independent statement of the kernels' contract for the rows they read."""
+    nnz, n = len(indices), len(indptr) - 1
+    if n < 0 or indptr[0] != 0 or indptr[-1] != nnz:
+        return False
+    for j in rows:
+        if not 0 <= j < n or not 0 <= indptr[j] <= indptr[j + 1] <= nnz:
+            return False
+        cols = indices[indptr[j]:indptr[j + 1]]
+        if cols.size and (np.any(np.diff(cols) <= 0) or cols[0] < 0 or cols[-1] >= n_features):
+            return False
+    return True
+
+
+@st.composite
+def corrupted(draw):
+    """Valid CSR arrays, rows and a model length, then one random corruption."""
+    X = draw(valid_csr())
+    n, m = X.shape
+    indices, indptr = X.indices.copy(), X.indptr.copy()
+    rows = np.array(draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=8)), np.int64)
+    n_theta = m
+    what = draw(st.sampled_from(["indices", "indptr", "rows", "theta", "none"]))
+    if what == "indices" and indices.size:
+        k = draw(st.integers(0, indices.size - 1))
+        indices[k] = draw(st.sampled_from([-1, m, m + 7, 2**30, int(indices[k - 1])]))
+    elif what == "indptr":
+        indptr[draw(st.integers(0, n))] = draw(st.integers(-2, indices.size + 3))
+    elif what == "rows":
+        rows[draw(st.integers(0, rows.size - 1))] = draw(st.sampled_from([-1, n, n + 4, -2**40]))
+    elif what == "theta":
+        n_theta = draw(st.integers(0, m - 1))
+    return X, indices, indptr, rows, n_theta
+
+
+@settings(max_examples=80, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(corrupted(), st.sampled_from(["margins", "weighted_row_sum", "run_sgd", "run_dual_scd"]))
+def test_corrupted_arguments_are_refused_exactly_when_invalid(case, kernel):
+    X, indices, indptr, rows, n_theta = case
+    n, m = X.shape
+    theta = np.linspace(-1.0, 1.0, n_theta)
+    if kernel in ("margins", "weighted_row_sum"):
+        readable = _rows_readable(indices, indptr, rows, n_theta)
+        out = np.zeros(rows.size if kernel == "margins" else n_theta)
+
+        def call():
+            if kernel == "margins":
+                _glm.margins(X.data, indices, indptr, rows, theta, out)
+            else:
+                _glm.weighted_row_sum(X.data, indices, indptr, rows, np.ones(rows.size), out)
+    else:
+        ptr = np.array([0, rows.size], np.int64)
+        readable = (_rows_readable(indices, indptr, np.arange(max(len(indptr) - 1, 0)), n_theta)
+                    and np.all((rows >= 0) & (rows < n)))
+        y = np.resize([1.0, -1.0], n)
+        sq = np.ones(n)
+
+        def call():
+            if kernel == "run_sgd":
+                _sgd.run_sgd(X.data, indices, indptr, y, sq, theta.copy(), ptr, rows,
+                             np.zeros(rows.size), np.zeros(n_theta, np.int32), 1, 1.0, 0.9, 0.1,
+                             0.3, True, np.random.PCG64(0), 1, 64)
+            else:
+                _scd.run_dual_scd(X.data, indices, indptr, y, sq, np.zeros(n, X.dtype),
+                                  np.zeros(n_theta, X.dtype), ptr, rows, np.zeros(rows.size),
+                                  np.zeros(n_theta, np.int32), 1, 0.5 * n, 2.0, 1.0, 1e-4,
+                                  False, 0.1, 0.1, True, np.random.PCG64(0), 1, 64)
+    outcome = _in_child(call)
+    assert outcome == ("returned" if readable else "raised"), (kernel, outcome)
+    if readable and kernel == "margins":  # accepted: the result is the matrix's
+        call()
+        expected = [X.data[indptr[j]:indptr[j + 1]].astype(np.float64)
+                    @ theta[indices[indptr[j]:indptr[j + 1]]] for j in rows]
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=0)

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from fastdp._kernels import _glm
+from fastdp.exceptions import ValidationError
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from sgd_reference import loss_derivative  # noqa: E402
 
@@ -128,21 +129,59 @@ def test_bad_input_raises(rng):
     y = np.ones(10)
     theta = np.zeros(5)
     out = np.zeros(5)
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(ValidationError, match="rows"):
         _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, np.array([10], np.int64), theta,
                                   _glm.LOSS_LOGISTIC, 1.0, out)
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(ValidationError, match="rows"):
         _glm.margins(X.data, X.indices, X.indptr, np.array([-1], np.int64), theta, np.zeros(1))
-    with pytest.raises(ValueError, match="loss code"):
+    with pytest.raises(ValidationError, match="loss code"):
         _glm.gradient_sum(X.data, X.indices, X.indptr, y, np.array([0], np.int64), theta, 7, out)
-    with pytest.raises(ValueError, match="clip"):
+    with pytest.raises(ValidationError, match="clip"):
         _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, np.array([0], np.int64), theta,
                                   _glm.LOSS_LOGISTIC, 0.0, out)
-    with pytest.raises(ValueError, match="n_features"):
+    with pytest.raises(ValidationError, match="n_features"):
         _glm.gradient_sum(X.data, X.indices, X.indptr, y, np.array([0], np.int64), np.zeros(4),
                           _glm.LOSS_LOGISTIC, out)
-    with pytest.raises(ValueError, match="one entry per row"):
+    with pytest.raises(ValidationError, match="one entry per row"):
         _glm.margins(X.data, X.indices, X.indptr, np.array([0], np.int64), theta, np.zeros(2))
     with pytest.raises((TypeError, ValueError)):  # int64 indices, int32 indptr: no copy, no guess
         _glm.margins(X.data, X.indices.astype(np.int64), X.indptr, np.array([0], np.int64),
                      theta, np.zeros(1))
+
+
+def test_check_structure_keyword(rng):
+    """Same bits with and without the structure scan; only the scan refuses a row whose
+    column indices are unsorted, repeated or beyond theta (the O(1) and row checks stay)."""
+    X = _csr(rng, 40, 7, 0.5, np.float64, np.int64)
+    y = np.where(rng.normal(size=40) > 0, 1.0, -1.0)
+    rows = rng.integers(0, 40, size=300).astype(np.int64)       # parallel path possible
+    theta = rng.normal(size=7)
+    for threads in (1, 2):
+        results = []
+        for check in (True, False):
+            out = np.zeros(7)
+            _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, theta,
+                                      _glm.LOSS_LOGISTIC, 0.5, out, threads,
+                                      check_structure=check)
+            results.append(out)
+        assert np.array_equal(results[0], results[1])
+    first = int(np.flatnonzero(np.diff(X.indptr) >= 2)[0])
+    unsorted, data = X.indices.copy(), X.data.copy()     # the same matrix, unsorted storage
+    k = X.indptr[first]
+    unsorted[[k, k + 1]] = unsorted[[k + 1, k]]
+    data[[k, k + 1]] = data[[k + 1, k]]
+    one = np.array([first], np.int64)
+    with pytest.raises(ValidationError, match=f"row {first} are not strictly increasing"):
+        _glm.margins(data, unsorted, X.indptr, one, theta, np.zeros(1))
+    out = np.zeros(1)
+    _glm.margins(data, unsorted, X.indptr, one, theta, out, check_structure=False)
+    np.testing.assert_allclose(out, X[first].toarray() @ theta, rtol=1e-13)  # serial: still right
+    with pytest.raises(ValidationError, match="theta needs one entry per column"):
+        _glm.margins(X.data, X.indices, X.indptr, np.arange(40, dtype=np.int64), theta[:2],
+                     np.zeros(40))
+    with pytest.raises(ValidationError, match="rows"):
+        _glm.margins(X.data, X.indices, X.indptr, np.array([40], np.int64), theta, np.zeros(1),
+                     check_structure=False)
+    with pytest.raises(ValidationError, match="indptr"):
+        _glm.margins(X.data, X.indices, X.indptr[:-1], one, theta, np.zeros(1),
+                     check_structure=False)

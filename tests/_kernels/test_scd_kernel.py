@@ -58,7 +58,7 @@ def flat(batches):
 
 def run_kernel(X, y, batches, *, loss, lam_n, sigma_prime, clip=np.inf, box_eps=1e-4,
                sequential=False, std_alpha=0.0, std_v=0.0, lazy=False, seed=0,
-               alpha=None, v=None, num_threads=1, parallel_min_rows=1):
+               alpha=None, v=None, num_threads=1, parallel_min_rows=1, check_structure=True):
     n, m = X.shape
     alpha = np.zeros(n, X.dtype) if alpha is None else np.array(alpha, dtype=X.dtype)
     v = np.zeros(m, X.dtype) if v is None else np.array(v, dtype=X.dtype)
@@ -70,8 +70,23 @@ def run_kernel(X, y, batches, *, loss, lam_n, sigma_prime, clip=np.inf, box_eps=
         draws = _scd.run_dual_scd(
             X.data, X.indices, X.indptr, np.asarray(y, np.float64), sq, alpha, v, ptr, idx, buf,
             np.zeros(m, np.int32), LOSSES[loss], lam_n, sigma_prime, clip, box_eps, sequential,
-            std_alpha, std_v, lazy, gen.bit_generator, num_threads, parallel_min_rows)
+            std_alpha, std_v, lazy, gen.bit_generator, num_threads, parallel_min_rows,
+            check_structure=check_structure)
     return alpha, v, draws
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_structure_scan_changes_no_bit(sequential):
+    """check_structure=False (what the solvers pass) skips a scan, nothing else."""
+    X = unit_rows_csr(150, 40, 0.1, 11)
+    y = labels(150, "logistic", 12)
+    batches = poisson_batches(150, 0.3, 12, 13)
+    runs = [run_kernel(X, y, batches, loss="logistic", lam_n=15.0, sigma_prime=45.0, clip=0.5,
+                       sequential=sequential, std_alpha=0.3, std_v=0.2, lazy=True, seed=4,
+                       num_threads=2, parallel_min_rows=8, check_structure=check)
+            for check in (True, False)]
+    for a, b in zip(runs[0], runs[1]):
+        assert np.array_equal(a, b)
 
 
 # ----------------------------------------------------------------------------

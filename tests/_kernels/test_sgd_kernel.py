@@ -48,7 +48,7 @@ def _poisson_batches(rng, n, q, n_steps):
 
 
 def _run(X, y, theta, ptr, idx, *, loss, clip, rho, kappa, noise_std, lazy, seed,
-         num_threads=1, parallel_min_rows=64):
+         num_threads=1, parallel_min_rows=64, check_structure=True):
     w = np.array(theta, dtype=np.float64)
     sq = row_squared_norms(X.data, X.indptr)
     largest = max(int(np.diff(ptr).max(initial=0)), 1)
@@ -56,8 +56,19 @@ def _run(X, y, theta, ptr, idx, *, loss, clip, rho, kappa, noise_std, lazy, seed
     draws = _sgd.run_sgd(X.data, X.indices, X.indptr, y, sq, w, ptr, idx,
                          np.zeros(largest), np.zeros(X.shape[1], np.int32), LOSSES[loss],
                          clip, rho, kappa, noise_std, lazy, bitgen, num_threads,
-                         parallel_min_rows)
+                         parallel_min_rows, check_structure=check_structure)
     return w, draws
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_structure_scan_changes_no_bit(rng, lazy):
+    """check_structure=False (what the solvers pass) skips a scan, nothing else."""
+    X, y = _problem(rng, 150, 40, 0.1, np.float64, np.int64, task="binary")
+    ptr, idx = _poisson_batches(rng, 150, 0.3, 12)
+    runs = [_run(X, y, np.zeros(40), ptr, idx, loss="logistic", clip=0.5, rho=0.99, kappa=0.1,
+                 noise_std=0.4, lazy=lazy, seed=3, num_threads=2, parallel_min_rows=8,
+                 check_structure=check) for check in (True, False)]
+    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
 
 
 def test_pending_noise_scales_closed_form_matches_direct_sum():
