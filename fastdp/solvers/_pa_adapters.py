@@ -8,10 +8,10 @@ bounds are public; responses / caps are private.
 
 import numpy as np
 
-from fastdp._validation import check_real_array
+from fastdp._validation import check_positive, check_real_array
 from fastdp.exceptions import ValidationError
 from fastdp.solvers._pa_constraints import Box, Polytope
-from fastdp.solvers._pa_problem import PiecewiseAffineProblem, SumOfPinballProblem, _positive
+from fastdp.solvers._pa_problem import PiecewiseAffineProblem, SumOfPinballProblem
 
 __all__ = [
     "chebyshev_regression_problem",
@@ -35,7 +35,7 @@ def chebyshev_regression_problem(Z, y, delta, constraints):
     if Z.shape[0] != y.shape[0]:
         raise ValidationError(f"Z has {Z.shape[0]} rows but y has {y.shape[0]} entries.")
     return PiecewiseAffineProblem(np.vstack([Z, -Z]), np.concatenate([-y, y]),
-                                  _positive("delta", delta), constraints)
+                                  check_positive("delta", delta), constraints)
 
 
 def quantile_regression_problem(Z, y, tau, delta, constraints, *, responses_changed="one",
@@ -49,7 +49,7 @@ def quantile_regression_problem(Z, y, tau, delta, constraints, *, responses_chan
     """
     if responses_changed not in ("one", "all"):
         raise ValidationError(f"responses_changed must be 'one' or 'all'; got {responses_changed!r}.")
-    delta = _positive("delta", delta)
+    delta = check_positive("delta", delta)
     n = np.shape(y)[0] if np.ndim(y) == 1 else 1
     factor = 1 if responses_changed == "one" else n
     b_max = float(weight) * max(float(tau), 1.0 - float(tau)) * delta * factor
@@ -104,7 +104,7 @@ def resource_allocation_problem(c, zbar, mu, x_max, delta, *, adjacency="one_age
         raise ValidationError("caps zbar must be >= 0.")
     if adjacency not in ("one_agent", "all_agents"):
         raise ValidationError(f"adjacency must be 'one_agent' or 'all_agents'; got {adjacency!r}.")
-    delta = _positive("delta", delta)
+    delta = check_positive("delta", delta)
     pos = np.maximum(c, 0.0)
     if not np.any(pos > 0):
         raise ValidationError("at least one gain c_j must be positive.")
@@ -113,4 +113,4 @@ def resource_allocation_problem(c, zbar, mu, x_max, delta, *, adjacency="one_age
     offsets = -np.array([np.sum(zbar * np.maximum(c - nu, 0.0)) for nu in nus])
     b_max = delta * (pos.max() if adjacency == "one_agent" else pos.sum())
     return PiecewiseAffineProblem(slopes[:, None], offsets, b_max,
-                                  Box([0.0], [_positive("x_max", x_max)]))
+                                  Box([0.0], [check_positive("x_max", x_max)]))

@@ -23,22 +23,12 @@ import numpy as np
 from scipy.optimize import linprog
 
 from fastdp._kernels import _metropolis
-from fastdp._validation import check_real_array
+from fastdp._validation import check_positive, check_real_array
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import Adjacency, _as_adjacency
 from fastdp.solvers._pa_constraints import check_constraints
 
 __all__ = ["PiecewiseAffineProblem", "SumOfPinballProblem"]
-
-
-def _positive(name, value):
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a number > 0; got {value!r}.") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValidationError(f"{name} must be a finite number > 0; got {value!r}.")
-    return value
 
 
 def _gumbel_argmax(logits, rng):
@@ -53,7 +43,7 @@ class _ProblemBase:
 
     def _init_common(self, constraints, b_max, adjacency, d):
         self.constraints = check_constraints(constraints, d)
-        self.b_max = _positive("b_max", b_max)
+        self.b_max = check_positive("b_max", b_max)
         self.adjacency = _as_adjacency(adjacency)
         self._solution = None
 
@@ -221,7 +211,7 @@ class SumOfPinballProblem(_ProblemBase):
         self.Z = np.ascontiguousarray(Z)
         self.y = y
         self.tau = tau
-        self.weight = _positive("weight", weight)
+        self.weight = check_positive("weight", weight)
         self._init_common(constraints, b_max, adjacency, Z.shape[1])
 
     @property

@@ -5,6 +5,9 @@
   pi(x) ∝ exp(-beta f(x)) on P, run by the numba kernel.
 * :func:`rejection_sample`: exact sampler of pi by rejection from Uniform(P)
   (spec 2.3.2).
+* :func:`independence_sample`: Metropolis chains with Uniform(P) proposals;
+  fixed running time and a public bound on their distance to pi
+  (:func:`independence_tv_bound`), hence a quantified delta.
 * :func:`exact_1d_sample`: exact inverse-CDF sampler of pi for d = 1
   (spec 2.3.3).
 * :func:`importance_estimates`: E_pi[f] and C(0, eps) of Theorem 21 from
@@ -25,6 +28,9 @@ __all__ = [
     "metropolis_sample",
     "rejection_sample",
     "rejection_upper_bound",
+    "independence_sample",
+    "independence_tv_bound",
+    "independence_steps",
     "exact_1d_sample",
     "exact_1d_pieces",
     "importance_estimates",
@@ -143,6 +149,59 @@ def rejection_sample(problem, beta, n, rng, batch=None):
         out[filled:filled + take] = keep[:take]
         filled += take
     return out, proposals
+
+
+def independence_tv_bound(weight_bound, n_steps):
+    """Public bound on the total variation between T independence-Metropolis steps and pi.
+
+    With Uniform(P) proposals q, the importance weight w = pi / q is at most
+    ``weight_bound`` = W (for the exponential mechanism, C(0, eps) <=
+    exp(beta G R) from public numbers, see :func:`rejection_upper_bound`). The
+    transition kernel then satisfies K(x, .) >= pi(.) / W from every x (a
+    Doeblin minorisation: the move to y is accepted with probability
+    min(1, w(y)/w(x)) >= w(y)/W), so after T steps from any start
+
+        TV(law of X_T, pi) <= (1 - 1/W)^T.
+    """
+    if weight_bound <= 1.0:
+        return 0.0 if n_steps > 0 else 1.0
+    return math.exp(n_steps * math.log1p(-1.0 / weight_bound))
+
+
+def independence_steps(weight_bound, tv_target):
+    """Smallest T with ``independence_tv_bound(weight_bound, T) <= tv_target``."""
+    if weight_bound <= 1.0:
+        return 1
+    return max(1, math.ceil(math.log(tv_target) / math.log1p(-1.0 / weight_bound)))
+
+
+def independence_sample(problem, beta, x0, n_steps, rng):
+    """Final states of independence-Metropolis chains for pi ∝ exp(-beta f) on P.
+
+    Every step proposes y ~ Uniform(P) (independent of the current state) and
+    accepts it with probability min(1, exp(-beta (f(y) - f(x)))). The chains
+    run exactly ``n_steps`` steps (the running time does not depend on the
+    data, unlike :func:`rejection_sample`), start at the public points ``x0``
+    and, by :func:`independence_tv_bound`, end within total variation
+    (1 - 1/W)^T of pi whatever the data.
+
+    Returns
+    -------
+    X : ndarray (n_chains, d)
+    acceptance : ndarray (n_chains,)
+    """
+    X = np.array(x0, dtype=np.float64, copy=True)
+    fX = objective_values(problem, X)
+    accepted = np.zeros(X.shape[0], dtype=np.int64)
+    for _ in range(int(n_steps)):
+        Y = problem.constraints.sample_uniform(rng, X.shape[0])
+        u = rng.random(X.shape[0])
+        fY = objective_values(problem, Y)
+        take = np.log(u) < -beta * (fY - fX)
+        X[take] = Y[take]
+        fX[take] = fY[take]
+        accepted += take
+    return X, accepted / max(1, int(n_steps))
 
 
 def exact_1d_pieces(problem, beta):

@@ -22,8 +22,9 @@ Mechanisms (each pure epsilon-DP per released output)
 * :func:`offset_perturbation` (M_P): b + vector-Laplace noise, then the LP.
 * :func:`solution_perturbation` (M_S): x_opt + vector-Laplace noise.
 * :func:`exponential_mechanism` (M_E): a sample of pi(x) ∝ exp(-eps f(x)/(2 b_max))
-  on P (Metropolis by default, as in the paper: approximate DP only; exact
-  samplers on request).
+  on P (random-walk Metropolis by default, as in the paper: approximate DP
+  with an unquantified delta; independence Metropolis with a public delta
+  bound, and exact samplers, on request).
 * :func:`private_subgradient` (Algorithm 1) and :func:`dp_subgradient`
   (Algorithm 2, the DP subgradient method).
 * :func:`dp_minimize`: one entry point for all of them.
@@ -64,6 +65,9 @@ from fastdp.solvers._pa_problem import PiecewiseAffineProblem, SumOfPinballProbl
 from fastdp.solvers._pa_samplers import (
     exact_1d_sample,
     importance_estimates,
+    independence_sample,
+    independence_steps,
+    independence_tv_bound,
     metropolis_sample,
     rejection_sample,
     rejection_upper_bound,
@@ -103,8 +107,19 @@ _METHOD_ALIASES = {"data_perturbation": "offset_perturbation", "M_P": "offset_pe
 _MCMC_NOTE = (
     "Metropolis with a finite number of steps samples only approximately from the "
     "exponential mechanism's density: the output is (epsilon, (1 + e^epsilon) TV)-DP, where "
-    "TV (the chain's distance to its target) is not quantified. The event states the "
-    "target's pure epsilon. Use sampler='rejection' or 'exact1d' for pure epsilon-DP.")
+    "TV bounds the chain's total-variation distance to its target for every data set. For "
+    "the random-walk chain TV is not quantified (delta is None): the spec gives no way to "
+    "bound it, the bounds known for random-walk Metropolis on a polytope (conductance) are "
+    "astronomically loose, and convergence diagnostics read the private data and certify "
+    "nothing for all adjacent data sets. The event states only the target's pure epsilon. "
+    "Use sampler='independence' for a public delta bound, or 'rejection' / 'exact1d' for "
+    "pure epsilon-DP.")
+_INDEPENDENCE_NOTE = (
+    "Independence Metropolis ({n_steps} steps per run, Uniform(P) proposals): the law of each "
+    "output is within total variation {tv:.3g} of the exponential mechanism for every data set "
+    "(public bound (1 - 1/W)^T, W = exp(beta G R)), so each run is (epsilon, (1 + e^epsilon) TV)-"
+    "DP; result.delta is the total over runs. The event states only epsilon: add delta when "
+    "composing.")
 
 
 @dataclasses.dataclass
@@ -118,13 +133,18 @@ class PiecewiseAffineResult:
     method : str
         One of :data:`METHODS`.
     epsilon : float
-        Total pure epsilon of everything in ``x`` (n_runs times the per-run epsilon).
+        Total epsilon of everything in ``x`` (n_runs times the per-run epsilon).
     event : DpEvent
         Privacy event of the release (accountants turn it into epsilon).
     exact : bool
         False when the output only approximately follows the mechanism's
         distribution (finite Metropolis chains): then the guarantee is
-        approximate DP, see ``privacy_note``.
+        approximate DP, see ``privacy_note`` and ``delta``.
+    delta : float or None
+        Total delta of everything in ``x``: 0.0 for exact mechanisms, the
+        public bound n_runs (1 + e^eps) TV for independence Metropolis, None
+        when it is not quantified (random-walk Metropolis; see
+        ``privacy_note``).
     privacy_note : str or None
     params : dict
         Every public setting that ran (including the paper switches).
@@ -146,6 +166,7 @@ class PiecewiseAffineResult:
     epsilon: float
     event: Any
     exact: bool = True
+    delta: Optional[float] = 0.0
     privacy_note: Optional[str] = None
     params: dict = dataclasses.field(default_factory=dict)
     baselines: dict = dataclasses.field(default_factory=dict)
@@ -222,18 +243,29 @@ def _start_points(problem, init, n_runs, rng):
 # --------------------------------------------------------------------------
 # M_P
 # --------------------------------------------------------------------------
-def offset_perturbation(problem, epsilon, *, noise="vector_laplace", n_runs=None,
-                        random_state=None):
+def offset_perturbation(problem, epsilon, *, noise="vector_laplace", adjacency="linf",
+                        n_runs=None, random_state=None):
     """M_P: Laplace noise on the private offsets, then the LP (Theorem 16).
 
-    Private: b. Adjacency: ||b - b'||_inf <= b_max. Sensitivity of b:
-    sqrt(m) b_max in L2 (``noise="vector_laplace"``, the paper's choice: density
-    ∝ exp(-eps ||w||_2 / (sqrt(m) b_max))) or m b_max in L1
-    (``noise="iid_laplace"``: independent Lap(m b_max / eps) per offset).
-    Released: argmin_{x in P} max_i (a_i . x + b_i + w_i), an epsilon-DP
-    post-processing of the noisy offsets (always in P). Event:
-    ``PureEvent(eps)`` (vector Laplace) or ``LaplaceEvent(1/eps)`` (i.i.d.),
-    composed ``n_runs`` times.
+    Private: b. Adjacency (``adjacency``):
+
+    * ``"linf"`` (default, the paper's eq. 4): ||b - b'||_inf <= b_max, every
+      offset may move at once. Sensitivity of b: sqrt(m) b_max in L2, m b_max
+      in L1.
+    * ``"single"`` (spec 001, A11; **not** the paper's relation): adjacent
+      offset vectors differ in at most **one** entry, by at most b_max (e.g.
+      one record feeds exactly one offset). Sensitivity of b: b_max in L2
+      and in L1, so the noise is sqrt(m) (vector) or m (i.i.d.) times
+      smaller. Only valid when the application's neighbouring data sets
+      really change a single offset; under eq. 4 this noise is **not**
+      epsilon-DP. It only changes M_P: the other mechanisms keep eq. 4.
+
+    Noise: ``noise="vector_laplace"`` (the paper's choice), density
+    ∝ exp(-eps ||w||_2 / Delta_2); or ``noise="iid_laplace"``, independent
+    Lap(Delta_1 / eps) per offset. Released: argmin_{x in P} max_i
+    (a_i . x + b_i + w_i), an epsilon-DP post-processing of the noisy offsets
+    (always in P). Event: ``PureEvent(eps)`` (vector Laplace) or
+    ``LaplaceEvent(1/eps)`` (i.i.d.), composed ``n_runs`` times.
 
     Only for explicit pieces (:class:`PiecewiseAffineProblem`).
     """
@@ -244,18 +276,23 @@ def offset_perturbation(problem, epsilon, *, noise="vector_laplace", n_runs=None
             "Use method='exponential', 'subgradient' or 'solution_perturbation'.")
     epsilon = _check_epsilon(epsilon)
     _check_choice("noise", noise, ("vector_laplace", "iid_laplace"))
+    _check_choice("adjacency", adjacency, ("linf", "single"))
     n, single = _check_n_runs(n_runs)
     rng = check_random_state(random_state)
     m = problem.n_pieces
+    l2_sensitivity, l1_sensitivity = problem.b_max, problem.b_max
+    if adjacency == "linf":
+        l2_sensitivity, l1_sensitivity = math.sqrt(m) * problem.b_max, m * problem.b_max
     if noise == "vector_laplace":
-        W = vector_laplace(rng, m, epsilon / (math.sqrt(m) * problem.b_max), n)
+        W = vector_laplace(rng, m, epsilon / l2_sensitivity, n)
         event = PureEvent(epsilon, problem.adjacency)
     else:
-        W = rng.laplace(scale=m * problem.b_max / epsilon, size=(n, m))
+        W = rng.laplace(scale=l1_sensitivity / epsilon, size=(n, m))
         event = LaplaceEvent(1.0 / epsilon, problem.adjacency)
     X = np.vstack([problem.with_offsets(problem.b + w).solve()[0] for w in W])
     return _finish(problem, X, single, "offset_perturbation", epsilon, event, rng,
-                   params={"noise": noise},
+                   params={"noise": noise, "adjacency": adjacency,
+                           "l2_sensitivity": l2_sensitivity, "l1_sensitivity": l1_sensitivity},
                    diagnostics={"noise_norm_nonprivate": np.linalg.norm(W, axis=1),
                                 "noise_sup_norm_nonprivate": np.abs(W).max(axis=1)})
 
@@ -305,7 +342,7 @@ def solution_perturbation(problem, epsilon, *, sensitivity=None, paper_sqrt_d=Fa
 # --------------------------------------------------------------------------
 # M_E
 # --------------------------------------------------------------------------
-_SAMPLERS = ("metropolis", "rejection", "exact1d", "auto")
+_SAMPLERS = ("metropolis", "independence", "rejection", "exact1d", "auto")
 _PROPOSAL_SCALES = ("paper_cov", "std")
 
 
@@ -322,7 +359,7 @@ def _proposal_std(problem, eta, proposal_scale):
 
 def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=5000, eta=0.1,
                           proposal_scale="paper_cov", init="center", n_runs=None,
-                          max_expected_proposals=1e6, random_state=None):
+                          max_expected_proposals=1e6, target_delta=1e-10, random_state=None):
     """M_E: the exponential mechanism with score -f (Theorem 19).
 
     Private: b. Adjacency: ||b - b'||_inf <= b_max. Score sensitivity: b_max
@@ -337,7 +374,15 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     eta c I (``proposal_scale="paper_cov"``, std sqrt(eta c), c = the size of P)
     or std eta c (``"std"``) or a given std; chains start at a
     data-independent point (``init``: "center", "uniform" or public points).
-    **Approximate DP only** (see ``privacy_note``). ``"rejection"``: exact,
+    **Approximate DP with an unquantified delta** (``result.delta`` is None;
+    ``privacy_note`` says why). ``"independence"``: Metropolis chains with
+    Uniform(P) proposals started at ``init``, run for the smallest number of
+    steps T with (1 + e^eps) (1 - 1/W)^T <= ``target_delta`` (W = exp(beta G R),
+    public); each run is then (eps, target_delta)-DP whatever the data
+    (``result.delta`` = n_runs times the achieved per-run delta), and the
+    running time does not depend on the data. Allowed when W <=
+    ``max_expected_proposals``; ``n_steps``, ``eta`` and ``proposal_scale``
+    are not used. ``"rejection"``: exact,
     uniform proposals accepted with probability exp(-beta (f - f_opt)); allowed
     when the public bound exp(beta G R) on the expected proposals per draw is at
     most ``max_expected_proposals``; its running time depends on the data.
@@ -372,7 +417,26 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
                       proposal_scale=proposal_scale if isinstance(proposal_scale, str) else "given",
                       init=init if isinstance(init, str) else "given")
         diagnostics["acceptance_rate_nonprivate"] = acceptance
-        exact, note = False, _MCMC_NOTE
+        exact, note, delta = False, _MCMC_NOTE, None
+    elif sampler == "independence":
+        target_delta = float(target_delta)
+        if not (0.0 < target_delta < 1.0):
+            raise ValidationError(f"target_delta must be in (0, 1); got {target_delta!r}.")
+        if rejection_bound > max_expected_proposals:
+            raise ValidationError(
+                f"the public bound W = exp(beta G R) = {rejection_bound:.3g} on the importance "
+                f"weights exceeds max_expected_proposals = {max_expected_proposals:g}: independence "
+                f"Metropolis would need about W ln(1/target_delta) steps per run; use "
+                "sampler='metropolis' or raise max_expected_proposals.")
+        steps = independence_steps(rejection_bound, target_delta / (1.0 + math.exp(epsilon)))
+        tv = independence_tv_bound(rejection_bound, steps)
+        x0 = _start_points(problem, init, n, rng)
+        X, acceptance = independence_sample(problem, beta, x0, steps, rng)
+        params.update(n_steps=steps, weight_bound=rejection_bound, tv_bound=tv,
+                      init=init if isinstance(init, str) else "given")
+        diagnostics["acceptance_rate_nonprivate"] = acceptance
+        delta = (1.0 + math.exp(epsilon)) * tv
+        exact, note = False, _INDEPENDENCE_NOTE.format(n_steps=steps, tv=tv)
     elif sampler == "rejection":
         if rejection_bound > max_expected_proposals:
             raise ValidationError(
@@ -381,14 +445,14 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
                 "use sampler='metropolis' or raise max_expected_proposals.")
         X, proposals = rejection_sample(problem, beta, n, rng)
         diagnostics["proposals_nonprivate"] = proposals
-        exact, note = True, ("Exact sampler: pure epsilon-DP output; the running time depends "
-                             "on the private data.")
+        exact, note, delta = True, ("Exact sampler: pure epsilon-DP output; the running time "
+                                    "depends on the private data."), 0.0
     else:
         X = exact_1d_sample(problem, beta, n, rng)
-        exact, note = True, None
+        exact, note, delta = True, None, 0.0
     return _finish(problem, X, single, "exponential", epsilon,
                    ExponentialMechanismEvent(epsilon, problem.adjacency), rng,
-                   params=params, diagnostics=diagnostics, exact=exact, note=note)
+                   params=params, diagnostics=diagnostics, exact=exact, note=note, delta=delta)
 
 
 # --------------------------------------------------------------------------
@@ -542,7 +606,7 @@ def data_independent_baselines(problem, n_runs=1, *, n_iter=100, step="constant"
 
 
 def _finish(problem, X, single, method, epsilon, event, rng, *, params, diagnostics=None,
-            exact=True, note=None):
+            exact=True, note=None, delta=0.0):
     n = X.shape[0]
     base_rng = np.random.default_rng(rng.integers(0, 2**63))
     base = data_independent_baselines(problem, n, n_iter=params.get("n_iter", 100),
@@ -555,7 +619,8 @@ def _finish(problem, X, single, method, epsilon, event, rng, *, params, diagnost
                           else "uniform_subgradient_average"], single)}
     return PiecewiseAffineResult(
         x=_shape_output(X, single), method=method, epsilon=epsilon * n,
-        event=_released_event(event, n), exact=exact, privacy_note=note, params=params,
+        event=_released_event(event, n), exact=exact, delta=None if delta is None else delta * n,
+        privacy_note=note, params=params,
         baselines=baselines, diagnostics=diagnostics or {})
 
 

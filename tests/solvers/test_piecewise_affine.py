@@ -23,6 +23,8 @@ from fastdp.solvers._pa_samplers import (
     exact_1d_pieces,
     exact_1d_sample,
     importance_estimates,
+    independence_steps,
+    independence_tv_bound,
     metropolis_sample,
     rejection_sample,
     vector_laplace,
@@ -519,6 +521,121 @@ def test_T19_offset_perturbation_bound_holds_per_run():
     assert np.all(gap <= 2 * res.diagnostics["noise_sup_norm_nonprivate"] + 1e-9)
     assert np.all(gap >= -1e-9)
     assert gap.mean() <= bounds.offset_perturbation_bound(8, 1.0, 0.5)
+
+
+# --------------------------------------------------------------------------
+# M_P under single-offset adjacency (spec 001, A11)
+# --------------------------------------------------------------------------
+def test_offset_perturbation_single_adjacency_noise_scale_and_privacy():
+    rng = np.random.default_rng(31)
+    m, b_max, eps = 9, 0.6, 0.8
+    prob = random_problem(31, d=2, m=m, b_max=b_max)
+    # vector Laplace: ||w|| ~ Gamma(m, scale Delta_2 / eps) with Delta_2 = b_max (not sqrt(m) b_max)
+    res = pa.offset_perturbation(prob, eps, adjacency="single", n_runs=400, random_state=4)
+    norms = res.diagnostics["noise_norm_nonprivate"]
+    assert stats.kstest(norms, stats.gamma(m, scale=b_max / eps).cdf).pvalue > ALPHA
+    assert stats.kstest(norms, stats.gamma(m, scale=math.sqrt(m) * b_max / eps).cdf).pvalue < ALPHA
+    assert res.params["l2_sensitivity"] == pytest.approx(b_max)
+    # the default (eq. 4) keeps sqrt(m) b_max
+    assert pa.offset_perturbation(prob, eps, n_runs=1, random_state=0).params["l2_sensitivity"] == \
+        pytest.approx(math.sqrt(m) * b_max)
+    # i.i.d. Laplace: scale Delta_1 / eps = b_max / eps per offset (m b_max / eps under eq. 4)
+    res = pa.offset_perturbation(prob, eps, noise="iid_laplace", adjacency="single", n_runs=2, random_state=1)
+    assert get_accountant("pure").epsilon(res.event, 0.0) == pytest.approx(2 * eps)
+    w_single = np.random.default_rng(7)
+    single = pa.offset_perturbation(prob, eps, noise="iid_laplace", adjacency="single", n_runs=400,
+                                    random_state=w_single)
+    sup = single.diagnostics["noise_sup_norm_nonprivate"]
+    # the sup norm of m i.i.d. Lap(s): P(max |w_i| <= t) = (1 - exp(-t/s))^m
+    s_single = b_max / eps
+    assert stats.kstest(sup, lambda t: (1 - np.exp(-np.maximum(t, 0) / s_single)) ** m).pvalue > ALPHA
+    # privacy of the smaller vector-Laplace noise: a single-offset change keeps the
+    # log density ratio <= eps (tight) ...
+    rate = eps / b_max
+    b = rng.standard_normal(m)
+    for _ in range(500):
+        j = rng.integers(m)
+        bp = b.copy()
+        bp[j] += b_max * rng.uniform(-1, 1)
+        y = b + rng.standard_normal(m) * 2
+        assert vector_laplace_logpdf(y - b, rate) - vector_laplace_logpdf(y - bp, rate) <= eps + 1e-12
+    bp = b.copy()
+    bp[0] += b_max
+    y = b - 100 * np.eye(m)[0]
+    assert (vector_laplace_logpdf(y - b, rate) - vector_laplace_logpdf(y - bp, rate)
+            == pytest.approx(eps, rel=1e-6))
+    # ... but not under the paper's relation (all offsets move): ratio sqrt(m) eps
+    s_ = np.ones(m)
+    y = b - 100 * s_
+    lr = vector_laplace_logpdf(y - b, rate) - vector_laplace_logpdf(y - (b + b_max * s_), rate)
+    assert lr == pytest.approx(math.sqrt(m) * eps, rel=1e-6)
+    with pytest.raises(ValidationError, match="adjacency"):
+        pa.offset_perturbation(prob, eps, adjacency="one")
+
+
+# --------------------------------------------------------------------------
+# approximate DP of the Metropolis samplers: quantified delta
+# --------------------------------------------------------------------------
+def test_random_walk_metropolis_delta_is_unquantified_and_says_why():
+    prob = random_problem(33, d=2, m=4)
+    res = pa.exponential_mechanism(prob, 1.0, n_steps=50, n_runs=3, random_state=0)
+    assert res.delta is None and not res.exact
+    assert "not quantified" in res.privacy_note
+    for sampler in ("rejection", "exact1d"):
+        p = prob if sampler == "rejection" else abs_problem()
+        r = pa.exponential_mechanism(p, 1.0, sampler=sampler, n_runs=3, random_state=0)
+        assert r.delta == 0.0 and r.exact
+    for method in ("offset_perturbation", "solution_perturbation", "subgradient"):
+        assert pa.dp_minimize(prob, 1.0, method, random_state=0).delta == 0.0
+
+
+def test_independence_tv_bound_against_exact_discrete_chain():
+    """(1 - 1/W)^T bounds the exact TV of a discretised independence chain, from every start."""
+    prob = abs_problem(c=1.0, b=(0.3, -0.2))
+    beta = 2.0
+    x = np.linspace(-1, 1, 201)
+    f = prob.value(x[:, None])
+    pi = np.exp(-beta * f)
+    pi /= pi.sum()
+    q = np.full(x.size, 1 / x.size)
+    w = pi / q
+    K = q[None, :] * np.minimum(1.0, w[None, :] / w[:, None])
+    np.fill_diagonal(K, 0.0)
+    K[np.diag_indices_from(K)] = 1.0 - K.sum(axis=1)
+    W = w.max()
+    law = np.eye(x.size)
+    for T in range(1, 41):
+        law = law @ K
+        tv = 0.5 * np.abs(law - pi[None, :]).sum(axis=1).max()
+        assert tv <= independence_tv_bound(W, T) + 1e-12
+    # the public bound exp(beta G R) dominates the true sup weight C(0, eps)
+    est = importance_estimates(prob, beta, 100_000, np.random.default_rng(0))
+    assert est["C0"] <= math.exp(beta * prob.lipschitz * prob.diameter())
+    assert independence_steps(W, 1e-6) == math.ceil(math.log(1e-6) / math.log1p(-1 / W))
+    assert independence_tv_bound(W, independence_steps(W, 1e-6)) <= 1e-6
+    assert independence_tv_bound(W, independence_steps(W, 1e-6) - 1) > 1e-6
+
+
+def test_independence_sampler_matches_exact_sampler_and_reports_delta():
+    rng = np.random.default_rng(34)
+    # W = exp(beta G R) ~ 41: about 800 independence steps per run
+    prob = pa.PiecewiseAffineProblem(rng.standard_normal((4, 2)), rng.standard_normal(4), 1.0,
+                                     pa.Box.cube(2, 1.0))
+    eps, n = 1.0, 5_000
+    res = pa.exponential_mechanism(prob, eps, sampler="independence", target_delta=1e-8, n_runs=n,
+                                   random_state=5)
+    W = math.exp(0.5 * prob.lipschitz * prob.diameter())
+    T = independence_steps(W, 1e-8 / (1 + math.exp(eps)))
+    assert res.params["n_steps"] == T
+    assert res.delta == pytest.approx(n * (1 + math.exp(eps)) * independence_tv_bound(W, T))
+    assert res.delta / n <= 1e-8 and not res.exact
+    ref, _ = rejection_sample(prob, 0.5, n, rng)
+    for j in range(2):  # two coordinates: Bonferroni, total false-alarm rate ALPHA
+        assert stats.ks_2samp(res.x[:, j], ref[:, j]).pvalue > ALPHA / 2
+    with pytest.raises(ValidationError, match="max_expected_proposals"):
+        pa.exponential_mechanism(random_problem(1, d=10, m=5, c=100.0), 10.0, sampler="independence")
+    with pytest.raises(ValidationError, match="target_delta"):
+        pa.exponential_mechanism(prob, eps, sampler="independence", target_delta=0.0)
 
 
 # --------------------------------------------------------------------------
