@@ -4,8 +4,9 @@
   kernel says a chain consumes, must give bit-identical states and acceptance
   counts (spec 001, T20), for box and polytope constraints and both objectives.
 * Results do not depend on the number of threads; same seed, same bits.
-* The random numbers: ziggurat normals and open uniforms pass KS tests
-  (false-alarm rate 1e-3 each).
+* The random numbers: ziggurat normals (generated in blocks, first tries
+  vectorised) and open uniforms pass KS / chi-square / lag-correlation tests
+  (false-alarm rate 1e-3 per test); the block layout is deterministic.
 * The chains sample the right density: 1-D KS test against the exact CDF and a
   2-D histogram against quadrature (T8/T9).
 """
@@ -188,6 +189,64 @@ def test_ziggurat_normals_and_uniforms_distribution():
     # moments: 4 standard errors
     assert abs(z.mean()) < 4 / math.sqrt(z.size)
     assert abs(z.var() - 1) < 4 * math.sqrt(2 / z.size)
+
+
+def test_block_stream_normals_chi_square_positions_and_lag():
+    """d = 10 layout (93 steps per block): every slot of a step and the stream as a whole.
+
+    False-alarm rate ALPHA in total: chi-square over 100 equiprobable bins of all
+    normals (ALPHA / 3), per-slot KS tests Bonferroni-corrected (ALPHA / 3 over 10
+    slots), lag-1 correlation of the flattened stream within 4 SE (~6e-5).
+    """
+    d = 10
+    normals, uniforms = K.chain_random_stream(np.uint64(99), 100_000, d)
+    z = normals.ravel()
+    edges = stats.norm.ppf(np.linspace(0, 1, 101))
+    counts = np.histogram(z, bins=edges)[0]
+    assert stats.chisquare(counts).pvalue > ALPHA / 3
+    for j in range(d):
+        assert stats.kstest(normals[:, j], "norm").pvalue > ALPHA / 30
+    # steps at the start and the end of a block look alike (no positional bias)
+    block = K.block_steps(d)
+    first = normals[:(normals.shape[0] // block) * block].reshape(-1, block, d)
+    assert stats.ks_2samp(first[:, 0].ravel(), first[:, -1].ravel()).pvalue > ALPHA / 3
+    r = np.corrcoef(z[:-1], z[1:])[0, 1]
+    assert abs(r) < 4 / math.sqrt(z.size)
+    assert abs(np.corrcoef(uniforms[:-1], uniforms[1:])[0, 1]) < 4 / math.sqrt(uniforms.size)
+
+
+def test_block_stream_prefix_and_partial_blocks():
+    d = 10
+    block = K.block_steps(d)
+    assert block == 1024 // (d + 1)
+    n_long, u_long = K.chain_random_stream(np.uint64(5), 3 * block, d)
+    n_short, u_short = K.chain_random_stream(np.uint64(5), 2 * block, d)
+    # whole blocks are a prefix of longer runs
+    assert np.array_equal(n_long[:2 * block], n_short) and np.array_equal(u_long[:2 * block], u_short)
+    # a partial last block is generated as its own (shorter) block: same seed, same bits
+    n_a, u_a = K.chain_random_stream(np.uint64(5), 2 * block + 7, d)
+    n_b, u_b = K.chain_random_stream(np.uint64(5), 2 * block + 7, d)
+    assert np.array_equal(n_a, n_b) and np.array_equal(u_a, u_b)
+    assert np.array_equal(n_a[:2 * block], n_short)
+
+
+@pytest.mark.parametrize("beta", [0.05, 3.0])
+def test_kernel_matches_reference_over_several_blocks_d10(beta):
+    # d = 10, m = 20: 250 steps span three random blocks; beta = 3 exercises the exact
+    # log(u) comparison between the squeeze bounds, beta = 0.05 the paper's regime
+    rng = np.random.default_rng(11)
+    A, b = rng.standard_normal((20, 10)), rng.standard_normal(20)
+    lo, hi = -np.ones(10), np.ones(10)
+    seeds = np.array([3, 2**64 - 2], dtype=np.uint64)
+    x0 = np.zeros((2, 10))
+    for kind in (K.OBJ_MAX_AFFINE, K.OBJ_SUM_PINBALL):
+        X, acc = run_kernel(kind, A, b, beta, x0, 250, 0.2, seeds, tau=0.4, weight=1.0, box=(lo, hi))
+        for c, seed in enumerate(seeds):
+            normals, uniforms = K.chain_random_stream(seed, 250, 10)
+            x_ref, acc_ref = ref_chain(kind, A, b, 0.4, 1.0, beta, None, None, lo, hi, True,
+                                       x0[c], np.full(10, 0.2), normals, uniforms)
+            assert acc[c] == acc_ref and np.array_equal(X[c], x_ref)
+            assert 0 < acc_ref < 250
 
 
 def test_ziggurat_tables_cover_equal_areas():
