@@ -153,7 +153,7 @@ class GLMProblem:
         out = np.zeros(self.n_features)
         _glm.clipped_gradient_sum(self.X.data, self.X.indices, self.X.indptr, self.y, rows, theta,
                                   _LOSS_CODES[self.loss.name], self.clip, out,
-                                  num_threads=self.num_threads)
+                                  num_threads=self.num_threads, check_structure=False)
         out /= rows.size
         if self.lam:
             out += self.lam * theta

@@ -57,7 +57,8 @@ class GlmBatchOracle:
         out = np.zeros(self.n_features)
         _glm.clipped_gradient_sum(self.X.data, self.X.indices, self.X.indptr, self.y, rows,
                                   np.ascontiguousarray(w, dtype=np.float64), self.glm_code,
-                                  float(clip), out, num_threads=self.num_threads)
+                                  float(clip), out, num_threads=self.num_threads,
+                                  check_structure=False)
         return out
 
     def margins(self, rows, v):
@@ -65,7 +66,7 @@ class GlmBatchOracle:
         out = np.empty(rows.shape[0])
         _glm.margins(self.X.data, self.X.indices, self.X.indptr, rows,
                      np.ascontiguousarray(v, dtype=np.float64), out,
-                     num_threads=self.num_threads)
+                     num_threads=self.num_threads, check_structure=False)
         return out
 
     def labels(self, rows):

@@ -190,6 +190,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
                 zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,
                 bool(sequential), noise_std, noise_std, bool(lazy_noise), bit_generator,
                 num_threads, _PARALLEL_MIN_ROWS, column_splits,
+                check_structure=False,  # X from check_X: the O(nnz) scan is redundant
             )
         if record_history:
             history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))

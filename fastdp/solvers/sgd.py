@@ -126,7 +126,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
             n_draws += _sgd.run_sgd(
                 X.data, X.indices, X.indptr, y, sq_norms, theta, batch_ptr, batch_idx,
                 coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
-                bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits)
+                bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits,
+                check_structure=False)  # X from check_X: the O(nnz) scan is redundant
         # theta is released (flushed) here; checking it is post-processing.
         if not np.all(np.isfinite(theta)):
             raise FastDPError(
