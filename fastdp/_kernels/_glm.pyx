@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTDP_DEBUG_KERNELS=1 builds a bounds-checked debug version; a directive here would win)
 """Shared sparse GLM kernels: margins and (clipped) per-example gradient sums over CSR rows.
 
 Every solver family that needs ``X_B theta`` or ``sum_{i in B} grad loss_i``

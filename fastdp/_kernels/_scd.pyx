@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTDP_DEBUG_KERNELS=1 builds a bounds-checked debug version; a directive here would win)
 """Compiled stochastic dual coordinate descent (DP-SCD) over raw CSR arrays.
 
 One call of :func:`run_dual_scd` runs any number of mini-batch steps (a whole

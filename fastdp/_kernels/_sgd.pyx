@@ -1,4 +1,6 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTDP_DEBUG_KERNELS=1 builds a bounds-checked debug version; a directive here would win)
 """Compiled mini-batch (DP-)SGD over raw CSR arrays, with exact lazy Gaussian noise.
 
 One call of :func:`run_sgd` runs any number of steps (an epoch or more)
