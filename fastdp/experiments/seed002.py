@@ -24,6 +24,7 @@ diagnostics, as in the paper.
 """
 
 import argparse
+import json
 import math
 import time
 from pathlib import Path
@@ -34,7 +35,14 @@ from scipy.optimize import minimize
 from fastdp.solvers._accel_oracle import GLMProblem
 from fastdp.solvers import _accel_schedules as sch
 from fastdp.solvers import _accel_theory as th
-from fastdp.solvers.accelerated import plan_gd, plan_heavy_ball, plan_masg, plan_nesterov, run_plan
+from fastdp.solvers.accelerated import (
+    plan_gd,
+    plan_heavy_ball,
+    plan_masg,
+    plan_nesterov,
+    run_plan,
+    run_plan_replicas,
+)
 
 __all__ = [
     "ALGORITHMS",
@@ -148,6 +156,7 @@ class Section5Problem:
 
     def __init__(self, U, z, reg=0.01, radius=20.0, x0_value=10.0):
         self.U, self.z = U, z
+        self._Uz = U * z[:, None]
         n, d = U.shape
         self.reg = reg
         self.problem = GLMProblem(U, z, loss="logistic", lam=2.0 * reg, row_l1_bound=radius)
@@ -163,15 +172,19 @@ class Section5Problem:
         """F(x) = mean log(1 + exp(−z uᵀx)) + λ‖x‖² (non-private diagnostic)."""
         return float(np.mean(np.logaddexp(0.0, -self.z * (self.U @ x))) + self.reg * x @ x)
 
-    def errors(self, iterates, chunk=64):
-        """F(x_k) − F* for every row x_k of ``iterates``."""
-        out = np.empty(len(iterates))
-        for start in range(0, len(iterates), chunk):
-            block = np.asarray(iterates[start:start + chunk])
-            margins = (self.U @ block.T) * self.z[:, None]
-            out[start:start + chunk] = (np.mean(np.logaddexp(0.0, -margins), axis=0)
+    def errors(self, iterates, chunk=128):
+        """F(x_k) − F* for every row x_k of ``iterates`` (any leading shape, last axis d)."""
+        iterates = np.asarray(iterates, dtype=np.float64)
+        flat = iterates.reshape(-1, iterates.shape[-1])
+        out = np.empty(len(flat))
+        for start in range(0, len(flat), chunk):
+            block = flat[start:start + chunk]
+            margins = self._Uz @ block.T
+            np.negative(margins, out=margins)
+            np.logaddexp(0.0, margins, out=margins)
+            out[start:start + chunk] = (margins.mean(axis=0)
                                         + self.reg * np.sum(block * block, axis=1))
-        return out - self.f_star
+        return (out - self.f_star).reshape(iterates.shape[:-1])
 
 
 # ---------------------------------------------------------------------------
@@ -179,13 +192,14 @@ class Section5Problem:
 # ---------------------------------------------------------------------------
 
 
-def _plan(name, sec, *, T, m, c, epsilon, convention, constants):
+def _plan(name, sec, *, T, m, c, epsilon, convention, constants, horizon_rule="paper"):
     n, d = sec.U.shape
     L, mu = sec.smoothness, sec.strong_convexity
     S = sec.problem.sensitivity
     common = dict(n_samples=n, sensitivity=S, epsilon=epsilon, n_iter=T, batch_size=m,
                   noise_convention=convention)
-    opt = dict(allocation="prop42", n_features=d, bound_constants=constants, initial_error=10.0)
+    opt = dict(allocation="prop42", n_features=d, bound_constants=constants, initial_error=10.0,
+               horizon_rule=horizon_rule)
     if name == "DP-GD":
         return plan_gd(step_size=c / L, **common)
     if name == "DP-HB":
@@ -208,26 +222,54 @@ def evaluation_steps(horizon, every=1):
 
 
 def run_algorithm(name, sec, *, T, m, c, seed, epsilon=1.0, convention="paper",
-                  constants="reference_code", eval_every=1):
+                  constants="reference_code", eval_every=1, horizon_rule="paper"):
     """One run; returns (steps k, errors F(x_k) − F* at those k, the plan)."""
     plan = _plan(name, sec, T=T, m=m, c=c, epsilon=epsilon, convention=convention,
-                 constants=constants)
+                 constants=constants, horizon_rule=horizon_rule)
     result = run_plan(sec.problem, plan, x0=sec.x0, random_state=seed, record_iterates=True)
     steps = evaluation_steps(plan.horizon, eval_every)
     return steps, sec.errors(result.extra["iterates"][steps - 1]), plan
 
 
+def run_cell(name, sec, *, T, m, c, runs, seed=0, epsilon=1.0, convention="paper",
+             constants="reference_code", eval_every=1, horizon_rule="paper"):
+    """``runs`` runs of one cell in lock step (:func:`run_plan_replicas`).
+
+    Run r uses ``SeedSequence([seed, r])``, so it is the same run as
+    ``run_algorithm(..., seed=SeedSequence([seed, r]))`` (up to summation
+    order in the full-batch gradient).  Returns the grid entry (see
+    :func:`run_grid`).
+    """
+    plan = _plan(name, sec, T=T, m=m, c=c, epsilon=epsilon, convention=convention,
+                 constants=constants, horizon_rule=horizon_rule)
+    seeds = [np.random.SeedSequence([seed, r]) for r in range(runs)]
+    out = run_plan_replicas(sec.problem, plan, random_states=seeds, x0=sec.x0)
+    steps = evaluation_steps(plan.horizon, eval_every)
+    curves = sec.errors(out["iterates"][:, steps - 1])
+    return {
+        "steps": steps,
+        "mean": curves.mean(axis=0),
+        "q10": np.quantile(curves, 0.1, axis=0),
+        "q90": np.quantile(curves, 0.9, axis=0),
+        "final": float(curves[:, -1].mean()),
+        "finals": curves[:, -1].copy(),
+        "horizon": plan.horizon,
+        "epsilon": plan.epsilon,
+    }
+
+
 def run_grid(sec, *, batch_sizes, horizons=HORIZONS, multipliers=(0.1, 1.0), runs=20,
              conventions=CONVENTIONS, algorithms=ALGORITHMS, seed=0, eval_every=1,
-             progress=None):
+             horizon_rule="paper", progress=None):
     """Mean error curves over ``runs`` runs for every cell of the grid.
 
     Returns a dict keyed by (convention, m, c, algorithm, T) with ``steps``
     (the k at which F was evaluated, see :func:`evaluation_steps`), ``mean``
     (curve at those k), ``q10``/``q90`` (bands across runs), ``final``
-    (mean error at t = T'), ``horizon`` T' and ``epsilon`` (realized pure ε).
-    Seeds: run r of every cell uses ``SeedSequence([seed, r])`` children, so
-    cells are comparable and each run is reproducible.
+    (mean error at t = T'), ``finals`` (every run's), ``horizon`` T' and
+    ``epsilon`` (realized pure ε of one run).  Seeds: run r of every cell
+    uses ``SeedSequence([seed, r])`` children, so cells are comparable and
+    each run is reproducible.
     """
     out = {}
     for convention in conventions:
@@ -235,24 +277,12 @@ def run_grid(sec, *, batch_sizes, horizons=HORIZONS, multipliers=(0.1, 1.0), run
             for c in multipliers:
                 for name in algorithms:
                     for T in horizons:
-                        curves, plan = [], None
-                        for r in range(runs):
-                            steps, errors, plan = run_algorithm(
-                                name, sec, T=T, m=m, c=c, convention=convention,
-                                seed=np.random.SeedSequence([seed, r]), eval_every=eval_every)
-                            curves.append(errors)
-                        curves = np.array(curves)
-                        out[convention, m, c, name, T] = {
-                            "steps": steps,
-                            "mean": curves.mean(axis=0),
-                            "q10": np.quantile(curves, 0.1, axis=0),
-                            "q90": np.quantile(curves, 0.9, axis=0),
-                            "final": float(curves[:, -1].mean()),
-                            "horizon": plan.horizon,
-                            "epsilon": plan.epsilon,
-                        }
+                        cell = run_cell(name, sec, T=T, m=m, c=c, runs=runs, seed=seed,
+                                        convention=convention, eval_every=eval_every,
+                                        horizon_rule=horizon_rule)
+                        out[convention, m, c, name, T] = cell
                         if progress:
-                            progress(convention, m, c, name, T, out[convention, m, c, name, T])
+                            progress(convention, m, c, name, T, cell)
     return out
 
 
@@ -310,6 +340,58 @@ def check_claims(grid, n):
 
 
 # ---------------------------------------------------------------------------
+# robustness over data seeds (spec C9) and the subsampling-aware horizon (spec A5)
+# ---------------------------------------------------------------------------
+
+#: (U seed, w seed) of the extra data sets: the generator of spec 5.3 with other draws
+DATA_SEEDS = ((2, 2), (3, 3), (4, 4))
+
+
+def data_summary(sec):
+    """Public-facing facts of a data set: share of negative labels, F*, F(x0) − F*, L."""
+    return {"negatives": float(np.mean(sec.z < 0)), "f_star": sec.f_star,
+            "initial_gap": sec.objective(sec.x0) - sec.f_star, "smoothness": sec.smoothness}
+
+
+def run_data_seeds(data_seeds=DATA_SEEDS, *, n=100_000, runs=5, horizons=HORIZONS,
+                   conventions=("paper",), batch_sizes=None, seed=0, progress=None):
+    """The grid on other draws of the synthetic data, and which claims hold there.
+
+    Spec C9: the labels of the published data cannot be regenerated, so the
+    conclusions are checked on ``len(data_seeds) >= 3`` further data sets
+    ``make_synthetic_logreg(n, seed=s, w_seed=w)``.  Only the final errors
+    are evaluated (F at k <= 10 and at T').  Returns one dict per data set
+    with its :func:`data_summary`, ``claims`` (:func:`check_claims`) and
+    ``finals`` {(convention, m, c, algorithm, T): mean final error}.
+    """
+    results = []
+    for useed, wseed in data_seeds:
+        sec = Section5Problem(*make_synthetic_logreg(n=n, seed=useed, w_seed=wseed))
+        grid = run_grid(sec, batch_sizes=batch_sizes or (n, 1000), horizons=horizons,
+                        runs=runs, conventions=conventions, seed=seed, eval_every=10 ** 9,
+                        progress=progress)
+        results.append({"seed": useed, "w_seed": wseed, **data_summary(sec),
+                        "claims": check_claims(grid, n),
+                        "finals": {key: cell["final"] for key, cell in grid.items()}})
+    return results
+
+
+def horizon_rule_table(sec, horizons=HORIZONS, multipliers=(1.0, 0.1), batch_sizes=None):
+    """T' of DP-NAG-opt and DP-MASG-opt under both horizon rules (public planning only)."""
+    n = sec.U.shape[0]
+    rows = []
+    for m in batch_sizes or (n, 1000):
+        for c in multipliers:
+            for name in ("DP-NAG-opt", "DP-MASG-opt"):
+                for rule in sch.HORIZON_RULES:
+                    rows.append({"m": m, "c": c, "algorithm": name, "rule": rule, "horizons": [
+                        _plan(name, sec, T=T, m=m, c=c, epsilon=1.0, convention="paper",
+                              constants="reference_code", horizon_rule=rule).horizon
+                        for T in horizons]})
+    return rows
+
+
+# ---------------------------------------------------------------------------
 # theory figures
 # ---------------------------------------------------------------------------
 
@@ -359,8 +441,13 @@ def _fmt(v):
     return f"{v:.3g}"
 
 
-def write_report(out_dir, grid, sec, *, runs, horizons, batch_sizes, elapsed, quick):
-    """Write ``seed002.md`` (and PNG figures when matplotlib is available)."""
+def write_report(out_dir, grid, sec, *, runs, horizons, batch_sizes, elapsed, quick,
+                 seed_results=None, subsampled=None, seed_runs=None, figures=True):
+    """Write ``seed002.md``, ``seed002.json`` and PNG figures (when matplotlib is available).
+
+    ``seed_results`` (:func:`run_data_seeds`) and ``subsampled`` (a grid of
+    the -opt variants with ``horizon_rule="subsampled"``) add sections.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     n = sec.U.shape[0]
@@ -418,14 +505,94 @@ def write_report(out_dir, grid, sec, *, runs, horizons, batch_sizes, elapsed, qu
     for K, b in fig2_profiles().items():
         lines.append(f"| {K} | {b.size} | {b[0]:.1f} | {b[12]:.1f} | {b[13]:.1f} | {b[-1]:.1f} | "
                      f"{b.min():.1f} |")
-    figures = _write_figures(out_dir, grid, n)
-    if figures:
-        lines += ["", "Figures: " + ", ".join(figures)]
+    lines += _horizon_rule_lines(sec, horizons, batch_sizes, subsampled, grid)
+    if seed_results:
+        lines += _data_seed_lines(seed_results, seed_runs)
+    written = _write_figures(out_dir, grid, n) if figures else []
+    if written:
+        lines += ["", "Figures: " + ", ".join(written)]
+    elif not figures:
+        lines += ["", "Figures: not requested."]
     else:
         lines += ["", "Figures: not written (matplotlib is not installed; `pip install fastdp[plot]`)."]
     path = out_dir / "seed002.md"
     path.write_text("\n".join(lines) + "\n")
+    _write_json(out_dir / "seed002.json", grid, sec, runs=runs, elapsed=elapsed, quick=quick,
+                seed_results=seed_results, subsampled=subsampled, seed_runs=seed_runs)
     return path
+
+
+def _horizon_rule_lines(sec, horizons, batch_sizes, subsampled, grid):
+    lines = ["", "## Horizon rule for the -opt variants (spec A5)", "",
+             "T' for T = " + ", ".join(str(T) for T in horizons) + " under the paper's rule "
+             "(eq. 4.6: n instead of m, no subsampling term; the default) and the "
+             "subsampling-aware extension `horizon_rule=\"subsampled\"` (exact subsampled b_t "
+             "and the σ_s²/2 Σ a_t term; authors' bound constants).", "",
+             "| m | c | algorithm | paper rule | subsampled rule |", "|---|---|---|---|---|"]
+    table = horizon_rule_table(sec, horizons, batch_sizes=batch_sizes)
+    for paper, sub in zip(table[0::2], table[1::2]):
+        lines.append(f"| {paper['m']} | {paper['c']} | {paper['algorithm']} | "
+                     f"{', '.join(map(str, paper['horizons']))} | "
+                     f"{', '.join(map(str, sub['horizons']))} |")
+    if subsampled:
+        lines += ["", "Mean final error with each rule (m = 1000; the subsampled rule's T' in "
+                  "brackets):", "", "| convention | c | algorithm | T | paper rule | subsampled rule |",
+                  "|---|---|---|---|---|---|"]
+        for (conv, m, c, name, T), cell in sorted(subsampled.items(), key=str):
+            base = grid.get((conv, m, c, name, T))
+            lines.append(f"| {conv} | {c} | {name} | {T} | "
+                         f"{_fmt(base['final']) if base else ''} [{base['horizon'] if base else ''}] | "
+                         f"{_fmt(cell['final'])} [{cell['horizon']}] |")
+    return lines
+
+
+def _data_seed_lines(seed_results, seed_runs):
+    lines = ["", "## Other data seeds (spec C9)", "",
+             f"The generator of section 5.3 with other draws (U from RandomState(seed), w from "
+             f"default_rng(w_seed)); {seed_runs} runs per cell, final errors only.", "",
+             "| seed, w_seed | negatives | F* | F(x0) − F* | L | claims held |",
+             "|---|---|---|---|---|---|"]
+    for res in seed_results:
+        held = sum(h for _, h in res["claims"])
+        lines.append(f"| {res['seed']}, {res['w_seed']} | {100 * res['negatives']:.2f}% | "
+                     f"{res['f_star']:.4f} | {res['initial_gap']:.2f} | {res['smoothness']:.4f} | "
+                     f"{held}/{len(res['claims'])} |")
+    texts = [t for t, _ in seed_results[0]["claims"]]
+    lines += ["", "| claim | " + " | ".join(f"{r['seed']},{r['w_seed']}" for r in seed_results)
+              + " |", "|---|" + "---|" * len(seed_results)]
+    for i, text in enumerate(texts):
+        lines.append(f"| {text} | " + " | ".join(
+            "PASS" if r["claims"][i][1] else "FAIL" for r in seed_results) + " |")
+    return lines
+
+
+def _cell_json(cell):
+    """A grid cell as JSON: arrays as lists, curves to 6 significant digits."""
+    return {k: ([float(f"{x:.6g}") for x in v.tolist()] if isinstance(v, np.ndarray)
+                and v.dtype.kind == "f" else v.tolist() if isinstance(v, np.ndarray) else v)
+            for k, v in cell.items()}
+
+
+def _key(key):
+    return "|".join(str(part) for part in key)
+
+
+def _write_json(path, grid, sec, *, runs, elapsed, quick, seed_results, subsampled, seed_runs):
+    payload = {
+        "spec": "002", "mode": "quick" if quick else "full", "runs": runs,
+        "elapsed_seconds": elapsed, "data": {"n": int(sec.U.shape[0]), "d": int(sec.U.shape[1]),
+                                             **data_summary(sec)},
+        "cells": {_key(k): _cell_json(v) for k, v in grid.items()},
+        "claims": [{"claim": t, "holds": h} for t, h in check_claims(grid, sec.U.shape[0])],
+        "horizon_rules": horizon_rule_table(sec),
+        "subsampled_horizon_cells": {_key(k): _cell_json(v) for k, v in (subsampled or {}).items()},
+        "data_seeds": [{**{k: v for k, v in r.items() if k != "finals"},
+                        "claims": [{"claim": t, "holds": h} for t, h in r["claims"]],
+                        "finals": {_key(k): v for k, v in r["finals"].items()}}
+                       for r in seed_results or []],
+        "data_seed_runs": seed_runs,
+    }
+    path.write_text(json.dumps(payload, indent=1, allow_nan=False))
 
 
 def _write_figures(out_dir, grid, n):
@@ -456,7 +623,7 @@ def _write_figures(out_dir, grid, n):
                     ax.set_title(f"{name}, c={c}", fontsize=9)
                     ax.set_ylim(1e-3, 1e2)
                     ax.grid(True, which="major", alpha=0.3)
-                    if i == 0 and h == 0:
+                    if i == 0 and h == 0 and ax.get_legend_handles_labels()[0]:
                         ax.legend(fontsize=7)
             fig.suptitle(f"F(x_t) − F*, m = {m} ({'Fig. 3' if m == n else 'Fig. 4'}), "
                          f"noise_convention = {conv}")
@@ -508,18 +675,40 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=None, help="runs per cell (default 20; quick 2)")
     parser.add_argument("--n", type=int, default=100_000, help="number of records")
     parser.add_argument("--eval-every", type=int, default=None,
-                        help="evaluate F every k-th iterate (default 1; quick 10)")
+                        help="evaluate F every k-th iterate (default 10, as the spec's replication)")
+    parser.add_argument("--data-seeds", type=int, default=None,
+                        help="how many extra data seeds to check the claims on (default 3; quick 0)")
+    parser.add_argument("--seed-runs", type=int, default=5, help="runs per cell on the extra seeds")
     args = parser.parse_args(argv)
     return reproduce(args.out, quick=args.quick, runs=args.runs, n=args.n,
-                     eval_every=args.eval_every, verbose=True)
+                     eval_every=args.eval_every, data_seeds=args.data_seeds,
+                     seed_runs=args.seed_runs, verbose=True)
+
+
+def _single_threaded_blas():
+    """Limit BLAS to one thread (the runs are many small products; threads only contend)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, section=None,
-              verbose=False):
-    """Run the grid (``quick``: T = 100 only, 2 runs, F every 10th step) and write the report.
+              data_seeds=None, seed_runs=5, subsampled_horizon=None, figures=True, verbose=False):
+    """Run the grid and write the report; returns the grid.
 
+    ``quick``: T = 100 only, 2 runs, F every 10th step, no extra data
+    seeds.  Full: T ∈ {100, 200, 500, 1000}, 20 runs, F at k <= 10, every
+    ``eval_every``-th (default 10) k and T'; ``data_seeds`` (default 3) more
+    data sets with ``seed_runs`` runs per cell (spec C9); and the -opt
+    variants at m = 1000 with the subsampling-aware horizon rule
+    (``subsampled_horizon``, default on in full mode; spec A5).
     ``section`` reuses a :class:`Section5Problem` (built from
-    :func:`make_synthetic_logreg` when None).  Returns the grid.
+    :func:`make_synthetic_logreg` when None); ``figures=False`` skips the
+    PNGs.
     """
     started = time.perf_counter()
     if section is None:
@@ -528,20 +717,38 @@ def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, sectio
     horizons = (100,) if quick else HORIZONS
     runs = runs or (2 if quick else 20)
     batch_sizes = (n, 1000)
+    if data_seeds is None:
+        data_seeds = 0 if quick else 3
+    if subsampled_horizon is None:
+        subsampled_horizon = not quick
 
     def progress(conv, m, c, name, T, cell):
         print(f"{conv:14s} m={m:6d} c={c:<4} {name:12s} T={T:5d} T'={cell['horizon']:5d} "
-              f"final={cell['final']:.4g}", flush=True)
+              f"final={cell['final']:.4g}  [{time.perf_counter() - started:.0f} s]", flush=True)
 
-    grid = run_grid(section, batch_sizes=batch_sizes, horizons=horizons, runs=runs,
-                    eval_every=eval_every or (10 if quick else 1),
-                    progress=progress if verbose else None)
+    report = progress if verbose else None
+    with _single_threaded_blas():
+        grid = run_grid(section, batch_sizes=batch_sizes, horizons=horizons, runs=runs,
+                        eval_every=eval_every or 10, progress=report)
+        subsampled = None
+        if subsampled_horizon:
+            subsampled = run_grid(section, batch_sizes=(1000,), horizons=horizons, runs=runs,
+                                  algorithms=("DP-NAG-opt", "DP-MASG-opt"),
+                                  eval_every=eval_every or 10, horizon_rule="subsampled",
+                                  progress=report)
+        seed_results = None
+        if data_seeds:
+            extra = tuple(DATA_SEEDS) + tuple((s, s) for s in range(5, 5 + data_seeds))
+            seed_results = run_data_seeds(extra[:data_seeds], n=n, runs=seed_runs,
+                                          horizons=horizons, progress=report)
     path = write_report(out, grid, section, runs=runs, horizons=horizons,
                         batch_sizes=batch_sizes, elapsed=time.perf_counter() - started,
-                        quick=quick)
+                        quick=quick, seed_results=seed_results, subsampled=subsampled,
+                        seed_runs=seed_runs, figures=figures)
     if verbose:
         print(f"wrote {path}")
     return grid
+
 
 if __name__ == "__main__":
     main()

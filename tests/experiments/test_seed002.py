@@ -1,4 +1,5 @@
 """Reproduction of seed 002 (spec 002, section 6.5): quick mode by default, the full grid slow."""
+import json
 import math
 
 import numpy as np
@@ -29,8 +30,14 @@ def test_quick_reproduction(tmp_path, section5):
     # cell keeps the default suite lean.  The noise-free part dominates at c = 0.1 and the
     # -opt values at c = 1 are averages over ~100 noisy steps, so a factor 2 against the
     # spec's 6-run replication is a wide margin.
-    grid = seed002.reproduce(tmp_path, quick=True, runs=1, section=section5)
+    grid = seed002.reproduce(tmp_path, quick=True, runs=1, section=section5, figures=False)
     report = (tmp_path / "seed002.md").read_text()
+    saved = json.loads((tmp_path / "seed002.json").read_text())
+    assert saved["mode"] == "quick" and len(saved["cells"]) == len(grid) == 2 * 2 * 2 * 6
+    key = "paper|1000|1.0|DP-NAG-opt|100"
+    assert saved["cells"][key]["final"] == grid["paper", 1000, 1.0, "DP-NAG-opt", 100]["final"]
+    assert saved["data"]["initial_gap"] == pytest.approx(28.90, abs=0.01)
+    assert "## Horizon rule for the -opt variants (spec A5)" in report
     assert "## noise_convention = paper, m = 1000, c = 1.0" in report
     assert "FAIL" not in report and report.count("PASS") >= 8
     n = 100_000
@@ -45,6 +52,16 @@ def test_quick_reproduction(tmp_path, section5):
     assert grid["paper", n, 1.0, "DP-NAG", 100]["epsilon"] == pytest.approx(1.0, rel=1e-12)
     assert grid["reference_code", n, 1.0, "DP-NAG", 100]["epsilon"] == pytest.approx(math.sqrt(2))
     assert grid["reference_code", 1000, 1.0, "DP-GD", 100]["epsilon"] == pytest.approx(1.661, abs=1e-3)
+
+
+def test_figures_are_written(tmp_path, section5):
+    pytest.importorskip("matplotlib")
+    cell = seed002.run_cell("DP-NAG-opt", section5, T=100, m=1000, c=1.0, runs=2, eval_every=10)
+    grid = {("paper", 1000, 1.0, "DP-NAG-opt", 100): cell}
+    seed002.write_report(tmp_path, grid, section5, runs=2, horizons=(100,),
+                         batch_sizes=(1000,), elapsed=0.0, quick=True)
+    for name in ("seed002_fig4_paper.png", "seed002_fig1.png", "seed002_fig2.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_command_line_rejects_unknown_options():
@@ -62,12 +79,48 @@ def test_fig2_profiles_and_fig1_table():
     assert best["nag_reference"][1] == 14
 
 
+def test_replica_cells_are_the_single_runs(section5):
+    # run_cell runs the 20 runs in lock step; run r is run_algorithm with SeedSequence([0, r])
+    cell = seed002.run_cell("DP-HB", section5, T=30, m=1000, c=1.0, runs=2, eval_every=10)
+    for r in range(2):
+        steps, errors, _ = seed002.run_algorithm("DP-HB", section5, T=30, m=1000, c=1.0,
+                                                 seed=np.random.SeedSequence([0, r]),
+                                                 eval_every=10)
+        assert np.array_equal(steps, cell["steps"])
+        assert errors[-1] == pytest.approx(cell["finals"][r], rel=1e-9)
+
+
+def test_data_seeds_give_other_data_and_decide_the_claims():
+    # spec C9: three further draws of the generator; the quick grid (T = 100, one run,
+    # m = n only) decides the T = 100 claims on each
+    results = seed002.run_data_seeds(n=5000, runs=1, horizons=(100,), batch_sizes=(5000,))
+    assert len(results) >= 3
+    assert len({round(r["negatives"], 6) for r in results}) == len(results)  # other labels
+    for r in results:
+        assert r["smoothness"] > 5.0 and r["initial_gap"] > 0
+        texts = [t for t, _ in r["claims"]]
+        assert "[paper] m=5000, c=1: every -opt final error < every non-opt final error" in texts
+        # the optimised schedules beat DP-NAG at T = 100 on every data set
+        assert r["finals"]["paper", 5000, 1.0, "DP-NAG-opt", 100] < \
+            r["finals"]["paper", 5000, 1.0, "DP-NAG", 100]
+
+
+def test_horizon_rule_table(section5):
+    rows = seed002.horizon_rule_table(section5, horizons=(100, 1000), multipliers=(1.0,))
+    got = {(r["m"], r["algorithm"], r["rule"]): r["horizons"] for r in rows}
+    assert got[100_000, "DP-NAG-opt", "paper"] == got[100_000, "DP-NAG-opt", "subsampled"] == [100, 136]
+    assert got[1000, "DP-NAG-opt", "paper"] == [100, 136]
+    assert got[1000, "DP-NAG-opt", "subsampled"] == [100, 127]
+    assert got[1000, "DP-MASG-opt", "subsampled"] == [89, 497]
+
+
 @pytest.mark.slow
 def test_full_reproduction(tmp_path, section5):
     # spec 6.5: 20 runs, the whole grid, both conventions; the claims of section 5.4 hold
     # and the reference-code finals are within a factor 1.5 of the spec's replication
     # (2x for the oscillating T = 200 curves)
-    grid = seed002.reproduce(tmp_path, eval_every=10, section=section5)
+    grid = seed002.reproduce(tmp_path, eval_every=10, section=section5, data_seeds=0,
+                             subsampled_horizon=False)
     report = (tmp_path / "seed002.md").read_text()
     assert "FAIL" not in report
     for (conv, m, c), table in seed002.REPL.items():
@@ -76,3 +129,13 @@ def test_full_reproduction(tmp_path, section5):
                 factor = 2.0 if T == 200 else 1.5
                 ours = grid[conv, m, c, name, T]["final"]
                 assert ref / factor < ours < ref * factor, (conv, m, c, name, T, ours, ref)
+
+
+@pytest.mark.slow
+def test_claims_hold_on_other_data_seeds():
+    # spec C9: the conclusions on >= 3 further data sets (paper noise, 5 runs per cell)
+    results = seed002.run_data_seeds()
+    assert len(results) >= 3
+    for r in results:
+        failed = [t for t, h in r["claims"] if not h]
+        assert not failed, (r["seed"], r["w_seed"], failed)
