@@ -43,6 +43,8 @@ __all__ = [
     "OBJ_SUM_PINBALL",
     "metropolis_chains",
     "chain_random_stream",
+    "hit_and_run_chains",
+    "hit_and_run_random_stream",
     "objective_values",
     "dykstra_project",
 ]
@@ -486,6 +488,209 @@ def chain_random_stream(seed, n_steps, d):
             uniforms[first + t] = u[t]
             for j in range(d):
                 normals[first + t, j] = z[t * d + j]
+    return normals, uniforms
+
+
+# --------------------------------------------------------------------------
+# hit-and-run with exact 1-D conditionals (spec 001, section 2.3.4; extension)
+# --------------------------------------------------------------------------
+@njit(cache=True)
+def _next_normal(state):
+    """One standard normal by the ziggurat (scalar path)."""
+    layer, sign, xx, inside = _ziggurat_first_try(_next_u64(state))
+    if inside:
+        return sign * xx
+    return _ziggurat_slow(state, layer, sign, xx)
+
+
+@njit(cache=True)
+def _hit_and_run_draws(state, u):
+    """The random numbers of one hit-and-run step: ``d`` normals into ``u``, then two uniforms."""
+    for j in range(u.shape[0]):
+        u[j] = _next_normal(state)
+    return _next_open_uniform(state), _next_open_uniform(state)
+
+
+@njit(cache=True)
+def _chord(x, u, H, h, lo, hi, use_box):
+    """[t_lo, t_hi] such that x + t u stays in P (x in P)."""
+    t_lo, t_hi = -np.inf, np.inf
+    if use_box:
+        for j in range(x.shape[0]):
+            if u[j] > 0.0:
+                t_lo = max(t_lo, (lo[j] - x[j]) / u[j])
+                t_hi = min(t_hi, (hi[j] - x[j]) / u[j])
+            elif u[j] < 0.0:
+                t_lo = max(t_lo, (hi[j] - x[j]) / u[j])
+                t_hi = min(t_hi, (lo[j] - x[j]) / u[j])
+        return min(t_lo, 0.0), max(t_hi, 0.0)
+    for k in range(H.shape[0]):
+        hu, hx = 0.0, 0.0
+        for j in range(x.shape[0]):
+            hu += H[k, j] * u[j]
+            hx += H[k, j] * x[j]
+        slack = max(h[k] - hx, 0.0)
+        if hu > 0.0:
+            t_hi = min(t_hi, slack / hu)
+        elif hu < 0.0:
+            t_lo = max(t_lo, slack / hu)
+    return t_lo, t_hi
+
+
+@njit(cache=True)
+def _log_segment_mass(width, kappa):
+    """log of ∫_0^width exp(-kappa t / width) dt (kappa = beta (g_right - g_left))."""
+    if abs(kappa) < 1e-12:
+        return math.log(width) - 0.5 * kappa
+    if kappa > 0.0:
+        return math.log(width) + math.log(-math.expm1(-kappa)) - math.log(kappa)
+    return math.log(width) - kappa + math.log(-math.expm1(kappa)) - math.log(-kappa)
+
+
+@njit(cache=True)
+def _envelope(c, slope, t_lo, t_hi, knots, piece):
+    """Upper envelope of the lines c_i + slope_i t on [t_lo, t_hi].
+
+    Fills ``knots[0..K]`` (t_lo = knots[0] < ... <= knots[K] = t_hi) and
+    ``piece[k]``, the line active on [knots[k], knots[k+1]]; returns K. Each
+    new active line has a strictly larger slope, so K <= m.
+    """
+    m = c.shape[0]
+    p = 0
+    best = -np.inf
+    for i in range(m):
+        v = c[i] + slope[i] * t_lo
+        if v > best or (v == best and slope[i] > slope[p]):
+            best, p = v, i
+    knots[0] = t_lo
+    k = 0
+    t = t_lo
+    while True:
+        nxt, q = t_hi, -1
+        for i in range(m):
+            if slope[i] > slope[p]:
+                ti = (c[p] - c[i]) / (slope[i] - slope[p])
+                if ti < t:
+                    ti = t
+                if ti < nxt or (ti == nxt and q >= 0 and slope[i] > slope[q]):
+                    nxt, q = ti, i
+        piece[k] = p
+        knots[k + 1] = nxt
+        k += 1
+        if q < 0 or nxt >= t_hi:
+            knots[k] = t_hi
+            return k
+        p, t = q, nxt
+
+
+@njit(cache=True)
+def _sample_chord(beta, c, slope, t_lo, t_hi, u1, u2, knots, piece, log_mass):
+    """Exact draw of t with density ∝ exp(-beta max_i (c_i + slope_i t)) on [t_lo, t_hi]."""
+    n_seg = _envelope(c, slope, t_lo, t_hi, knots, piece)
+    top = -np.inf
+    for k in range(n_seg):
+        width = knots[k + 1] - knots[k]
+        if width <= 0.0:
+            log_mass[k] = -np.inf
+            continue
+        i = piece[k]
+        g_left = c[i] + slope[i] * knots[k]
+        log_mass[k] = -beta * g_left + _log_segment_mass(width, beta * slope[i] * width)
+        top = max(top, log_mass[k])
+    total = 0.0
+    for k in range(n_seg):
+        log_mass[k] = math.exp(log_mass[k] - top)
+        total += log_mass[k]
+    target = u1 * total
+    acc = 0.0
+    k = 0
+    for k in range(n_seg):
+        acc += log_mass[k]
+        if acc > target and log_mass[k] > 0.0:
+            break
+    width = knots[k + 1] - knots[k]
+    kappa = beta * slope[piece[k]] * width
+    if abs(kappa) < 1e-12:
+        offset = u2 * width
+    else:
+        offset = -math.log1p(u2 * math.expm1(-kappa)) * width / kappa
+    return min(max(knots[k] + offset, knots[k]), knots[k + 1])
+
+
+@njit(cache=True, parallel=True)
+def hit_and_run_chains(A, b, beta, H, h, lo, hi, use_box, x0, n_steps, seeds):
+    """Hit-and-run chains for pi(x) ∝ exp(-beta max_i (A[i] . x + b[i])) on P.
+
+    Every step draws a uniform direction u (``d`` ziggurat normals,
+    normalised), finds the chord {x + t u} ∩ P and draws t exactly from the
+    1-D conditional ∝ exp(-beta f(x + t u)) by inverting the piecewise
+    exponential CDF on the upper envelope of the lines
+    (A[i] . x + b[i]) + (A[i] . u) t (two uniforms per step). The chain is
+    reversible with respect to pi; every chain has its own xoshiro256**
+    stream (:func:`hit_and_run_random_stream` replays it).
+
+    Parameters
+    ----------
+    A : float64 array (m, d), C-contiguous; b : (m,)
+    beta : float >= 0
+    H, h, lo, hi, use_box : as :func:`metropolis_chains`
+    x0 : float64 array (n_chains, d), points of P
+    n_steps : int
+    seeds : uint64 array (n_chains,)
+
+    Returns
+    -------
+    X : float64 array (n_chains, d)
+    """
+    n_chains, d = x0.shape
+    m = b.shape[0]
+    X = np.empty((n_chains, d))
+    for ch in prange(n_chains):
+        state = np.empty(4, dtype=np.uint64)
+        _seed_state(seeds[ch], state)
+        x = x0[ch].copy()
+        u = np.empty(d)
+        c = np.empty(m)
+        slope = np.empty(m)
+        knots = np.empty(m + 1)
+        piece = np.empty(m, dtype=np.int64)
+        log_mass = np.empty(m)
+        for _ in range(n_steps):
+            u1, u2 = _hit_and_run_draws(state, u)
+            norm = 0.0
+            for j in range(d):
+                norm += u[j] * u[j]
+            norm = math.sqrt(norm)
+            for j in range(d):
+                u[j] /= norm
+            t_lo, t_hi = _chord(x, u, H, h, lo, hi, use_box)
+            if not (t_hi > t_lo):
+                continue
+            for i in range(m):
+                ci, si = b[i], 0.0
+                for j in range(d):
+                    ci += A[i, j] * x[j]
+                    si += A[i, j] * u[j]
+                c[i], slope[i] = ci, si
+            t = _sample_chord(beta, c, slope, t_lo, t_hi, u1, u2, knots, piece, log_mass)
+            for j in range(d):
+                y = x[j] + t * u[j]
+                if use_box:
+                    y = min(max(y, lo[j]), hi[j])
+                x[j] = y
+        X[ch] = x
+    return X
+
+
+@njit(cache=True)
+def hit_and_run_random_stream(seed, n_steps, d):
+    """The normals (n_steps, d) and uniform pairs (n_steps, 2) a hit-and-run chain consumes."""
+    state = np.empty(4, dtype=np.uint64)
+    _seed_state(np.uint64(seed), state)
+    normals = np.empty((n_steps, d))
+    uniforms = np.empty((n_steps, 2))
+    for t in range(n_steps):
+        uniforms[t, 0], uniforms[t, 1] = _hit_and_run_draws(state, normals[t])
     return normals, uniforms
 
 

@@ -3,6 +3,8 @@
 * :func:`vector_laplace`: density ∝ exp(-rate ||w||_2) on R^n (spec P1).
 * :func:`metropolis_sample`: random-walk Metropolis chains for
   pi(x) ∝ exp(-beta f(x)) on P, run by the numba kernel.
+* :func:`hit_and_run_sample`: hit-and-run chains with exact 1-D
+  conditionals (spec 2.3.4, an extension; explicit pieces only).
 * :func:`rejection_sample`: exact sampler of pi by rejection from Uniform(P)
   (spec 2.3.2).
 * :func:`independence_sample`: Metropolis chains with Uniform(P) proposals;
@@ -29,6 +31,7 @@ __all__ = [
     "rejection_sample",
     "rejection_upper_bound",
     "independence_sample",
+    "hit_and_run_sample",
     "independence_tv_bound",
     "independence_steps",
     "exact_1d_sample",
@@ -109,6 +112,50 @@ def metropolis_sample(problem, beta, x0, n_steps, step_std, rng):
         use_box, x0, n_steps, step, seeds)
     acceptance = accepted / n_steps if n_steps else np.zeros(x0.shape[0])
     return X, acceptance
+
+
+def _kernel_constraints(problem):
+    cons = problem.constraints
+    d = problem.n_features
+    if cons.is_box:
+        return np.zeros((0, d)), np.zeros(0), cons.lo, cons.hi, True
+    H, h = cons.halfspaces()
+    return np.ascontiguousarray(H), np.ascontiguousarray(h), np.zeros(d), np.zeros(d), False
+
+
+def hit_and_run_sample(problem, beta, x0, n_steps, rng):
+    """Final states of hit-and-run chains for pi ∝ exp(-beta f) on P (spec 2.3.4).
+
+    Each step picks a uniform direction through the current point and draws
+    the next point exactly from pi restricted to that chord (piecewise
+    exponential on the upper envelope of the pieces). Reversible with respect
+    to pi and much better mixing than the random walk on elongated sets;
+    still a finite chain (approximate DP). Needs explicit pieces
+    (:class:`PiecewiseAffineProblem`).
+    """
+    if not hasattr(problem, "A"):
+        raise ValidationError(
+            "sampler='hit_and_run' needs explicit pieces (PiecewiseAffineProblem); "
+            "use sampler='metropolis' for this problem.")
+    d = problem.n_features
+    x0 = np.ascontiguousarray(np.atleast_2d(x0), dtype=np.float64)
+    if x0.shape[1] != d or not np.all(np.isfinite(x0)) or not np.all(problem.constraints.contains(x0)):
+        raise ValidationError("every chain must start inside the constraint set P.")
+    n_steps = int(n_steps)
+    if n_steps < 0:
+        raise ValidationError(f"n_steps must be >= 0; got {n_steps}.")
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValidationError(f"beta must be finite and >= 0; got {beta!r}.")
+    seeds = rng.integers(0, 2**64, size=x0.shape[0], dtype=np.uint64)
+    H, h, lo, hi, use_box = _kernel_constraints(problem)
+    X = _metropolis.hit_and_run_chains(np.ascontiguousarray(problem.A), problem.b, float(beta),
+                                       H, h, lo, hi, use_box, x0, n_steps, seeds)
+    if not use_box:
+        # a chord end can overshoot a face by a rounding error: pull such points back
+        outside = ~problem.constraints.contains(X)
+        if np.any(outside):
+            X[outside] = problem.constraints.project(X[outside])
+    return X
 
 
 def rejection_upper_bound(problem, beta):

@@ -241,6 +241,33 @@ def test_metropolis_on_polytope_matches_rejection_sampler():
         assert stats.ks_2samp(res.x[:, j], ref[:, j]).pvalue > ALPHA / 2
 
 
+@pytest.mark.parametrize("constraint", ["box", "polytope"])
+def test_hit_and_run_matches_rejection_sampler(constraint):
+    """Spec 2.3.4 extension: hit-and-run against the exact sampler (KS per coordinate,
+    Bonferroni over the two coordinates: false-alarm rate ALPHA)."""
+    rng = np.random.default_rng(41)
+    A, b = rng.standard_normal((4, 2)) * 3, rng.standard_normal(4)
+    if constraint == "box":
+        prob = pa.PiecewiseAffineProblem(A, b, 1.0, pa.Box([-1.0, -0.5], [1.0, 2.0]))
+    else:
+        H = np.array([[1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+        prob = pa.minimax_lp_problem(A, b, 1.0, H, np.array([1.0, 0.0, 0.0]))
+    res = pa.exponential_mechanism(prob, 2.0, sampler="hit_and_run", n_steps=25, n_runs=6000,
+                                   random_state=3)
+    assert np.all(prob.constraints.contains(res.x))
+    assert res.delta is None and not res.exact and "hit-and-run" in res.privacy_note
+    ref, _ = rejection_sample(prob, 1.0, 6000, rng)
+    for j in range(2):
+        assert stats.ks_2samp(res.x[:, j], ref[:, j]).pvalue > ALPHA / 2
+
+
+def test_hit_and_run_needs_explicit_pieces():
+    Z = np.random.default_rng(0).standard_normal((6, 2))
+    prob = pa.quantile_regression_problem(Z, Z @ [1.0, -1.0], 0.5, 1.0, pa.Box.cube(2, 3.0))
+    with pytest.raises(ValidationError, match="explicit pieces"):
+        pa.exponential_mechanism(prob, 1.0, sampler="hit_and_run", n_steps=5)
+
+
 # --------------------------------------------------------------------------
 # T10-T14: privacy
 # --------------------------------------------------------------------------
