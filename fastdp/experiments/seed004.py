@@ -467,6 +467,8 @@ def main(argv=None):
                     help="keep the other datasets of an existing OUT/seed004.json")
     ap.add_argument("--float32-only", action="store_true",
                     help="with --merge: only (re-)run the float32-message comparisons")
+    ap.add_argument("--float32-penalties", default="l2,l1",
+                    help="penalties of the float32 comparisons (default: both)")
     args = ap.parse_args(argv)
     command = "python -m fastdp.experiments.seed004 " + " ".join(sys.argv[1:] if argv is None else argv)
     results = {}
@@ -485,6 +487,7 @@ def main(argv=None):
         data = load_problem(name, args.data_home)
         if args.float32_only:      # high-dimensional data: the private configurations only (time box)
             configs = float32 if data[0].shape[1] < 10_000 else [c for c in float32 if c[2] != "none"]
+            configs = [c for c in configs if c[0] in args.float32_penalties.split(",")]
             float32_comparison(data, results[name], configs, epochs)
             write_report(args.out, results, epochs=epochs, seeds=seeds, command=command)
             continue
