@@ -220,7 +220,8 @@ def sample_subgradient(shard, row, x, loss, out):
         code = {"squared": _glm_kernels.LOSS_SQUARED, "logistic": _glm_kernels.LOSS_LOGISTIC,
                 "hinge": _glm_kernels.LOSS_HINGE}[loss.name]
         _glm_kernels.gradient_sum(shard.data, shard.indices, shard.indptr, shard.y,
-                                  np.array([row], dtype=np.int64), x, code, out)
+                                  np.array([row], dtype=np.int64), x, code, out,
+                                  check_structure=False)
         return out
     lo, hi = shard.indptr[row], shard.indptr[row + 1]
     idx, vals = shard.indices[lo:hi], shard.data[lo:hi]
