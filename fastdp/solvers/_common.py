@@ -174,6 +174,10 @@ def check_clip(clip, private):
     return clip
 
 
+MAX_NUM_THREADS = 1024
+"""Largest OpenMP thread count the compiled kernels accept."""
+
+
 def check_num_threads(num_threads):
     """Check the OpenMP thread count of a kernel call.
 
@@ -190,7 +194,8 @@ def check_num_threads(num_threads):
     Raises
     ------
     ValidationError
-        If ``num_threads`` is not None or an int >= 1 (bools are rejected).
+        If ``num_threads`` is not None or an int in [1, 1024] (bools are rejected; the
+        compiled kernels refuse more than 1024 OpenMP threads).
     """
     if num_threads is None:
         return 1
@@ -198,6 +203,9 @@ def check_num_threads(num_threads):
         raise ValidationError(f"num_threads must be None or a positive int; got {num_threads!r}.")
     if num_threads < 1:
         raise ValidationError(f"num_threads must be >= 1; got {num_threads}.")
+    if num_threads > MAX_NUM_THREADS:
+        raise ValidationError(f"num_threads must be at most {MAX_NUM_THREADS}; got {num_threads}. "
+                              "Use the number of cores of the machine.")
     return int(num_threads)
 
 

@@ -250,12 +250,13 @@ class _MarginObjective:
 
     def _margin(self, theta, out):
         _glm.margins(self.X.data, self.X.indices, self.X.indptr, self.rows,
-                     np.ascontiguousarray(theta, dtype=np.float64), out, self.num_threads)
+                     np.ascontiguousarray(theta, dtype=np.float64), out, self.num_threads,
+                     check_structure=False)  # X passed check_X
         return out
 
     def _row_sum(self, weights, out):
         _glm.weighted_row_sum(self.X.data, self.X.indices, self.X.indptr, self.rows, weights,
-                              out, self.num_threads)
+                              out, self.num_threads, check_structure=False)  # X passed check_X
         return out
 
     def value_and_gradient(self, theta):

@@ -26,7 +26,8 @@ def test_scalar_checks():
     with pytest.raises(ValidationError, match="clip"):
         C.check_clip(0.0, private=False)
     assert C.check_num_threads(None) == 1 and C.check_num_threads(np.int64(3)) == 3
-    for bad in (0, 1.0, True):
+    assert C.check_num_threads(C.MAX_NUM_THREADS) == C.MAX_NUM_THREADS
+    for bad in (0, 1.0, True, C.MAX_NUM_THREADS + 1, 10**6):
         with pytest.raises(ValidationError, match="num_threads"):
             C.check_num_threads(bad)
 
