@@ -42,7 +42,10 @@ Events refuse combinations that no sound analysis covers, with
   or shuffled (nested sampling);
 * Poisson sampling of replace-one events (the Poisson amplification analyses
   used here are for add/remove adjacency);
-* converting a sampled add/remove event to replace-one.
+* converting a sampled add/remove event to replace-one;
+* asking for ε at a δ below the δ that :class:`ApproxDpEvent` members state
+  themselves (:func:`event_delta`), and RDP/moments accounting of
+  :class:`ApproxDpEvent` (no Rényi curve).
 
 Bad parameter values (negative noise, a sampling rate outside [0, 1], ...)
 raise :class:`~fastdp.exceptions.ValidationError`.
@@ -52,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import numbers
 from typing import Any, Iterator
@@ -66,6 +70,7 @@ __all__ = [
     "LaplaceEvent",
     "PureEvent",
     "ExponentialMechanismEvent",
+    "ApproxDpEvent",
     "LineSearchEvent",
     "SampledEvent",
     "PoissonSampledEvent",
@@ -76,6 +81,8 @@ __all__ = [
     "NonPrivateEvent",
     "PrivacyFilterEvent",
     "event_from_dict",
+    "event_delta",
+    "check_event_delta",
     "iter_events",
     "VIEWS",
 ]
@@ -434,6 +441,121 @@ class ExponentialMechanismEvent(PureEvent):
 
     kind = "exponential_mechanism"
 
+
+
+@functools.lru_cache(maxsize=None)
+def _epsilon_delta_dp_event_class():
+    """A ``dp_accounting.DpEvent`` subclass for an (ε, δ)-DP mechanism.
+
+    dp_accounting 0.6.0 has no event for a mechanism known only through an
+    (ε, δ) guarantee. This attrs class fills the gap: fastdp's PLD accountant
+    composes it as ``from_privacy_parameters`` (the dominating pair of
+    (ε, δ)-DP); dp_accounting's own accountants do not know it and refuse it
+    (``supports`` is False), which is sound.
+    """
+    import attr
+    import dp_accounting
+
+    @attr.s(frozen=True, slots=True, auto_attribs=True)
+    class EpsilonDeltaDpEvent(dp_accounting.DpEvent):
+        """An (epsilon, delta)-DP mechanism (fastdp extension)."""
+
+        epsilon: float
+        delta: float
+
+    EpsilonDeltaDpEvent.__module__ = __name__
+    return EpsilonDeltaDpEvent
+
+
+def epsilon_delta_dp_event(epsilon: float, delta: float):
+    """The ``dp_accounting`` event of an (ε, δ)-DP mechanism; see
+    :func:`_epsilon_delta_dp_event_class`."""
+    return _epsilon_delta_dp_event_class()(float(epsilon), float(delta))
+
+
+@dataclasses.dataclass(frozen=True)
+class ApproxDpEvent(MechanismEvent):
+    """Any (ε, δ)-DP mechanism, analysed only through its (ε, δ) guarantee.
+
+    For example a finite Markov chain whose output law is within total
+    variation TV of an ε-DP mechanism's for every data set: it is
+    (ε, (1 + e^ε)·TV)-DP. What is private: the records the mechanism reads.
+    Adjacency: ``adjacency`` (default add/remove). Released: whatever the
+    mechanism outputs.
+
+    Accounting (an (ε, δ) guarantee has no Rényi-DP curve):
+
+    * pure-DP accountant: basic composition adds the ε and the δ; advanced
+      composition adds Σ δ_i to its slack δ' (Kairouz, Oh, Viswanath 2017,
+      Thm 3.5; Dwork, Rothblum, Vadhan 2010, Thm III.3); sampling amplifies to
+      (log(1 + γ(e^ε − 1)), γ·δ) (Balle, Barthe, Gaboardi 2018);
+    * PLD accountant: the dominating pair of (ε, δ)-DP
+      (``from_privacy_parameters``: loss +∞ with probability δ);
+    * RDP and moments accountants refuse it
+      (:class:`~fastdp.exceptions.PrivacyAnalysisError`).
+
+    An accountant asked for ε at a target δ_total raises unless
+    δ_total ≥ :func:`event_delta` (the Σ δ_i the events state themselves).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε ≥ 0.
+    delta : float
+        δ in [0, 1).
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    epsilon: float
+    delta: float
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "approx_dp"
+
+    def __post_init__(self):
+        _set(self, "epsilon", _positive_float("epsilon", self.epsilon, allow_zero=True))
+        delta = _positive_float("delta", self.delta, allow_zero=True)
+        if delta >= 1.0:
+            raise ValidationError(
+                f"delta must be in [0, 1), got {delta}; a release with delta >= 1 is not "
+                "private: describe it with NonPrivateEvent().")
+        _set(self, "delta", delta)
+        self._post_init_adjacency()
+
+    def pure_epsilon(self):
+        return self.epsilon if self.delta == 0.0 else math.inf
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        """An (ε, δ) event only fastdp's PLD accountant composes (see
+        :func:`epsilon_delta_dp_event`); refused with ``rdp_equivalent=True``
+        when δ > 0 (an (ε, δ) guarantee has no RDP curve)."""
+        _check_view(view)
+        if rdp_equivalent and self.delta > 0.0:
+            raise PrivacyAnalysisError(_APPROX_NO_RDP)
+        if self.delta == 0.0:
+            return PureEvent(self.epsilon, self.adjacency).to_dp_accounting(view=view)
+        return epsilon_delta_dp_event(self.epsilon, self.delta)
+
+    def to_replace_one(self):
+        """Group privacy for the two add/remove steps of a replacement:
+        (2ε, (1 + e^ε)·δ)-DP under replace-one."""
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        delta = min((1.0 + math.exp(min(self.epsilon, 700.0))) * self.delta, 1.0)
+        if delta >= 1.0:
+            raise PrivacyAnalysisError(
+                f"the replace-one guarantee of {self!r} has delta >= 1 (group privacy "
+                "gives (2 eps, (1 + e^eps) delta)); state the event under replace-one.")
+        return ApproxDpEvent(2.0 * self.epsilon, delta, Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "epsilon": self.epsilon, "delta": self.delta,
+                "adjacency": self.adjacency.value}
+
+
+_APPROX_NO_RDP = (
+    "an (epsilon, delta)-DP guarantee with delta > 0 has no Renyi-DP curve (the privacy "
+    "loss may be infinite with probability delta): account ApproxDpEvent with "
+    "accountant='pure' (basic or advanced composition) or accountant='pld'.")
 
 
 _LINE_SEARCH_FORMS = ("laplace", "gaussian")
@@ -1077,11 +1199,55 @@ def _relabel(d: dict, adjacency: str) -> dict:
     return out
 
 
+def event_delta(event: DpEvent, view: str = "guaranteed") -> float:
+    """Σ δ_i that the :class:`ApproxDpEvent` members of ``event`` state themselves.
+
+    Compositions add (a ``SelfComposedEvent`` counts ``count`` times);
+    sampling at rate γ (Poisson rate q, or m/n without replacement, after the
+    replace-one conversion) scales the inner δ by γ (Balle, Barthe, Gaboardi
+    2018, Thms 8 and 9); a ``ShuffledEvent`` contributes its ``view``. Every
+    other event states δ = 0. Any (ε, δ_total) answer for ``event`` needs
+    δ_total ≥ this value.
+    """
+    _check_view(view)
+    if isinstance(event, ApproxDpEvent):
+        return event.delta
+    if isinstance(event, SelfComposedEvent):
+        return event.count * event_delta(event.event, view) if event.count else 0.0
+    if isinstance(event, ComposedEvent):
+        return math.fsum(event_delta(e, view) for e in event.events)
+    if isinstance(event, ShuffledEvent):
+        return event_delta(event.view(view), view)
+    if isinstance(event, FixedSizeSampledEvent):
+        return event.sample_rate * event_delta(event.replace_one_event, view)
+    if isinstance(event, PoissonSampledEvent):
+        return event.sample_rate * event_delta(event.event, view)
+    return 0.0
+
+
+def check_event_delta(event: DpEvent, delta: float, view: str = "guaranteed") -> float:
+    """Return :func:`event_delta` of ``event``; raise if it exceeds ``delta``.
+
+    Raises
+    ------
+    PrivacyAnalysisError
+        If the events' own δ exceeds the target δ: no ε is available there.
+    """
+    own = event_delta(event, view)
+    if own > delta:
+        raise PrivacyAnalysisError(
+            f"the release states delta = {own:.6g} itself (approximate-DP events), more "
+            f"than the target delta = {delta:.6g}: no epsilon is available at that delta. "
+            f"Ask for delta >= {own:.6g} (the events' delta plus the accountant's slack).")
+    return own
+
+
 _KINDS = {
     "gaussian": GaussianEvent,
     "laplace": LaplaceEvent,
     "pure": PureEvent,
     "exponential_mechanism": ExponentialMechanismEvent,
+    "approx_dp": ApproxDpEvent,
     "line_search": LineSearchEvent,
     "non_private": NonPrivateEvent,
     "privacy_filter": PrivacyFilterEvent,

@@ -323,7 +323,11 @@ class PrivacyLedger:
     What is private: the records of the dataset(s) the charged releases read,
     under the adjacency of the recorded events (all entries must share one
     adjacency, as in any composition).  What is tracked: the ε at the ledger's
-    δ of the composition of every recorded event, computed by ``accountant``.
+    δ of the composition of every recorded event, computed by ``accountant``,
+    and (:meth:`spent_delta`) the δ that approximate-DP events
+    (:class:`~fastdp.privacy.events.ApproxDpEvent`) state themselves, which
+    must fit in the budget δ (the accountant gets only the rest as slack).
+    Approximate-DP events need ``accountant="pure"`` or ``"pld"``.
 
     Parameters
     ----------
@@ -532,6 +536,14 @@ class PrivacyLedger:
         """ε spent so far: the accountant's ε of all recorded events at the ledger's δ."""
         return self._epsilon_of(self.entries)
 
+    def spent_delta(self):
+        """δ the recorded events state themselves: Σ δ_i of their approximate-DP
+        members (:func:`fastdp.privacy.events.event_delta`; 0 for pure, Gaussian,
+        ... events).  It is charged against the budget δ, never above it; the
+        accountant's own slack is the rest of the budget δ."""
+        event = self.composed_event()
+        return 0.0 if event is None else float(ev.event_delta(event))
+
     def remaining(self):
         """ε still available: ``max(0, epsilon - spent())``."""
         return max(0.0, self._epsilon - self.spent())
@@ -542,6 +554,14 @@ class PrivacyLedger:
     def _checked(self, entries, event, label):
         if not isinstance(event, ev.DpEvent):
             raise ValidationError(f"expected a fastdp DpEvent, got {type(event).__name__}")
+        own_delta = ev.event_delta(ev.ComposedEvent(tuple(e.event for e in entries) + (event,)))
+        if own_delta > self._delta:
+            what = f" ({label})" if label else ""
+            raise BudgetExceededError(
+                f"privacy budget exceeded: this release{what} would raise the delta stated by "
+                f"the recorded approximate-DP events to {own_delta:.6g}, above the budget "
+                f"delta={self._delta:g}. Nothing was released or recorded; use a smaller "
+                "per-release delta (e.g. target_delta) or a new budget.")
         after = self._epsilon_of(entries, event)  # may raise PrivacyAnalysisError
         if not self._within_budget(after):
             before = self._epsilon_of(entries)

@@ -434,7 +434,7 @@ class MomentsAccountant(Accountant):
     those; log moments add over the composition.  Adjacency must be
     add/remove-one (the analysis is for Poisson sampling under add/remove).
     Everything else (fixed-size or shuffled batches, Laplace, pure ε events,
-    replace-one) raises :class:`~fastdp.exceptions.PrivacyAnalysisError`: the
+    approximate (ε, δ) events, replace-one) raises :class:`~fastdp.exceptions.PrivacyAnalysisError`: the
     paper accounted its shuffled lots as if they were Poisson, and fastdp does
     not repeat that silently.  To show the paper's number for shuffled lots,
     call ``_epsilon(event, delta, "poisson_assumed")`` or
@@ -469,6 +469,10 @@ class MomentsAccountant(Accountant):
                 f"{event.adjacency.value} in {event!r}. Use the RDP accountant for "
                 "replace-one events."
             )
+        if isinstance(event, ev.ApproxDpEvent):
+            raise PrivacyAnalysisError(
+                f"the moments accountant cannot analyse {event!r}: an (epsilon, delta)-DP "
+                "guarantee has no moment (Renyi) curve; use accountant='pure' or 'pld'.")
         if isinstance(event, ev.GaussianEvent):
             return [(float(event.noise_multiplier), 1.0, 1)]
         if isinstance(event, ev.PoissonSampledEvent) and isinstance(event.event, ev.GaussianEvent):

@@ -27,6 +27,12 @@ answer, except in two places where its accountant is wrong or too strict:
   event's own adjacency), so both are accepted under either adjacency.
   Randomized response at ε dominates every ε-DP pair whatever the relation.
 
+Approximate-DP events (``ApproxDpEvent``, a mechanism known only to be
+(ε, δ)-DP; dp_accounting 0.6.0 has no event for it) are composed as
+``from_privacy_parameters(ε, δ)``, the dominating pair of (ε, δ)-DP (privacy
+loss +∞ with probability δ).  ε at a target δ below the Σ δ_i the events state
+themselves raises (the PLD would only give ε = ∞ there).
+
 Not covered (raises :class:`~fastdp.exceptions.PrivacyAnalysisError`):
 fixed-size sampling without replacement (no PLD in ``dp_accounting``; use the
 RDP accountant) and the paper analysis of the line search (an RDP bound only).
@@ -99,6 +105,13 @@ class _PldComposer:
                 value_discretization_interval=self.vdi,
                 neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
             ).self_compose(count))
+        elif isinstance(event, ev._epsilon_delta_dp_event_class()):
+            # Dominating pair of (eps, delta)-DP, whatever the relation.
+            from dp_accounting.pld import common
+
+            self._add(pld.from_privacy_parameters(
+                common.DifferentialPrivacyParameters(event.epsilon, event.delta),
+                value_discretization_interval=self.vdi).self_compose(count))
         elif isinstance(event, dpa.PoissonSampledDpEvent):
             self._compose_poisson(event, count)
         else:
@@ -151,7 +164,8 @@ class PLDAccountant(Accountant):
     event its PLD accountant supports — Gaussian and Laplace mechanisms,
     Poisson-sampled Gaussian and Laplace (add/remove), pure ε-DP and
     exponential-mechanism events (as binary randomized response, their
-    dominating pair), the conservative Laplace line search, the guaranteed view
+    dominating pair), approximate (ε, δ)-DP events (``from_privacy_parameters``),
+    the conservative Laplace line search, the guaranteed view
     of shuffled sampling, and compositions of these.  The neighbouring relation
     is the event's adjacency.  ε is for the whole composed release at the
     requested δ; discretisation is pessimistic, so the ε is an upper bound.
@@ -198,6 +212,7 @@ class PLDAccountant(Accountant):
     def _epsilon(self, event, delta, view):
         if not event.is_private:
             return math.inf
+        ev.check_event_delta(event, delta, view)
         if delta >= 1.0:
             return 0.0
         return float(self._compose(event, view).get_epsilon(delta))

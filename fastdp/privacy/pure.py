@@ -17,7 +17,8 @@ Rules used (ε_i is the pure ε of one mechanism, all under one adjacency):
   per epoch, replace-one): ``epochs`` compositions of the inner event; see
   :class:`fastdp.privacy.events.ShuffledEvent`.
 * **Basic composition** (Dwork–Roth Cor. 3.15; spec 002 Thm A.2): ε = Σ ε_i,
-  δ = 0.
+  δ = 0; for (ε_i, δ_i)-DP mechanisms (``ApproxDpEvent``) δ = Σ δ_i
+  (Dwork–Roth Thm 3.16), and advanced composition adds Σ δ_i to its slack δ'.
 * **Advanced composition** for a slack δ' > 0, (ε̃, δ')-DP with
 
   ``"kov"`` (default) — Kairouz, Oh, Viswanath (2015/2017), Thm 3.5 for
@@ -190,7 +191,13 @@ class PureDPAccountant(Accountant):
     replace-one), ``PoissonSampledEvent`` (Poisson amplification, add/remove),
     ``ShuffledEvent`` (its guaranteed view: no amplification; the
     ``"poisson_assumed"`` view is a what-if, not a guarantee),
-    ``SelfComposedEvent``, ``ComposedEvent`` and ``NonPrivateEvent`` (ε = ∞).
+    ``SelfComposedEvent``, ``ComposedEvent``, ``NonPrivateEvent`` (ε = ∞) and
+    ``ApproxDpEvent`` (an (ε_i, δ_i)-DP mechanism: basic composition gives
+    (Σε_i, Σδ_i); advanced composition gives (ε̃(δ'), δ' + Σδ_i), by Kairouz,
+    Oh, Viswanath 2017, Thm 3.5 (whose δ, 1 − (1 − δ')Π(1 − δ_i), is at most
+    δ' + Σδ_i) and Dwork, Rothblum, Vadhan 2010, Thm III.3; ``paper_004``'s
+    form dominates the KOV one, so the same δ applies).  :meth:`epsilon`
+    at a δ below Σδ_i raises :class:`~fastdp.exceptions.PrivacyAnalysisError`.
     Gaussian events (and the Gaussian line search) are not pure DP and raise
     :class:`~fastdp.exceptions.PrivacyAnalysisError`.
     """
@@ -217,78 +224,119 @@ class PureDPAccountant(Accountant):
                 f"delta_prime={self.delta_prime!r}, advanced_form={self.advanced_form!r})")
 
     # -- event analysis -------------------------------------------------------
-    def pure_epsilons(self, event, view="guaranteed"):
-        """Per-mechanism pure ε of ``event`` as a list of ``(epsilon, count)``.
+    def epsilon_delta_terms(self, event, view="guaranteed"):
+        """Per-mechanism guarantees of ``event`` as a list of ``(epsilon, delta, count)``.
 
-        Sampled events contribute their amplified ε.  Raises
-        :class:`PrivacyAnalysisError` for events without a pure-DP analysis.
+        Pure mechanisms have δ = 0; :class:`~fastdp.privacy.events.ApproxDpEvent`
+        contributes its (ε, δ).  Sampled events contribute their amplified
+        (ε', γ·δ) (Balle, Barthe, Gaboardi 2018, Thms 8 and 9: the same ε rule
+        as for pure DP, δ scaled by the sampling rate γ).  Raises
+        :class:`PrivacyAnalysisError` for events without such an analysis.
         """
         if view not in ev.VIEWS:
             raise ValidationError(f"view must be one of {ev.VIEWS}; got {view!r}")
         if isinstance(event, ev.NonPrivateEvent):
-            return [(math.inf, 1)]
+            return [(math.inf, 0.0, 1)]
         if isinstance(event, ev.SelfComposedEvent):
-            return [(eps, c * event.count) for eps, c in self.pure_epsilons(event.event, view)]
+            return [(eps, dlt, c * event.count)
+                    for eps, dlt, c in self.epsilon_delta_terms(event.event, view)]
         if isinstance(event, ev.ComposedEvent):
-            return [pair for inner in event.events for pair in self.pure_epsilons(inner, view)]
+            return [term for inner in event.events
+                    for term in self.epsilon_delta_terms(inner, view)]
         if isinstance(event, ev.ShuffledEvent):
-            return self.pure_epsilons(event.view(view), view)
+            return self.epsilon_delta_terms(event.view(view), view)
         if isinstance(event, ev.FixedSizeSampledEvent):
-            inner = self._single_epsilon(event.replace_one_event, view)
-            return [(_amplify(inner, event.batch_size / event.n), 1)]
+            inner_eps, inner_delta = self._single_guarantee(event.replace_one_event, view)
+            rate = event.batch_size / event.n
+            return [(_amplify(inner_eps, rate), rate * inner_delta, 1)]
         if isinstance(event, ev.PoissonSampledEvent):
-            inner = self._single_epsilon(event.event, view)
-            return [(_amplify(inner, event.sample_rate), 1)]
+            inner_eps, inner_delta = self._single_guarantee(event.event, view)
+            return [(_amplify(inner_eps, event.sample_rate), event.sample_rate * inner_delta, 1)]
+        if isinstance(event, ev.ApproxDpEvent):
+            return [(event.epsilon, event.delta, 1)]
         if isinstance(event, ev.MechanismEvent):
             eps = event.pure_epsilon()
             if math.isinf(eps):
                 raise PrivacyAnalysisError(
                     f"{type(event).__name__} is not a pure ε-DP mechanism "
                     f"({event!r}); account it with accountant='rdp' or 'pld'.")
-            return [(eps, 1)]
+            return [(eps, 0.0, 1)]
         raise PrivacyAnalysisError(
             f"the pure-DP accountant cannot analyse {type(event).__name__}")
 
-    def _single_epsilon(self, event, view):
-        """Pure ε of a (composed) inner event by basic composition."""
-        return basic_composition(self.pure_epsilons(event, view))
+    def pure_epsilons(self, event, view="guaranteed"):
+        """Per-mechanism pure ε of ``event`` as a list of ``(epsilon, count)``.
+
+        Sampled events contribute their amplified ε.  Raises
+        :class:`PrivacyAnalysisError` for events without a pure-DP analysis,
+        including approximate-DP events with δ > 0 (use
+        :meth:`epsilon_delta_terms` for those).
+        """
+        terms = self.epsilon_delta_terms(event, view)
+        if any(dlt > 0.0 for _, dlt, _ in terms):
+            raise PrivacyAnalysisError(
+                "the event contains (epsilon, delta)-DP mechanisms with delta > 0; they have "
+                "no pure epsilon: use epsilon_delta_terms().")
+        return [(eps, c) for eps, _, c in terms]
+
+    def _single_guarantee(self, event, view):
+        """(ε, δ) of a (composed) inner event by basic composition."""
+        terms = self.epsilon_delta_terms(event, view)
+        return (basic_composition([(eps, c) for eps, _, c in terms]),
+                math.fsum(dlt * c for _, dlt, c in terms))
 
     # -- answers ----------------------------------------------------------------
     def _epsilon(self, event, delta, view):
         """ε such that ``event`` is (ε, delta)-DP.
 
-        Basic composition ignores ``delta`` (the guarantee has δ = 0).
-        Advanced composition uses slack δ' = ``delta_prime`` or, if that is
-        None, δ' = ``delta``; with ``delta == 0`` it falls back to basic.
+        The events' own δ (Σ δ_i of approximate-DP members, see
+        :func:`fastdp.privacy.events.event_delta`) is taken from ``delta``
+        first; less raises :class:`PrivacyAnalysisError`.  Basic composition
+        then ignores the rest of ``delta``.  Advanced composition uses slack
+        δ' = ``delta_prime`` (needs ``delta >= delta_prime + Σδ_i``) or, if
+        that is None, δ' = ``delta − Σδ_i``; with δ' = 0 it falls back to basic.
         """
-        pairs = self.pure_epsilons(event, view)
+        terms = self.epsilon_delta_terms(event, view)
+        pairs = [(eps, c) for eps, _, c in terms]
         basic = basic_composition(pairs)
-        if self.composition == "basic" or math.isinf(basic):
+        if math.isinf(basic):
             return basic
-        slack = self.delta_prime if self.delta_prime is not None else delta
-        if self.delta_prime is not None and delta < self.delta_prime:
+        own = ev.check_event_delta(event, delta, view)
+        if self.composition == "basic":
+            return basic
+        if self.delta_prime is not None and delta < self.delta_prime + own:
+            extra = f" + the events' own delta {own:g}" if own else ""
             raise PrivacyAnalysisError(
                 f"advanced composition with delta_prime={self.delta_prime:g} needs "
-                f"delta >= delta_prime; got delta={delta:g}")
-        if slack == 0.0 or delta >= 1.0:
-            return 0.0 if delta >= 1.0 else basic
-        return min(basic, advanced_composition(pairs, slack, self.advanced_form))
+                f"delta >= delta_prime{extra}; got delta={delta:g}")
+        slack = self.delta_prime if self.delta_prime is not None else delta - own
+        if delta >= 1.0:
+            return 0.0
+        if slack <= 0.0:
+            return basic
+        return min(basic, advanced_composition(pairs, min(slack, 1.0), self.advanced_form))
 
     def _delta(self, event, epsilon, view):
         """Smallest δ this accountant can certify for ``event`` at ``epsilon``.
 
-        0 when ``epsilon`` is at least the basic-composition ε.  Otherwise
-        1.0 for basic composition (no bound below ε_basic), and for advanced
-        composition the smallest slack δ' whose ε̃(δ') <= ``epsilon``, found by
-        bisection on log δ' and rounded up (1.0 if none).
+        The events' own δ (Σ δ_i, 0 for pure events) when ``epsilon`` is at
+        least the basic-composition ε.  Otherwise 1.0 for basic composition
+        (no bound below ε_basic), and for advanced composition Σ δ_i plus the
+        smallest slack δ' whose ε̃(δ') <= ``epsilon``, found by bisection on
+        log δ' and rounded up (1.0 if none).
         """
-        pairs = self.pure_epsilons(event, view)
+        terms = self.epsilon_delta_terms(event, view)
+        pairs = [(eps, c) for eps, _, c in terms]
+        own = ev.event_delta(event, view)
         basic = basic_composition(pairs)
         if epsilon >= basic:
-            return 0.0
+            return min(own, 1.0)
         if self.composition == "basic":
             return 1.0
+        return min(own + self._advanced_slack(pairs, epsilon), 1.0)
 
+    def _advanced_slack(self, pairs, epsilon):
+        """Smallest slack δ' with advanced-composition ε̃(δ') <= ``epsilon`` (1.0 if none)."""
         def eps_at(slack):
             return advanced_composition(pairs, slack, self.advanced_form)
 

@@ -47,6 +47,8 @@ from scipy.special import gammaln, gammasgn, log_ndtr
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy.accountants import Accountant, check_delta, check_epsilon, check_event
 from fastdp.privacy.events import (
+    _APPROX_NO_RDP,
+    ApproxDpEvent,
     ComposedEvent,
     DpEvent,
     FixedSizeSampledEvent,
@@ -679,7 +681,10 @@ class RdpAccountant(Accountant):
 
     Notes
     -----
-    Every event of :mod:`fastdp.privacy.events` is supported. Curves of
+    Every event of :mod:`fastdp.privacy.events` is supported except
+    ``ApproxDpEvent`` with δ > 0 (an (ε, δ) guarantee has no Rényi curve:
+    refused with :class:`~fastdp.exceptions.PrivacyAnalysisError`, use the
+    pure or PLD accountant; with δ = 0 it is a pure ε-DP event). Curves of
     mechanisms are cached per (event, orders). Events containing a
     :class:`~fastdp.privacy.events.ShuffledEvent` are accounted without
     amplification (``epsilon``); :meth:`report` adds the labelled Poisson
@@ -749,6 +754,11 @@ class RdpAccountant(Accountant):
         if isinstance(event, LineSearchEvent):
             return rdp_line_search(event, orders)
         if isinstance(event, PureEvent):
+            return rdp_pure(event.epsilon, orders)
+        if isinstance(event, ApproxDpEvent):
+            if event.delta > 0.0:
+                raise PrivacyAnalysisError(f"the RDP accountant cannot analyse {event!r}: "
+                                           + _APPROX_NO_RDP)
             return rdp_pure(event.epsilon, orders)
         if isinstance(event, PrivacyFilterEvent):
             return rdp_privacy_filter(event, orders)

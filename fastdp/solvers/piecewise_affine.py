@@ -46,6 +46,7 @@ import numpy as np
 from fastdp._validation import check_random_state
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import (
+    ApproxDpEvent,
     ExponentialMechanismEvent,
     LaplaceEvent,
     PureEvent,
@@ -464,8 +465,9 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     else:
         X = exact_1d_sample(problem, beta, n, rng)
         exact, note, delta = True, None, 0.0
-    return _finish(problem, X, single, "exponential", epsilon,
-                   ExponentialMechanismEvent(epsilon, problem.adjacency), rng,
+    event = (ApproxDpEvent(epsilon, delta, problem.adjacency) if sampler == "independence"
+             else ExponentialMechanismEvent(epsilon, problem.adjacency))
+    return _finish(problem, X, single, "exponential", epsilon, event, rng,
                    params=params, diagnostics=diagnostics, exact=exact, note=note, delta=delta)
 
 

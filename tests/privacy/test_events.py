@@ -297,3 +297,88 @@ def test_privacy_filter_event_conversions():
         PrivacyFilterEvent.rdp([8], [0.5]).to_replace_one()
     with pytest.raises(PrivacyAnalysisError):      # mixed adjacency composition refused
         ComposedEvent((z, GaussianEvent(1.0, adjacency=R1)))
+
+
+# ---------------------------------------------------------------------------
+# approximate (ε, δ)-DP events
+# ---------------------------------------------------------------------------
+from fastdp.privacy.events import ApproxDpEvent, check_event_delta, event_delta  # noqa: E402
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ApproxDpEvent(-0.1, 1e-6),
+    lambda: ApproxDpEvent(float("inf"), 1e-6),
+    lambda: ApproxDpEvent(1.0, -1e-6),
+    lambda: ApproxDpEvent(1.0, 1.0),
+    lambda: ApproxDpEvent(1.0, float("nan")),
+    lambda: ApproxDpEvent(1.0, "1e-6"),
+    lambda: ApproxDpEvent(1.0, 1e-6, adjacency="neighbours"),
+])
+def test_approx_dp_event_validation(make):
+    with pytest.raises(ValidationError):
+        make()
+
+
+@pytest.mark.parametrize("event", [
+    ApproxDpEvent(0.7, 2.5e-9),
+    ApproxDpEvent(0.0, 0.0, "replace_one"),
+    SelfComposedEvent(ApproxDpEvent(1, 1e-7, "replace_one"), 3),
+    ComposedEvent([PoissonSampledEvent(0.1, ApproxDpEvent(2.0, 1e-6)), GaussianEvent(3.0)]),
+    ShuffledEvent(100, 10, ApproxDpEvent(0.5, 1e-8), epochs=2),
+], ids=str)
+def test_approx_dp_event_round_trip(event):
+    import json
+
+    back = event_from_dict(json.loads(json.dumps(event.to_dict())))
+    assert back == event and hash(back) == hash(event)
+    assert event_delta(back) == event_delta(event)
+
+
+def test_approx_dp_replace_one_is_group_privacy_of_two():
+    # replace = remove + add: (ε, δ) twice gives (2ε, δ + e^ε δ)
+    eps, delta = 0.8, 3e-7
+    r1 = ApproxDpEvent(eps, delta).to_replace_one()
+    assert r1.adjacency is R1
+    assert r1.epsilon == 2 * eps
+    assert r1.delta == pytest.approx(delta + math.exp(eps) * delta, rel=1e-15)
+    same = ApproxDpEvent(eps, delta, R1)
+    assert same.to_replace_one() is same
+    with pytest.raises(PrivacyAnalysisError, match="delta >= 1"):
+        ApproxDpEvent(5.0, 0.1).to_replace_one()
+
+
+def test_event_delta_closed_forms():
+    a, b = ApproxDpEvent(1.0, 2e-6), ApproxDpEvent(0.5, 5e-7)
+    assert event_delta(a) == 2e-6
+    assert event_delta(GaussianEvent(1.0)) == 0.0
+    assert event_delta(SelfComposedEvent(a, 7)) == pytest.approx(14e-6, rel=1e-15)
+    assert event_delta(SelfComposedEvent(a, 0)) == 0.0
+    assert event_delta(ComposedEvent([a, b, PureEvent(1.0), LaplaceEvent(2.0)])) == pytest.approx(
+        2.5e-6, rel=1e-15)
+    # sampling at rate γ scales δ by γ (Balle, Barthe, Gaboardi 2018)
+    assert event_delta(PoissonSampledEvent(0.01, a)) == pytest.approx(2e-8, rel=1e-15)
+    fixed = FixedSizeSampledEvent(1000, 50, a)  # inner converted to replace-one first
+    assert event_delta(fixed) == pytest.approx(0.05 * (1 + math.e) * 2e-6, rel=1e-14)
+    shuffled = ShuffledEvent(1000, 100, b, epochs=3)
+    assert event_delta(shuffled) == pytest.approx(3 * (1 + math.exp(0.5)) * 5e-7, rel=1e-14)
+    assert event_delta(shuffled, "poisson_assumed") == pytest.approx(30 * 0.1 * 5e-7, rel=1e-14)
+    assert check_event_delta(SelfComposedEvent(a, 7), 2e-5) == event_delta(SelfComposedEvent(a, 7))
+    with pytest.raises(PrivacyAnalysisError, match="delta >= 1.4e-05"):
+        check_event_delta(SelfComposedEvent(a, 7), 1e-5)
+    with pytest.raises(ValidationError):
+        event_delta(a, view="optimistic")
+
+
+def test_approx_dp_dp_accounting_conversion():
+    converted = ApproxDpEvent(0.4, 1e-6).to_dp_accounting()
+    assert isinstance(converted, dp_accounting.DpEvent)
+    assert (converted.epsilon, converted.delta) == (0.4, 1e-6)
+    # dp_accounting's own accountants do not know it: refused, never ignored
+    for accountant in (dp_accounting.pld.PLDAccountant(), dp_rdp.RdpAccountant()):
+        assert not accountant.supports(converted)
+    with pytest.raises(PrivacyAnalysisError, match="no Renyi-DP curve"):
+        ApproxDpEvent(0.4, 1e-6).to_dp_accounting(rdp_equivalent=True)
+    # δ = 0: the pure ε-DP conversion (randomized response)
+    assert ApproxDpEvent(0.4, 0.0).to_dp_accounting() == PureEvent(0.4).to_dp_accounting()
+    assert ApproxDpEvent(0.4, 0.0).pure_epsilon() == 0.4
+    assert math.isinf(ApproxDpEvent(0.4, 1e-9).pure_epsilon())

@@ -50,6 +50,8 @@ def one_of_each_event():
         ev.ComposedEvent([gaussian, ev.LaplaceEvent(4.0), ev.NonPrivateEvent()]),
         ev.PrivacyFilterEvent.zcdp(0.02),
         ev.PrivacyFilterEvent.rdp([8, 32], [0.5, 1.0]),
+        ev.ApproxDpEvent(0.2, 3e-9, adjacency="replace_one"),
+        ev.SelfComposedEvent(ev.PoissonSampledEvent(0.05, ev.ApproxDpEvent(1.5, 1e-8)), 4),
     ]
 
 
@@ -438,3 +440,50 @@ def test_a_reservation_in_another_process_counts_against_the_budget(tmp_path):
         child.wait(timeout=30)
     ledger.charge(ev.PureEvent(0.5), "parent")
     assert [e.label for e in ledger.entries] == ["parent"]
+
+
+# ---------------------------------------------------------------------------
+# approximate (ε, δ)-DP events: their δ is charged against the budget δ
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("accountant, options", [
+    ("pure", {}), ("pure", {"composition": "advanced"}),
+    ("pld", {"value_discretization_interval": 1e-3}),
+])
+def test_approximate_events_charge_their_delta(accountant, options):
+    ledger = PrivacyLedger(3.0, 1e-5, accountant, accountant_options=options)
+    direct = get_accountant(accountant, **options)
+    first = ev.SelfComposedEvent(ev.ApproxDpEvent(0.1, 1e-6), 4)
+    second = ev.PureEvent(0.2)
+    ledger.charge(first)
+    ledger.charge(second)
+    assert ledger.spent_delta() == pytest.approx(4e-6, rel=1e-15)
+    assert ledger.spent() == direct.epsilon(ev.ComposedEvent((first, second)), 1e-5)
+    # a charge whose own δ does not fit in the budget δ is refused, nothing recorded
+    with pytest.raises(BudgetExceededError, match="delta"):
+        ledger.charge(ev.ApproxDpEvent(0.01, 7e-6), label="too much delta")
+    assert len(ledger) == 2 and ledger.spent_delta() == pytest.approx(4e-6, rel=1e-15)
+    ledger.charge(ev.ApproxDpEvent(0.01, 6e-6))  # exactly fills the budget δ
+    assert ledger.spent_delta() == pytest.approx(1e-5, rel=1e-12)
+
+
+def test_approximate_events_refused_by_rdp_ledger_and_zero_delta_budget():
+    ledger = PrivacyLedger(3.0, 1e-5)  # RDP
+    with pytest.raises(PrivacyAnalysisError, match="accountant='pure'"):
+        ledger.charge(ev.ApproxDpEvent(0.1, 1e-7))
+    assert len(ledger) == 0 and ledger.spent_delta() == 0.0
+    pure_budget = PrivacyLedger(3.0, 0.0, "pure")
+    with pytest.raises(BudgetExceededError, match="delta"):
+        pure_budget.charge(ev.ApproxDpEvent(0.1, 1e-12))
+    pure_budget.charge(ev.ApproxDpEvent(0.1, 0.0))
+    assert pure_budget.spent() == pytest.approx(0.1) and pure_budget.spent_delta() == 0.0
+
+
+def test_approximate_events_persist(tmp_path):
+    path = tmp_path / "ledger.json"
+    ledger = PrivacyLedger(3.0, 1e-5, "pure", path)
+    event = ev.SelfComposedEvent(ev.ApproxDpEvent(0.25, 2e-7, "replace_one"), 3)
+    ledger.charge(event, label="M_E independence")
+    again = PrivacyLedger.load(path)
+    assert again.entries[0].event == event
+    assert again.spent_delta() == ledger.spent_delta() == pytest.approx(6e-7, rel=1e-15)
+    assert again.spent() == ledger.spent()

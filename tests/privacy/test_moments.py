@@ -396,3 +396,12 @@ def test_accountant_refuses_what_it_cannot_analyse(events):
     with pytest.raises(PrivacyAnalysisError):
         accountant.epsilon(events.FixedSizeSampledEvent(1000, 10, events.GaussianEvent(1.0)), 1e-5)
     assert accountant.epsilon(events.NonPrivateEvent(), 1e-5) == math.inf
+
+
+def test_moments_refuses_approximate_dp_events():
+    from fastdp.privacy import events as ev
+
+    event = ev.ComposedEvent([ev.SelfComposedEvent(ev.PoissonSampledEvent(0.01, ev.GaussianEvent(1.1)), 10),
+                              ev.ApproxDpEvent(0.5, 1e-9)])
+    with pytest.raises(PrivacyAnalysisError, match="'pure' or 'pld'"):
+        MomentsAccountant().epsilon(event, 1e-5)

@@ -176,3 +176,56 @@ def test_monotone_in_sigma_and_steps():
     assert eps_sigma == sorted(eps_sigma, reverse=True)
     eps_steps = [accountant.epsilon(sgm_event(0.01, 1.0, t), 1e-5) for t in (10, 100, 1000)]
     assert eps_steps == sorted(eps_steps)
+
+
+# ---------------------------------------------------------------------------
+# approximate (ε, δ)-DP events
+# ---------------------------------------------------------------------------
+def _epsilon_delta_pld(eps, delta, vdi):
+    from dp_accounting.pld import common, privacy_loss_distribution as pld_module
+
+    return pld_module.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(eps, delta), value_discretization_interval=vdi)
+
+
+def test_approx_event_matches_dp_accounting_pld_from_privacy_parameters():
+    from dp_accounting.pld import privacy_loss_distribution as pld_module
+
+    vdi = 1e-4
+    event = ev.ComposedEvent([ev.SelfComposedEvent(ev.ApproxDpEvent(0.1, 1e-8), 25),
+                              ev.GaussianEvent(3.0)])
+    reference = _epsilon_delta_pld(0.1, 1e-8, vdi).self_compose(25).compose(
+        pld_module.from_gaussian_mechanism(3.0, value_discretization_interval=vdi))
+    acc = PLDAccountant(value_discretization_interval=vdi)
+    for delta in (1e-6, 1e-5, 1e-3):
+        assert acc.epsilon(event, delta) == pytest.approx(
+            reference.get_epsilon_for_delta(delta), rel=1e-9)
+    for eps in (0.5, 1.5):
+        assert acc.delta(event, eps) == pytest.approx(reference.get_delta_for_epsilon(eps), rel=1e-9)
+    # the composition is tighter than basic composition, and at least its own δ
+    assert acc.epsilon(event, 1e-5) < 2.5 + 1.8
+    assert acc.delta(event, 100.0) >= 1 - (1 - 1e-8) ** 25 - 1e-15
+
+
+@pytest.mark.parametrize("adjacency", ["add_remove", "replace_one"])
+def test_approx_event_single_release_closed_form(adjacency):
+    # dominating pair of (ε, δ)-DP: δ(ε') = δ + (1 − δ)[p − e^ε' (1 − p)]_+, p = e^ε/(1 + e^ε)
+    eps, delta = 0.7, 1e-6
+    p = math.exp(eps) / (1 + math.exp(eps))
+    acc = PLDAccountant(value_discretization_interval=1e-5)
+    event = ev.ApproxDpEvent(eps, delta, adjacency)
+    assert acc.epsilon(event, delta) == pytest.approx(eps, abs=2e-5)
+    target = 1e-2
+    expected = math.log((p - (target - delta) / (1 - delta)) / (1 - p))
+    assert acc.epsilon(event, target) == pytest.approx(expected, abs=2e-5)
+    assert acc.delta(event, 0.3) == pytest.approx(
+        delta + (1 - delta) * (p - math.exp(0.3) * (1 - p)), rel=1e-3)
+
+
+def test_approx_event_needs_target_delta_above_its_own():
+    event = ev.SelfComposedEvent(ev.ApproxDpEvent(0.1, 1e-6), 10)
+    with pytest.raises(PrivacyAnalysisError, match="states delta = 1e-05"):
+        PLDAccountant().epsilon(event, 5e-6)
+    # sampled approximate events have no PLD here: refused, never ignored
+    with pytest.raises(PrivacyAnalysisError):
+        PLDAccountant().epsilon(ev.PoissonSampledEvent(0.1, ev.ApproxDpEvent(0.1, 1e-6)), 1e-5)

@@ -201,3 +201,89 @@ def test_monotone_and_registry():
     eps = [accountant.epsilon(ev.SelfComposedEvent(
         ev.PoissonSampledEvent(q, ev.LaplaceEvent(1.0)), 100), 1e-6) for q in (0.01, 0.1, 1.0)]
     assert eps == sorted(eps)
+
+
+# ---------------------------------------------------------------------------
+# approximate (ε, δ)-DP events
+# ---------------------------------------------------------------------------
+def _kov_heterogeneous(eps_list, slack):
+    """Kairouz-Oh-Viswanath Thm 3.5 written out (independent of fastdp.privacy.pure)."""
+    eps_list = np.asarray(eps_list, float)
+    total, squares = eps_list.sum(), (eps_list ** 2).sum()
+    drift = (eps_list * np.tanh(eps_list / 2)).sum()
+    return min(total,
+               drift + math.sqrt(2 * squares * math.log(math.e + math.sqrt(squares) / slack)),
+               drift + math.sqrt(2 * squares * math.log(1 / slack)))
+
+
+APPROX_MIX = ev.ComposedEvent([
+    ev.SelfComposedEvent(ev.ApproxDpEvent(0.05, 2e-8), 30),
+    ev.PureEvent(0.1),
+    ev.SelfComposedEvent(ev.LaplaceEvent(25.0), 20),
+])
+APPROX_EPS = [0.05] * 30 + [0.1] + [0.04] * 20
+APPROX_DELTA = 30 * 2e-8
+
+
+def test_approx_basic_composition_closed_form():
+    acc = PureDPAccountant()
+    assert acc.epsilon(APPROX_MIX, 1e-6) == pytest.approx(math.fsum(APPROX_EPS), rel=1e-14)
+    assert acc.epsilon(APPROX_MIX, APPROX_DELTA) == pytest.approx(math.fsum(APPROX_EPS), rel=1e-14)
+    # δ at ε ≥ Σε is the events' own Σδ; below it basic composition certifies nothing
+    assert acc.delta(APPROX_MIX, 3.0) == pytest.approx(APPROX_DELTA, rel=1e-14)
+    assert acc.delta(APPROX_MIX, 2.0) == 1.0
+    with pytest.raises(PrivacyAnalysisError, match="states delta = 6e-07"):
+        acc.epsilon(APPROX_MIX, 5e-7)
+    terms = acc.epsilon_delta_terms(APPROX_MIX)
+    assert (0.05, 2e-8, 30) in terms and (0.1, 0.0, 1) in terms
+    with pytest.raises(PrivacyAnalysisError, match="epsilon_delta_terms"):
+        acc.pure_epsilons(APPROX_MIX)
+
+
+@pytest.mark.parametrize("delta", [1e-6, 1e-5, 1e-3])
+def test_approx_advanced_composition_adds_own_delta_to_the_slack(delta):
+    acc = PureDPAccountant("advanced")
+    expected = _kov_heterogeneous(APPROX_EPS, delta - APPROX_DELTA)
+    assert acc.epsilon(APPROX_MIX, delta) == pytest.approx(expected, rel=1e-12)
+    assert expected < math.fsum(APPROX_EPS)
+    # δ at that ε: own Σδ plus the smallest slack, which is delta − Σδ
+    assert acc.delta(APPROX_MIX, expected) == pytest.approx(delta, rel=1e-6)
+    drv = PureDPAccountant("advanced", advanced_form="drv").epsilon(APPROX_MIX, delta)
+    eps_arr = np.asarray(APPROX_EPS)
+    drv_ref = (math.sqrt(2 * math.log(1 / (delta - APPROX_DELTA)) * (eps_arr ** 2).sum())
+               + (eps_arr * np.expm1(eps_arr)).sum())
+    assert drv == pytest.approx(min(drv_ref, math.fsum(APPROX_EPS)), rel=1e-12)
+
+
+def test_approx_advanced_composition_with_fixed_slack():
+    acc = PureDPAccountant("advanced", delta_prime=1e-6)
+    expected = _kov_heterogeneous(APPROX_EPS, 1e-6)
+    assert acc.epsilon(APPROX_MIX, 1e-6 + APPROX_DELTA) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(PrivacyAnalysisError, match="own delta"):
+        acc.epsilon(APPROX_MIX, 1e-6)
+    # at δ exactly Σδ_i there is no slack left: basic composition
+    assert PureDPAccountant("advanced").epsilon(APPROX_MIX, APPROX_DELTA) == pytest.approx(
+        math.fsum(APPROX_EPS), rel=1e-14)
+
+
+def test_approx_amplification_scales_delta():
+    eps, delta, q = 1.2, 1e-6, 0.02
+    event = ev.SelfComposedEvent(ev.PoissonSampledEvent(q, ev.ApproxDpEvent(eps, delta)), 50)
+    acc = PureDPAccountant()
+    eps1 = math.log(1 + q * (math.exp(eps) - 1))
+    assert acc.epsilon(event, 1e-6) == pytest.approx(50 * eps1, rel=1e-12)
+    assert acc.delta(event, 50 * eps1 + 1e-9) == pytest.approx(50 * q * delta, rel=1e-12)
+    fixed = ev.FixedSizeSampledEvent(100, 10, ev.ApproxDpEvent(eps, delta, "replace_one"))
+    assert acc.epsilon(fixed, 1e-7) == pytest.approx(math.log(1 + 0.1 * math.expm1(eps)), rel=1e-12)
+    assert acc.delta(fixed, 1.0) == pytest.approx(0.1 * delta, rel=1e-12)
+    with pytest.raises(PrivacyAnalysisError):
+        acc.epsilon(fixed, 0.5e-7)
+
+
+def test_approx_event_with_zero_delta_is_pure():
+    for acc in (PureDPAccountant(), PureDPAccountant("advanced")):
+        pure = ev.SelfComposedEvent(ev.PureEvent(0.2), 40)
+        approx = ev.SelfComposedEvent(ev.ApproxDpEvent(0.2, 0.0), 40)
+        assert acc.epsilon(approx, 1e-6) == acc.epsilon(pure, 1e-6)
+        assert acc.epsilon(approx, 0.0) == acc.epsilon(pure, 0.0)
+        assert acc.delta(approx, 3.0) == acc.delta(pure, 3.0)

@@ -418,3 +418,33 @@ def test_fixed_order_filter_curve_and_composition():
         min(0.3 + math.log(1 / delta) / 9, 0.6 + math.log(1 / delta) / 39))
     both = ComposedEvent((event, GaussianEvent(10.0)))
     np.testing.assert_allclose(acc.rdp_curve(both), [0.3 + 10 / 200, 0.6 + 40 / 200])
+
+
+# ---------------------------------------------------------------------------
+# approximate (ε, δ)-DP events have no Rényi curve
+# ---------------------------------------------------------------------------
+from fastdp.exceptions import PrivacyAnalysisError  # noqa: E402
+from fastdp.privacy import events as _ev  # noqa: E402
+
+
+@pytest.mark.parametrize("event", [
+    _ev.ApproxDpEvent(0.5, 1e-9),
+    _ev.SelfComposedEvent(_ev.ApproxDpEvent(0.5, 1e-9), 3),
+    _ev.ComposedEvent([_ev.GaussianEvent(2.0), _ev.ApproxDpEvent(0.5, 1e-9)]),
+    _ev.PoissonSampledEvent(0.1, _ev.ApproxDpEvent(0.5, 1e-9)),
+    _ev.FixedSizeSampledEvent(100, 5, _ev.ApproxDpEvent(0.5, 1e-9, "replace_one")),
+    _ev.ShuffledEvent(100, 10, _ev.ApproxDpEvent(0.5, 1e-9), epochs=2),
+], ids=str)
+def test_rdp_refuses_approximate_dp_events(event):
+    acc = RdpAccountant()
+    for call in (lambda: acc.epsilon(event, 1e-5), lambda: acc.delta(event, 1.0),
+                 lambda: acc.report(event, 1e-5)):
+        with pytest.raises(PrivacyAnalysisError, match="accountant='pure'.*accountant='pld'"):
+            call()
+
+
+def test_rdp_approximate_event_with_zero_delta_is_pure():
+    acc = RdpAccountant()
+    pure = _ev.SelfComposedEvent(_ev.PureEvent(0.3), 10)
+    approx = _ev.SelfComposedEvent(_ev.ApproxDpEvent(0.3, 0.0), 10)
+    assert acc.epsilon(approx, 1e-6) == acc.epsilon(pure, 1e-6)

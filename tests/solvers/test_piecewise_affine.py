@@ -916,3 +916,33 @@ def test_reproduction_matches_spec_pilot_numbers(tmp_path):
                 ours = point[col]
                 assert abs(ours["mean"] - ref) <= 4 * math.sqrt(2) * ours["sem"] + 0.002 * abs(ref), \
                     (key, col, ours["mean"], ref)
+
+
+def test_independence_sampler_event_carries_its_delta_into_a_ledger():
+    from fastdp.exceptions import PrivacyAnalysisError
+    from fastdp.privacy.events import ApproxDpEvent, event_delta
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    rng = np.random.default_rng(34)
+    prob = pa.PiecewiseAffineProblem(rng.standard_normal((4, 2)), rng.standard_normal(4), 1.0,
+                                     pa.Box.cube(2, 1.0))
+    res = pa.dp_minimize(prob, 0.5, "exponential", sampler="independence", target_delta=1e-8,
+                         n_runs=3, random_state=1)
+    W = math.exp(0.25 * prob.lipschitz * prob.diameter())
+    per_run = (1 + math.exp(0.5)) * independence_tv_bound(W, res.params["n_steps"])
+    assert res.event == SelfComposedEvent(ApproxDpEvent(0.5, per_run, prob.adjacency), 3)
+    assert event_delta(res.event) == res.delta == pytest.approx(3 * per_run, rel=1e-14)
+    for accountant in ("pure", "pld"):
+        ledger = PrivacyLedger(2.0, 1e-6, accountant)
+        ledger.charge(res.event, label="M_E independence")
+        assert ledger.spent_delta() == res.delta
+        assert ledger.spent() <= res.epsilon + 1e-3
+    assert PrivacyLedger(2.0, 1e-6, "pure").check(res.event) == res.epsilon
+    with pytest.raises(PrivacyAnalysisError, match="accountant='pure'"):
+        PrivacyLedger(2.0, 1e-6).charge(res.event)  # RDP has no curve for (eps, delta)
+    single = pa.exponential_mechanism(prob, 0.5, sampler="independence", random_state=1)
+    assert isinstance(single.event, ApproxDpEvent) and single.event.delta == single.delta
+    # the exact samplers keep their pure event
+    exact = pa.exponential_mechanism(prob, 0.5, sampler="rejection", n_runs=3, random_state=1)
+    assert exact.event == SelfComposedEvent(ExponentialMechanismEvent(0.5, prob.adjacency), 3)
+    assert exact.delta == 0.0
