@@ -129,6 +129,32 @@ def test_full_reproduction(tmp_path, section5):
                 factor = 2.0 if T == 200 else 1.5
                 ours = grid[conv, m, c, name, T]["final"]
                 assert ref / factor < ours < ref * factor, (conv, m, c, name, T, ours, ref)
+    # and the numbers read off the published figures (authors' noise scale), spec 6.5
+    for (m, c), table in seed002.FIG.items():
+        for name, texts in table.items():
+            for T, text in zip(seed002.HORIZONS, texts):
+                interval = _fig_interval(text)
+                if interval is None:
+                    continue
+                factor = 2.0 if T == 200 else 1.5
+                ours = grid["reference_code", m, c, name, T]["final"]
+                assert interval[0] / factor < ours < interval[1] * factor, (m, c, name, T, ours, text)
+
+
+def _fig_interval(text):
+    """[lo, hi] of a transcribed figure value ("0.044", "≈0.045", "1.0–1.45"); None if not a value."""
+    text = text.replace("≈", "").split(" ")[0]
+    if not text or text[0] in "—≥":
+        return None
+    lo, _, hi = text.partition("–")
+    return float(lo), float(hi or lo)
+
+
+def test_fig_interval_parsing():
+    assert _fig_interval("≈0.045") == (0.045, 0.045)
+    assert _fig_interval("1.0–1.45") == (1.0, 1.45)
+    assert _fig_interval("≈5 (t=89)") == (5.0, 5.0)
+    assert _fig_interval("—") is None and _fig_interval("") is None and _fig_interval("≥0.025") is None
 
 
 @pytest.mark.slow
