@@ -31,6 +31,7 @@ from fastdp.privacy.calibration import (  # noqa: F401
 )
 from fastdp.privacy.events import (  # noqa: F401
     Adjacency,
+    ApproxDpEvent,
     ComposedEvent,
     DpEvent,
     ExponentialMechanismEvent,
@@ -40,9 +41,11 @@ from fastdp.privacy.events import (  # noqa: F401
     LineSearchEvent,
     NonPrivateEvent,
     PoissonSampledEvent,
+    PrivacyFilterEvent,
     PureEvent,
     SelfComposedEvent,
     ShuffledEvent,
+    event_delta,
     event_from_dict,
 )
 from fastdp.privacy.rdp import RdpAccountant  # noqa: F401
@@ -55,4 +58,5 @@ __all__ = [
     "FixedSizeSampledEvent", "GaussianEvent", "LaplaceEvent", "LineSearchEvent",
     "NonPrivateEvent", "PoissonSampledEvent", "PureEvent", "SelfComposedEvent",
     "ShuffledEvent", "event_from_dict", "RdpAccountant",
+    "ApproxDpEvent", "PrivacyFilterEvent", "event_delta",
 ]

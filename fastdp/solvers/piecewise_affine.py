@@ -120,8 +120,8 @@ _INDEPENDENCE_NOTE = (
     "Independence Metropolis ({n_steps} steps per run, Uniform(P) proposals): the law of each "
     "output is within total variation {tv:.3g} of the exponential mechanism for every data set "
     "(public bound (1 - 1/W)^T, W = exp(beta G R)), so each run is (epsilon, (1 + e^epsilon) TV)-"
-    "DP; result.delta is the total over runs. The event states only epsilon: add delta when "
-    "composing.")
+    "DP; result.delta is the total over runs. The event is ApproxDpEvent(epsilon, delta): compose "
+    "it with the pure or PLD accountant (the RDP accountant refuses an (epsilon, delta) event).")
 
 
 @dataclasses.dataclass
@@ -367,7 +367,9 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     Private: b. Adjacency: ||b - b'||_inf <= b_max. Score sensitivity: b_max
     exactly (Lemma 18). Released: one draw per run from
     pi(x) ∝ exp(-eps f(x; b) / (2 b_max)) on P (Lebesgue base measure). Event:
-    ``ExponentialMechanismEvent(eps)``, composed ``n_runs`` times.
+    ``ExponentialMechanismEvent(eps)``, composed ``n_runs`` times; with
+    ``sampler="independence"``, ``ApproxDpEvent(eps, (1 + e^eps) TV)`` (the finite
+    chain's δ, also in ``result.delta``; compose it with the pure or PLD accountant).
 
     Samplers
     --------
