@@ -23,7 +23,17 @@ with a differentially private solver chosen by ``solver=`` and release
 ``"dp_masg"``      multistage DP-MASG (002)    squared/logistic       per-step epsilon; pure
 ``"dp_blsgd"``     DP-SGD + noisy line search  squared/logistic/hinge sigma; Gaussian + SVT
                    (003)
+``"dp_blsgd_       DP-BLSGD with CHEB budget   squared/logistic/hinge rho cap; zCDP filter
+adaptive"``        adaptation (003)
+``"dp_blsgd_ac"``  DP-BLSGD-AC (003)           squared/logistic/hinge rho cap; zCDP filter
+``"dp_blgd"``      full-batch DP-BLGD (003)    squared/logistic/hinge rho cap; zCDP filter
+``"dpagd"``        DP-AGD baseline (003)       squared/logistic/hinge rho cap; zCDP filter
 =================  ==========================  =====================  ========================
+
+The four adaptive solvers decide during the run how many private queries they
+make; their planned event is a privacy filter (``PrivacyFilterEvent.zcdp``):
+the run stops before any query that would exceed the cap, so it is rho-zCDP
+under add/remove adjacency, and the ledger is charged the cap.
 
 Solver-specific settings go in ``solver_options`` (each solver lists the
 keys it accepts in its ``options`` attribute, see
