@@ -160,8 +160,10 @@ def consensus_bounds(t, schedule, *, iota, mu, lipschitz, beta, sigma, dim, n_no
     dict with
         ``"z_consensus"``: eq. (31), ``n iota (L^2 + dim sigma^2) / (1 - beta)^2``
         (bounds ``E||z^(t) - 1 zbar^(t)||^2 / a_t^2``);
-        ``"x_deviation"``: eq. (18), ``a_t (L + sqrt(dim) sigma) sqrt(iota) / ((1-beta)(mu iota A_t + gamma_t))``;
-        ``"x_deviation_sq"``: eq. (19), ``a_t^2 (L^2 + dim sigma^2) iota / ((1-beta)^2 (mu iota A_t + gamma_t)^2)``.
+        ``"x_deviation"``: eq. (18),
+        ``a_t (L + sqrt(dim) sigma) sqrt(iota) / ((1-beta) (mu iota A_t + gamma_t))``;
+        ``"x_deviation_sq"``: eq. (19),
+        ``a_t^2 (L^2 + dim sigma^2) iota / ((1-beta)^2 (mu iota A_t + gamma_t)^2)``.
     """
     iota, L, beta = _check(iota, lipschitz, beta)
     t = _rounds(t)

@@ -353,13 +353,15 @@ def write_report(out_dir, results, *, epochs, seeds, command="", summary=()):
                     f"{r0['eps_accountant']:.3g}") if cal != "none" else "∞ | ∞ | ∞"
             lines.append(
                 f"| {p} | {m} | {cal} | {eps if eps else '—'} | {np.mean([r['subopt'] for r in runs]):.4g}"
-                f" | {np.mean([r['acc_train'] for r in runs]):.4f} | {np.mean([r['acc_test'] for r in runs]):.4f}"
+                f" | {np.mean([r['acc_train'] for r in runs]):.4f}"
+                f" | {np.mean([r['acc_test'] for r in runs]):.4f}"
                 f" | {r0['sigma']:.4g} | {priv} | {r0['seconds_per_round'] * 1e3:.3f} |")
         pairs = _float32_rows(res)
         if pairs:
             lines += ["", "### float32 messages (`message_dtype=\"float32\"`) against float64, same seed",
                       "", "| penalty | method | calibration | ε | subopt f64 | subopt f32 | "
-                      "acc test f64 | acc test f32 | max abs coef diff | bytes f32/f64 | f64 re-run same bits |",
+                      "acc test f64 | acc test f32 | max abs coef diff | bytes f32/f64 | "
+                      "f64 re-run same bits |",
                       "|---|---|---|---|---|---|---|---|---|---|---|"]
             for (p, m, cal, eps, _), r64, r32 in pairs:
                 lines.append(f"| {p} | {m} | {cal} | {eps if eps else '—'} | {r64['subopt']:.6g} | "
@@ -447,7 +449,8 @@ def float32_comparison(data, result, configs, epochs):
                                seconds=time.perf_counter() - t0)
         r32 = outs["float32"]
         r32.update(penalty=penalty, method=method, calibration=cal, eps=eps, seed=0,
-                   message_dtype="float32", curve_subopt=[], subopt=r32["objective"] - result["truth"][penalty],
+                   message_dtype="float32", curve_subopt=[],
+                   subopt=r32["objective"] - result["truth"][penalty],
                    coef_diff=float(np.max(np.abs(r32["coef"] - outs["float64"]["coef"]))))
         grid_run = ref.get((penalty, method, cal, eps, 0))
         r32["float64_rerun_identical"] = (grid_run is not None
@@ -481,6 +484,11 @@ def main(argv=None):
     args = ap.parse_args(argv)
     command = "python -m fastdp.experiments.seed004 " + " ".join(sys.argv[1:] if argv is None else argv)
     results, summary = {}, ()
+    if (args.report_only or args.float32_only) and not (Path(args.out) / "seed004.json").exists():
+        ap.error(f"--report-only / --float32-only need {Path(args.out) / 'seed004.json'}; "
+                 "run the grid first.")
+    if args.float32_only and not args.merge:
+        ap.error("--float32-only needs --merge (it adds runs to an existing report).")
     if (args.merge or args.report_only) and (Path(args.out) / "seed004.json").exists():
         saved = json.loads((Path(args.out) / "seed004.json").read_text())
         results, summary = saved["datasets"], saved.get("summary", ())

@@ -71,3 +71,12 @@ def test_grid_priority_budget_and_report(small, tmp_path):
     assert "rcv1" in text and "float32 messages" in text and "Time budget reached" in text
     saved = json.loads((tmp_path / "seed004.json").read_text())
     assert saved["datasets"]["syn"]["runs"][0]["method"] == "Alg1 iota=0.1"
+
+
+def test_report_only_needs_a_saved_grid(tmp_path):
+    with pytest.raises(SystemExit):
+        seed004.main(["--out", str(tmp_path), "--report-only"])
+    seed004.write_report(tmp_path, {}, epochs=3.0, seeds=(0,), summary=["* a line"])
+    (tmp_path / "seed004.md").unlink()
+    seed004.main(["--out", str(tmp_path), "--report-only"])
+    assert "* a line" in (tmp_path / "seed004.md").read_text()
