@@ -167,45 +167,61 @@ def _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32, curve
                         tasks.append((penalty, method, cal, eps, seed, "float64"))
     tasks += [(p, m, c, e, 0, "float32") for p, m, c, e in float32 if p in penalties]
 
-    def rank(task):
-        penalty, method, cal, eps, seed, dtype = task
-        at_curve = math.isclose(eps, curve_eps.get(penalty, -1.0))
-        eps_pos = next((k for k, e in enumerate(_EPS_PRIORITY) if math.isclose(e, eps)), 9)
-        if dtype == "float32":
-            group = 6
-        elif cal == "none":
-            group = 1 if method == "Alg1 iota=0.1" else 3
-        elif cal == calibrations[0]:
-            group = 0 if at_curve else 2
-        else:
-            group = 4 if at_curve else 5
-        return (seed != seeds[0], group, eps_pos, penalties.index(penalty))
+    return sorted(tasks, key=lambda task: _rank(task, calibrations, seeds, curve_eps, penalties))
 
-    return sorted(tasks, key=rank)
+
+def _rank(task, calibrations, seeds, curve_eps, penalties):
+    """Sort key of :func:`_tasks` (``calibrations[0]`` is the first calibration)."""
+    penalty, method, cal, eps, seed, dtype = task
+    at_curve = math.isclose(eps, curve_eps.get(penalty, -1.0))
+    eps_pos = next((k for k, e in enumerate(_EPS_PRIORITY) if math.isclose(e, eps)), 9)
+    if dtype == "float32":
+        group = 6
+    elif cal == "none":
+        group = 1 if method == "Alg1 iota=0.1" else 3
+    elif cal == calibrations[0]:
+        group = 0 if at_curve else 2
+    else:
+        group = 4 if at_curve else 5
+    return (seed != seeds[0], group, eps_pos, list(penalties).index(penalty))
 
 
 def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("paper", "accountant"),
-             epochs=3.0, curve_eps=None, methods_for=None, float32=(), deadline=None, log=print):
+             epochs=3.0, curve_eps=None, methods_for=None, float32=(), deadline=None, log=print,
+             previous=None):
     """All runs of a dataset in priority order (:func:`_tasks`), stopping at ``deadline``.
 
     Returns a JSON-able dict: ``truth`` (F* per penalty), ``runs`` (one record
     per run: the key fields, the outcome, the suboptimality ``subopt``, the
     curve ``curve_subopt``) and ``skipped`` (the tasks left when the deadline
-    ``time.perf_counter()`` value passed).
+    ``time.perf_counter()`` value passed). ``previous``: a result of an
+    earlier time-boxed call; its skipped runs are run now (re-ordered with
+    ``calibrations``) and added to its runs.
     """
     X, y = data[0], data[1]
-    methods_for = {p: (methods_for or {}).get(p) or (
-        list(METHODS) if p == "l2" else ["Alg1 iota=0.1", "Alg1 iota=0.2"]) for p in penalties}
-    truth = {p: ground_truth(X, y, p)[0] for p in penalties}
+    curve_eps = curve_eps or {}
+    if previous is None:
+        methods_for = {p: (methods_for or {}).get(p) or (
+            list(METHODS) if p == "l2" else ["Alg1 iota=0.1", "Alg1 iota=0.2"]) for p in penalties}
+        truth = {p: ground_truth(X, y, p)[0] for p in penalties}
+        tasks = _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32, curve_eps)
+        old_runs = []
+    else:
+        truth = dict(previous["truth"])
+        penalties = tuple(truth)
+        tasks = sorted((tuple(t) for t in previous["skipped"]),
+                       key=lambda t: _rank(t, calibrations, seeds, curve_eps, penalties))
+        old_runs = previous["runs"]
+    old_truth = dict(truth)
     runs, skipped, f64_coefs = [], [], {}
     want_f32 = {tuple(c) for c in float32}
-    for task in _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32, curve_eps):
+    for task in tasks:
         penalty, method, cal, eps, seed, dtype = task
         if deadline is not None and time.perf_counter() > deadline:
             skipped.append(list(task))
             continue
         t0 = time.perf_counter()
-        cur = (curve_eps is not None and dtype == "float64" and seed == seeds[0]
+        cur = (bool(curve_eps) and dtype == "float64" and seed == seeds[0]
                and (cal == "none" or math.isclose(eps, curve_eps.get(penalty, -1))))
         out = run_one(data, penalty, method, epsilon=None if cal == "none" else eps,
                       calibration=None if cal == "none" else cal, seed=seed, epochs=epochs,
@@ -230,7 +246,11 @@ def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("p
         f_star = truth[out["penalty"]]
         out["subopt"] = out["objective"] - f_star
         out["curve_subopt"] = [(t, f - f_star) for t, f in out.pop("curve_objective")]
-    return {"truth": truth, "runs": runs, "skipped": skipped}
+    for out in old_runs:             # F* may have moved down with new noiseless runs
+        shift = old_truth[out["penalty"]] - truth[out["penalty"]]
+        out["subopt"] += shift
+        out["curve_subopt"] = [(t, v + shift) for t, v in out["curve_subopt"]]
+    return {"truth": truth, "runs": old_runs + runs, "skipped": skipped}
 
 
 def grid_of(result, message_dtype="float64"):
@@ -481,6 +501,10 @@ def main(argv=None):
                     help="penalties of the float32 comparisons (default: both)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite the report and figures from OUT/seed004.json")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --merge: run the skipped runs of the datasets (time box: --budget-min)")
+    ap.add_argument("--calibrations", default="paper,accountant",
+                    help="calibrations, the first one with priority (default: paper,accountant)")
     args = ap.parse_args(argv)
     command = "python -m fastdp.experiments.seed004 " + " ".join(sys.argv[1:] if argv is None else argv)
     results, summary = {}, ()
@@ -515,9 +539,14 @@ def main(argv=None):
                          summary=summary)
             continue
         deadline = None if args.budget_min is None else start + 60 * args.budget_min
+        previous = results.get(name) if args.resume else None
+        if args.resume and previous is None:
+            ap.error(f"--resume needs {name} in OUT/seed004.json (and --merge).")
         res = run_grid(data, ("l2", "l1"), epsilons=eps, seeds=seeds, epochs=epochs,
-                       curve_eps=curve_eps, float32=float32, deadline=deadline)
-        res.update(_load_problem_meta(name, data), elapsed=time.perf_counter() - start)
+                       curve_eps=curve_eps, float32=float32, deadline=deadline,
+                       calibrations=tuple(args.calibrations.split(",")), previous=previous)
+        elapsed = time.perf_counter() - start + (previous or {}).get("elapsed", 0.0)
+        res.update(_load_problem_meta(name, data), elapsed=elapsed)
         results[name] = res
         write_report(args.out, results, epochs=epochs, seeds=seeds, command=command,
                          summary=summary)

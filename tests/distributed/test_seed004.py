@@ -65,6 +65,10 @@ def test_grid_priority_budget_and_report(small, tmp_path):
                             methods_for={"l2": ["Alg1 iota=0.1"]}, deadline=time.perf_counter(),
                             log=lambda *_: None)
     assert not late["runs"] and len(late["skipped"]) == 2
+    resumed = seed004.run_grid(small, ("l2",), epochs=0.2, previous=late, log=lambda *_: None,
+                               calibrations=("paper",))
+    assert not resumed["skipped"] and {r["calibration"] for r in resumed["runs"]} == {"none", "paper"}
+    assert resumed["truth"]["l2"] <= late["truth"]["l2"]
     res.update(n_train=1000, n_test=200, dim=40, q=50, elapsed=1.0)
     path = seed004.write_report(tmp_path, {"syn": res, "late": late}, epochs=0.2, seeds=(0,))
     text = path.read_text()
