@@ -723,7 +723,7 @@ def _write_figures(out_dir, grid, n):
 
 
 def main(argv=None):
-    """Command line: ``python -m fastdp.experiments.seed002 [--quick] [--out DIR]``."""
+    """Command line: ``python -m fastdp.experiments.seed002 [--quick] [--out DIR]``; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="T = 100 only, 2 runs (under a minute)")
@@ -736,10 +736,12 @@ def main(argv=None):
                         help="extra data seeds per set (unselected, gap-matched) to check the "
                              "claims on (0-3; default 3; quick 0)")
     parser.add_argument("--seed-runs", type=int, default=5, help="runs per cell on the extra seeds")
+    parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     args = parser.parse_args(argv)
-    return reproduce(args.out, quick=args.quick, runs=args.runs, n=args.n,
-                     eval_every=args.eval_every, data_seeds=args.data_seeds,
-                     seed_runs=args.seed_runs, verbose=True)
+    reproduce(args.out, quick=args.quick, runs=args.runs, n=args.n, eval_every=args.eval_every,
+              data_seeds=args.data_seeds, seed_runs=args.seed_runs,
+              figures=not args.no_figures, verbose=True)
+    return 0
 
 
 def _single_threaded_blas():

@@ -65,6 +65,14 @@ def test_figures_are_written(tmp_path, section5):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_command_line_returns_an_exit_status(tmp_path, capsys):
+    # `fastdp reproduce seed002` turns main's return value into the exit status
+    assert seed002.main(["--quick", "--runs", "1", "--n", "2000", "--no-figures",
+                         "--out", str(tmp_path)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert (tmp_path / "seed002.json").exists()
+
+
 def test_command_line_rejects_unknown_options(tmp_path, section5):
     with pytest.raises(SystemExit):
         seed002.main(["--bogus"])
