@@ -7,8 +7,12 @@ of a dataset after M minutes (runs go in priority order: the paper's Fig. 1/3
 configurations, noiseless references, the paper's calibration over the ε grid,
 fastdp's calibration, float32 re-runs; :func:`_tasks`), so a
 time-boxed run gives the largest subset; ``--merge`` adds datasets to an
-existing report. Writes ``seed004.md`` (tables and the claims checked),
-``seed004.json`` and PNG figures when matplotlib is installed.
+existing report, ``--merge --resume`` runs what a time box skipped
+(``--calibrations accountant,paper`` puts fastdp's calibration first),
+``--merge --float32-only`` adds float32-message comparisons and
+``--report-only`` rewrites the report from ``seed004.json``. Writes
+``seed004.md`` (tables and the claims checked), ``seed004.json`` and PNG
+figures when matplotlib is installed.
 
 Setup (spec 004 §5): 20 agents on the complete graph, 1 or 2 random disjoint
 edges per round (ι = 0.1, 0.2), Metropolis weights, 3 epochs
