@@ -179,12 +179,17 @@ DATA_DEPENDENT = ("best-over-T DP-HB < best-over-T DP-GD", "DP-GD at T=1000 stil
 
 
 @pytest.mark.slow
-def test_claims_on_other_data_seeds():
-    # spec C9: the conclusions on 3 unselected and 3 gap-matched further data sets
-    # (paper noise, 5 runs per cell)
+def test_robust_claims_on_unselected_data_seeds():
+    # spec C9: the conclusions on 3 unselected further data sets (paper noise, 5 runs per
+    # cell); only the draw-dependent comparisons with DP-GD may fail
     for r in seed002.run_data_seeds():
         failed = [t for t, h in r["claims"] if not h]
         assert all(any(key in t for key in DATA_DEPENDENT) for t in failed), (r["seed"], failed)
+
+
+@pytest.mark.slow
+def test_all_claims_on_gap_matched_data_seeds():
+    # spec C9 on 3 draws selected only by the published starting gap: every claim holds
     assert seed002.gap_matched_seeds() == seed002.GAP_MATCHED_SEEDS
     for r in seed002.run_data_seeds(seed002.GAP_MATCHED_SEEDS, selection="gap-matched"):
         assert 20 <= r["initial_gap"] <= 40
