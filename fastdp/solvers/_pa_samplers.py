@@ -59,6 +59,25 @@ def objective_values(problem, X):
     return _metropolis.objective_values(problem.kernel_kind, At, b, tau, weight, X)
 
 
+def _chain_start(problem, beta, x0, n_steps, rng):
+    """Checked starting points, step count and per-chain 64-bit seeds of a chain batch."""
+    d = problem.n_features
+    x0 = np.ascontiguousarray(np.atleast_2d(x0), dtype=np.float64)
+    if x0.shape[1] != d:
+        raise ValidationError(f"starting points must have {d} columns; got shape {x0.shape}.")
+    if not np.all(np.isfinite(x0)) or not np.all(problem.constraints.contains(x0)):
+        raise ValidationError(
+            "every chain must start inside the constraint set P; got a starting point "
+            "outside P. Use init='center' or init='uniform' (both data-independent).")
+    n_steps = int(n_steps)
+    if n_steps < 0:
+        raise ValidationError(f"n_steps must be >= 0; got {n_steps}.")
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValidationError(f"beta must be finite and >= 0; got {beta!r}.")
+    seeds = rng.integers(0, 2**64, size=x0.shape[0], dtype=np.uint64)
+    return x0, n_steps, seeds
+
+
 def metropolis_sample(problem, beta, x0, n_steps, step_std, rng):
     """Final states of ``len(x0)`` independent Metropolis chains.
 
@@ -81,32 +100,12 @@ def metropolis_sample(problem, beta, x0, n_steps, step_std, rng):
     acceptance : ndarray (n_chains,)
         Fraction of accepted moves per chain.
     """
-    cons = problem.constraints
-    d = problem.n_features
-    x0 = np.ascontiguousarray(np.atleast_2d(x0), dtype=np.float64)
-    if x0.shape[1] != d:
-        raise ValidationError(f"starting points must have {d} columns; got shape {x0.shape}.")
-    if not np.all(np.isfinite(x0)) or not np.all(cons.contains(x0)):
-        raise ValidationError(
-            "every chain must start inside the constraint set P; got a starting point "
-            "outside P. Use init='center' or init='uniform' (both data-independent).")
-    step = np.broadcast_to(np.asarray(step_std, dtype=np.float64), (d,)).copy()
+    x0, n_steps, seeds = _chain_start(problem, beta, x0, n_steps, rng)
+    step = np.broadcast_to(np.asarray(step_std, dtype=np.float64), (problem.n_features,)).copy()
     if not np.all(np.isfinite(step)) or np.any(step < 0):
         raise ValidationError("the proposal standard deviation must be finite and >= 0.")
-    n_steps = int(n_steps)
-    if n_steps < 0:
-        raise ValidationError(f"n_steps must be >= 0; got {n_steps}.")
-    if not (math.isfinite(beta) and beta >= 0):
-        raise ValidationError(f"beta must be finite and >= 0; got {beta!r}.")
-    seeds = rng.integers(0, 2**64, size=x0.shape[0], dtype=np.uint64)
     At, b, tau, weight = problem.kernel_arrays()
-    if cons.is_box:
-        H, h, use_box = np.zeros((0, d)), np.zeros(0), True
-        lo, hi = cons.lo, cons.hi
-    else:
-        H, h = cons.halfspaces()
-        H = np.ascontiguousarray(H)
-        lo, hi, use_box = np.zeros(d), np.zeros(d), False
+    H, h, lo, hi, use_box = _kernel_constraints(problem)
     X, accepted = _metropolis.metropolis_chains(
         problem.kernel_kind, At, b, float(tau), float(weight), float(beta), H, h, lo, hi,
         use_box, x0, n_steps, step, seeds)
@@ -137,16 +136,7 @@ def hit_and_run_sample(problem, beta, x0, n_steps, rng):
         raise ValidationError(
             "sampler='hit_and_run' needs explicit pieces (PiecewiseAffineProblem); "
             "use sampler='metropolis' for this problem.")
-    d = problem.n_features
-    x0 = np.ascontiguousarray(np.atleast_2d(x0), dtype=np.float64)
-    if x0.shape[1] != d or not np.all(np.isfinite(x0)) or not np.all(problem.constraints.contains(x0)):
-        raise ValidationError("every chain must start inside the constraint set P.")
-    n_steps = int(n_steps)
-    if n_steps < 0:
-        raise ValidationError(f"n_steps must be >= 0; got {n_steps}.")
-    if not (math.isfinite(beta) and beta >= 0):
-        raise ValidationError(f"beta must be finite and >= 0; got {beta!r}.")
-    seeds = rng.integers(0, 2**64, size=x0.shape[0], dtype=np.uint64)
+    x0, n_steps, seeds = _chain_start(problem, beta, x0, n_steps, rng)
     H, h, lo, hi, use_box = _kernel_constraints(problem)
     X = _metropolis.hit_and_run_chains(np.ascontiguousarray(problem.A), problem.b, float(beta),
                                        H, h, lo, hi, use_box, x0, n_steps, seeds)
