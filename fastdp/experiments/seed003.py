@@ -48,7 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp.datasets import load_dataset
-from fastdp.exceptions import FastDPError
+from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.privacy.calibration import calibrate_noise_multiplier, compute_epsilon
 from fastdp.solvers import line_search as LS
 
@@ -60,6 +60,13 @@ __all__ = [
     "fold_indices",
     "run_algorithm",
     "run_grid",
+    "plan_units",
+    "run_units",
+    "read_units",
+    "append_unit",
+    "grid_from_units",
+    "report_from_units",
+    "coverage",
     "run_sweeps",
     "sweep_report",
     "check_claims",
@@ -200,41 +207,62 @@ def _adaptive_info(res):
 
 
 # --------------------------------------------------------------------------
-# the grid
+# the grid: one unit = one (dataset, loss, algorithm, ε, fold, run) fit
 # --------------------------------------------------------------------------
+SPLIT_SEED = 0
+CHECKPOINT_NAME = "seed003_units.jsonl"
+N_FOLDS = 10
+
+
+def unit_seed(fold, run):
+    """The ``random_state`` of the fit on ``fold`` in ``run``: 1000·fold + run."""
+    return 1000 * fold + run
+
+
+def _fit_and_score(alg, loss, X, y, train, test, eps, seed):
+    """One fit on the training fold; returns (test accuracy, training objective, info)."""
+    coef, info = run_algorithm(alg, loss, X[train], y[train], eps, seed)
+    acc = float(np.mean(np.sign(X[test] @ coef) == y[test]))
+    return acc, _mean_loss(loss, X[train], y[train], coef), info
+
+
+def _cell(accs, objs, infos):
+    return dict(acc=float(np.mean(accs)) if accs else math.nan,
+                acc_sd=float(np.std(accs)) if accs else math.nan,
+                obj=float(np.mean(objs)) if objs else math.nan, n=len(accs),
+                info=_mean_info(infos))
+
+
 def run_grid(*, datasets=DATASETS, losses=LOSSES, epsilons=EPSILONS, algorithms=ALGORITHMS,
              folds=10, runs=5, data_home=None, log=print):
-    """All (dataset, loss, algorithm, ε) cells, averaged over folds × runs.
+    """All (dataset, loss, algorithm, ε) cells, averaged over folds × runs, in memory.
 
-    Returns ``{(dataset, loss, algorithm, eps): dict(acc, acc_sd, obj, n, info)}``;
-    ε is None for NON-PRIVATE and MAJORITY.
+    The original single-process path (nothing is saved until it returns); the
+    resumable path is :func:`run_units` + :func:`grid_from_units`, which gives
+    bit-identical cells. Returns ``{(dataset, loss, algorithm, eps): dict(acc,
+    acc_sd, obj, n, info)}``; ε is None for NON-PRIVATE and MAJORITY.
     """
     grid = {}
     for ds in datasets:
         X, y = load_paper_dataset(ds, data_home)
-        splits = fold_indices(X.shape[0])[:folds]
+        splits = fold_indices(X.shape[0], N_FOLDS, SPLIT_SEED)[:folds]
         for loss in losses:
             for alg in algorithms:
-                eps_list = list(epsilons) if alg in PRIVATE else [None]
-                for eps in eps_list:
+                for eps in (list(epsilons) if alg in PRIVATE else [None]):
                     accs, objs, infos = [], [], []
                     started = time.perf_counter()
                     for f, (tr, te) in enumerate(splits):
                         for r in range(runs if alg in PRIVATE else 1):
-                            seed = 1000 * f + r
                             try:
-                                coef, info = run_algorithm(alg, loss, X[tr], y[tr], eps, seed)
+                                acc, obj, info = _fit_and_score(alg, loss, X, y, tr, te, eps,
+                                                                unit_seed(f, r))
                             except FastDPError as exc:        # e.g. a solver refusing the data
                                 log(f"  {ds}/{loss}/{alg}/ε={eps}: {exc}")
                                 continue
-                            accs.append(float(np.mean(np.sign(X[te] @ coef) == y[te])))
-                            objs.append(_mean_loss(loss, X[tr], y[tr], coef))
+                            accs.append(acc)
+                            objs.append(obj)
                             infos.append(info)
-                    grid[(ds, loss, alg, eps)] = dict(
-                        acc=float(np.mean(accs)) if accs else math.nan,
-                        acc_sd=float(np.std(accs)) if accs else math.nan,
-                        obj=float(np.mean(objs)) if objs else math.nan, n=len(accs),
-                        info=_mean_info(infos))
+                    grid[(ds, loss, alg, eps)] = _cell(accs, objs, infos)
                     log(f"{ds:9s} {loss:8s} {alg:12s} ε={eps}: acc={grid[(ds, loss, alg, eps)]['acc']:.4f}"
                         f" ({time.perf_counter() - started:.1f}s)")
     return grid
@@ -243,6 +271,210 @@ def run_grid(*, datasets=DATASETS, losses=LOSSES, epsilons=EPSILONS, algorithms=
 def _mean_info(infos):
     keys = sorted({k for i in infos for k in i})
     return {k: float(np.mean([i[k] for i in infos if k in i])) for k in keys}
+
+
+def plan_units(*, datasets=DATASETS, losses=LOSSES, algorithms=ALGORITHMS, epsilons=EPSILONS,
+               folds=range(N_FOLDS), runs=range(5)):
+    """Unit keys ``(dataset, loss, algorithm, eps, fold, run)`` in execution order.
+
+    Run-major (all folds of run 0 first, then run 1, ...), so a time-boxed
+    session leaves every cell with the same folds, give or take one fold.
+    NON-PRIVATE and MAJORITY are deterministic: one unit per fold (run 0,
+    ε None), planned only when run 0 is selected.
+    """
+    keys = []
+    for run in runs:
+        for fold in folds:
+            for ds in datasets:
+                for loss in losses:
+                    for alg in algorithms:
+                        if alg in PRIVATE:
+                            keys += [(ds, loss, alg, float(e), fold, run) for e in epsilons]
+                        elif run == 0:
+                            keys.append((ds, loss, alg, None, fold, run))
+    return keys
+
+
+def unit_key(record):
+    """The key ``(dataset, loss, algorithm, eps, fold, run)`` of a checkpoint record."""
+    eps = record["epsilon"]
+    return (record["dataset"], record["loss"], record["algorithm"],
+            None if eps is None else float(eps), int(record["fold"]), int(record["run"]))
+
+
+def read_units(path, *, repair=False):
+    """Unit records of a JSON-lines checkpoint, ``{key: record}`` (first record of a key wins).
+
+    A last line without its newline is what a process killed while writing
+    leaves: it is ignored (and cut off the file when ``repair``, so appends
+    start on a fresh line). Any other unreadable line is a ValidationError.
+    """
+    import json
+
+    path = Path(path)
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    complete = raw[:raw.rfind(b"\n") + 1]
+    if repair and len(complete) < len(raw):
+        with open(path, "r+b") as fh:
+            fh.truncate(len(complete))
+    units = {}
+    for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            key = unit_key(record)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValidationError(f"{path}:{number}: not a seed003 unit record ({exc}); "
+                                  "remove that line or the file") from None
+        units.setdefault(key, record)
+    return units
+
+
+def append_unit(path, record):
+    """Append one unit record as a JSON line, flushed and fsync'ed (a kill loses at most it)."""
+    import json
+    import os
+
+    line = json.dumps(record, default=float) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def run_units(checkpoint, *, datasets=DATASETS, losses=LOSSES, algorithms=ALGORITHMS,
+              epsilons=EPSILONS, folds=range(N_FOLDS), runs=range(5), resume=False,
+              budget_min=None, data_home=None, data=None, log=print, clock=time.monotonic,
+              after_unit=None):
+    """Run the selected units, appending each result to the checkpoint as it finishes.
+
+    Parameters
+    ----------
+    checkpoint : path
+        JSON-lines file of unit records (created if absent).
+    folds, runs : iterables of int
+        Fold indices (0–9 of the shuffled 10-fold split, seed 0) and run indices;
+        the fit on fold f in run r uses ``random_state = 1000·f + r``.
+    resume : bool
+        Skip units already in the checkpoint. Without it an existing non-empty
+        checkpoint is an error (nothing is overwritten).
+    budget_min : float, optional
+        Start no unit after this many minutes (the unit in flight finishes).
+    data : dict, optional
+        ``{dataset: (X, y)}`` used instead of loading (tests use slices).
+    after_unit : callable, optional
+        Called with each new record after it is saved.
+
+    Returns
+    -------
+    dict
+        ``ran``, ``skipped`` (already present), ``remaining`` (not run because
+        of the budget) and ``stopped`` (True if the budget ended the session).
+
+    Privacy: each private fit is private with respect to its training fold;
+    the saved accuracy/objective are non-private evaluation numbers.
+    """
+    checkpoint = Path(checkpoint)
+    done = read_units(checkpoint, repair=True)
+    if done and not resume:
+        raise ValidationError(f"{checkpoint} already holds {len(done)} unit(s): pass --resume "
+                              "(resume=True) to continue it, or remove the file to start over")
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    todo = [k for k in plan_units(datasets=datasets, losses=losses, algorithms=algorithms,
+                                  epsilons=epsilons, folds=folds, runs=runs) if k not in done]
+    skipped = len(plan_units(datasets=datasets, losses=losses, algorithms=algorithms,
+                             epsilons=epsilons, folds=folds, runs=runs)) - len(todo)
+    deadline = None if budget_min is None else clock() + 60.0 * budget_min
+    loaded, ran = dict(data or {}), 0
+    for key in todo:
+        if deadline is not None and clock() >= deadline:
+            log(f"time budget of {budget_min} min reached: {len(todo) - ran} unit(s) left "
+                "(rerun with --resume)")
+            return dict(ran=ran, skipped=skipped, remaining=len(todo) - ran, stopped=True)
+        ds, loss, alg, eps, fold, run = key
+        if ds not in loaded:
+            loaded[ds] = load_paper_dataset(ds, data_home)
+        X, y = loaded[ds]
+        train, test = fold_indices(X.shape[0], N_FOLDS, SPLIT_SEED)[fold]
+        record = dict(dataset=ds, loss=loss, algorithm=alg, epsilon=eps, fold=fold, run=run,
+                      seed=unit_seed(fold, run))
+        started = time.perf_counter()
+        try:
+            record["acc"], record["obj"], record["info"] = _fit_and_score(
+                alg, loss, X, y, train, test, eps, record["seed"])
+        except FastDPError as exc:              # deterministic refusal: recorded, not retried
+            record["error"] = str(exc)
+        record["seconds"] = time.perf_counter() - started
+        append_unit(checkpoint, record)
+        ran += 1
+        log(f"{ds:9s} {loss:8s} {alg:12s} ε={eps} fold {fold} run {run}: "
+            + (f"acc={record['acc']:.4f}" if "acc" in record else f"error: {record['error']}")
+            + f" ({record['seconds']:.1f}s)")
+        if after_unit is not None:
+            after_unit(record)
+    return dict(ran=ran, skipped=skipped, remaining=0, stopped=False)
+
+
+def grid_from_units(units):
+    """Average unit records into grid cells (same numbers as :func:`run_grid`).
+
+    ``units`` is a ``{key: record}`` dict or an iterable of records. Each cell
+    gets ``n`` (successful fits), ``folds`` and ``runs`` (the indices it
+    averages) and ``failed`` (fits a solver refused). Fits are averaged in
+    (fold, run) order, as :func:`run_grid` does, so the floats are identical.
+    """
+    records = units.values() if isinstance(units, dict) else units
+    by_cell = {}
+    for record in records:
+        key = unit_key(record)
+        by_cell.setdefault(key[:4], []).append((key[4], key[5], record))
+    grid = {}
+    for cell, members in by_cell.items():
+        members.sort(key=lambda m: m[:2])
+        ok = [m for m in members if "error" not in m[2]]
+        grid[cell] = _cell([m[2]["acc"] for m in ok], [m[2]["obj"] for m in ok],
+                           [m[2]["info"] for m in ok])
+        grid[cell].update(folds=sorted({m[0] for m in ok}), runs=sorted({m[1] for m in ok}),
+                          failed=len(members) - len(ok))
+    return grid
+
+
+def _ordered(values, order):
+    return [v for v in order if v in values] + sorted(v for v in values if v not in order)
+
+
+def grid_axes(grid):
+    """(datasets, losses, epsilons) present in a grid, in the module's canonical order."""
+    return (_ordered({k[0] for k in grid}, DATASETS), _ordered({k[1] for k in grid}, LOSSES),
+            _ordered({k[3] for k in grid if k[3] is not None}, EPSILONS))
+
+
+def report_from_units(out, unit_files, *, notes=(), extra_lines=()):
+    """Write the report (:func:`write_report`) from every unit in ``unit_files``.
+
+    Several files (e.g. one per fold range run in parallel) are merged; a unit
+    present in more than one file is counted once (the first file wins).
+    """
+    units = {}
+    for name in unit_files:
+        for key, record in read_units(name).items():
+            units.setdefault(key, record)
+    if not units:
+        raise ValidationError(f"no unit records in {', '.join(map(str, unit_files))}: "
+                              "run the grid first (without --report-only)")
+    grid = grid_from_units(units)
+    datasets, losses, epsilons = grid_axes(grid)
+    elapsed = sum(float(r.get("seconds", 0.0)) for r in units.values())
+    path = write_report(out, grid, datasets=datasets, losses=losses, epsilons=epsilons,
+                        elapsed=elapsed, quick=False, notes=notes,
+                        extra_json=dict(units=len(units)))
+    if extra_lines:
+        with open(path, "a") as fh:
+            fh.write("\n" + "\n".join(extra_lines) + "\n")
+    return path
 
 
 # --------------------------------------------------------------------------
@@ -359,21 +591,82 @@ def grid_from_records(records):
     return grid
 
 
-def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elapsed, quick,
-                 notes=(), extra_json=None):
-    """Write ``seed003.md`` (+ ``seed003.json`` with every cell, and PNGs); returns the md path."""
+def coverage(grid):
+    """How many folds × runs each cell averages.
+
+    Returns ``(uniform, lines)``: ``uniform`` is ``(n_folds, n_runs)`` when
+    every private cell averages the same folds and runs and every baseline
+    cell (NON-PRIVATE, MAJORITY: deterministic, one fit per fold) the same
+    folds, else None; ``lines`` is the markdown statement. Cells without fold
+    and run indices (grids saved before the unit checkpoint) give ``(None, [])``.
+    """
+    if not grid or any("folds" not in c for c in grid.values()):
+        return None, []
+    private = {(tuple(c["folds"]), tuple(c["runs"])) for k, c in grid.items() if k[2] in PRIVATE}
+    base = {tuple(c["folds"]) for k, c in grid.items() if k[2] not in PRIVATE}
+    pairs = {k[:2] for k in grid}
+    combos = {k[2:] for k in grid} | {("NON-PRIVATE", None), ("MAJORITY", None)}
+    missing = len(pairs) * len(combos) - len(grid)        # cells some (dataset, loss) lacks
+    failed = sum(c.get("failed", 0) for c in grid.values())
+    note = [f"{failed} fit(s) were refused by a solver and are left out of their cells."] \
+        if failed else []
+    if not missing and len(private) <= 1 and len(base) <= 1 and (not private or not base
+                                                 or base == {next(iter(private))[0]}):
+        folds, runs = next(iter(private)) if private else (next(iter(base)), (0,))
+        if all(c["n"] == len(c["folds"]) * len(c["runs"]) for c in grid.values()):
+            return (len(folds), len(runs)), [
+                f"Every private cell averages {len(folds)} fold(s) × {len(runs)} run(s) "
+                f"(folds {_span(folds)}, runs {_span(runs)}: {len(folds) * len(runs)} fits); "
+                f"NON-PRIVATE and MAJORITY (deterministic) {len(folds)} fold(s) × 1."] + note
+    return None, ["**Cells differ in coverage** (a partial run of the protocol): the number of "
+                  "fits (folds × runs) behind each cell is given in the 'Fits per cell' table of "
+                  "each section."] + note
+
+
+def _span(indices):
+    indices = list(indices)
+    if indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{indices[0]}–{indices[-1]}" if len(indices) > 1 else f"{indices[0]}"
+    return ", ".join(map(str, indices))
+
+
+def _fits(cell):
+    """'F×R' for a cell averaging whole folds × runs, else 'n (incomplete)'."""
+    if not cell:
+        return "—"
+    f, r, n = len(cell.get("folds", ())), len(cell.get("runs", ())), cell["n"]
+    return f"{f}×{r}" if n == f * r else f"{n} (folds {_span(cell['folds'])}; incomplete)"
+
+
+def write_report(out_dir, grid, *, datasets, losses, epsilons, elapsed, quick, folds=None,
+                 runs=None, notes=(), extra_json=None):
+    """Write ``seed003.md`` (+ ``seed003.json`` with every cell, and PNGs); returns the md path.
+
+    ``folds``/``runs`` describe grids whose cells carry no fold/run indices
+    (e.g. the committed 4 folds × 1 run ``seed003.json``); cells built from
+    unit records (:func:`grid_from_units`) state their own coverage.
+    """
     import json
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cells = present_cells(grid, datasets, losses)
+    uniform, covered = coverage(grid)
+    if folds is None and uniform:
+        folds, runs = uniform
+    if folds is not None:
+        protocol = f"{folds} of 10 folds × {runs} run(s){' (--quick)' if quick else ''}"
+    else:
+        protocol = "cells differ (see below)"
+    timing = "fit time (sum over the fits)" if covered else "wall time"
     lines = ["# Seed 003 reproduction: DP stochastic adaptive line search", "",
-             f"Protocol: {folds} of 10 folds × {runs} run(s){' (--quick)' if quick else ''}; "
-             f"δ = {DELTA:g}; ε grid {list(epsilons)}; wall time {elapsed / 60:.1f} min; "
+             f"Protocol: {protocol}; "
+             f"δ = {DELTA:g}; ε grid {list(epsilons)}; {timing} {elapsed / 60:.1f} min; "
              f"(dataset, loss) pairs run: {', '.join(f'{d}/{l}' for d, l in cells)}.",
              "IPUMS-US is not available in shared/data: not reproduced. OUTPERT is Chaudhuri et "
              "al.'s output perturbation (not OUTPERT-RSGD). Accuracy: test folds; objective: mean "
              "unclipped, unregularised training loss. Both are non-private evaluation numbers.", ""]
+    lines += covered + ([""] if covered else [])
     lines += list(notes) + ([""] if notes else [])
     for ds, loss in cells:
         maj = _acc(grid, ds, loss, "MAJORITY", None)
@@ -384,6 +677,13 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elap
         lines += _algorithm_table(epsilons, lambda alg, e: _acc(grid, ds, loss, alg, e))
         lines += ["", "Objective (mean training loss):", ""]
         lines += _algorithm_table(epsilons, lambda alg, e: grid.get((ds, loss, alg, e), {}).get("obj"))
+        if covered and uniform is None:
+            lines += ["", "Fits per cell (folds × runs):", ""]
+            lines += _epsilon_header(epsilons, "algorithm") + [
+                f"| {alg} | " + " | ".join(_fits(grid.get((ds, loss, alg, e))) for e in epsilons)
+                + " |" for alg in PRIVATE]
+            lines += [f"| {alg} | " + _fits(grid.get((ds, loss, alg, None))) + " (any ε) |"
+                      + " |" * (len(epsilons) - 1) for alg in ("NON-PRIVATE", "MAJORITY")]
         lines += ["", "Run statistics (means): iterations / CHEB or GradAvg calls / final "
                   "ρ_grad / final ε_BT / ε spent:", ""]
         for alg in ("DP-BLSGD", "DP-BLSGD-AC", "DP-BLGD"):
@@ -406,7 +706,8 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, folds, runs, elap
     except ImportError:
         lines += ["", "Figures: not written (matplotlib is not installed)."]
     (out_dir / "seed003.md").write_text("\n".join(lines) + "\n")
-    payload = dict(protocol=dict(folds=folds, runs=runs, quick=quick, delta=DELTA,
+    payload = dict(protocol=dict(folds=folds, runs=runs, uniform=uniform is not None or not covered,
+                                 quick=quick, delta=DELTA,
                                  epsilons=list(epsilons), elapsed_seconds=elapsed,
                                  cells=[list(c) for c in cells]),
                    claims=[dict(claim=c, held=bool(h), detail=d) for c, h, d in claims],
@@ -556,43 +857,85 @@ def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
     return lines
 
 
-def reproduce(out, *, quick=False, folds=None, runs=None, datasets=DATASETS, losses=LOSSES,
-              epsilons=EPSILONS, algorithms=ALGORITHMS, data_home=None, sweeps=False, log=print):
-    """Run the grid (and the Fig. 1/2 sweeps if asked) and write the report; returns its path."""
-    folds = (2 if quick else 10) if folds is None else folds
-    runs = (1 if quick else 5) if runs is None else runs
-    started = time.perf_counter()
-    grid = run_grid(datasets=datasets, losses=losses, epsilons=epsilons, algorithms=algorithms,
-                    folds=folds, runs=runs, data_home=data_home, log=log)
+def _selection(quick, folds, runs, fold_range, run_range):
+    """(fold indices, run indices) from the CLI/API options."""
+    if fold_range is not None and folds is not None:
+        raise ValidationError("give either folds (the first N folds) or fold_range, not both")
+    if run_range is not None and runs is not None:
+        raise ValidationError("give either runs (the first N runs) or run_range, not both")
+    fold_range = fold_range or (0, (2 if quick else N_FOLDS) if folds is None else folds)
+    run_range = run_range or (0, (1 if quick else 5) if runs is None else runs)
+    start, stop = fold_range
+    if not 0 <= start < stop <= N_FOLDS:
+        raise ValidationError(f"fold range [{start}, {stop}) must satisfy 0 ≤ START < STOP ≤ "
+                              f"{N_FOLDS}")
+    if not 0 <= run_range[0] < run_range[1]:
+        raise ValidationError(f"run range [{run_range[0]}, {run_range[1]}) must satisfy "
+                              "0 ≤ START < STOP")
+    return range(start, stop), range(*run_range)
+
+
+def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_range=None,
+              datasets=DATASETS, losses=LOSSES, epsilons=EPSILONS, algorithms=ALGORITHMS,
+              data_home=None, data=None, sweeps=False, resume=False, budget_min=None,
+              checkpoint=None, extra_units=(), notes=(), log=print, clock=time.monotonic,
+              after_unit=None):
+    """Run the selected units into the checkpoint and write the report from all units there.
+
+    ``folds``/``runs`` select the first N folds/runs, ``fold_range``/``run_range``
+    a ``(start, stop)`` slice (defaults: the paper's 10 folds × 5 runs, ``quick``
+    2 × 1). The checkpoint defaults to ``OUT/seed003_units.jsonl``;
+    ``extra_units`` are more checkpoint files merged into the report. Returns
+    ``(report path, status)`` with ``status`` as in :func:`run_units`.
+    """
+    fold_sel, run_sel = _selection(quick, folds, runs, fold_range, run_range)
+    checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
+    status = run_units(checkpoint, datasets=datasets, losses=losses, algorithms=algorithms,
+                       epsilons=epsilons, folds=fold_sel, runs=run_sel, resume=resume,
+                       budget_min=budget_min, data_home=data_home, data=data, log=log,
+                       clock=clock, after_unit=after_unit)
     extra = []
-    if sweeps:
-        fig1, fig2 = run_sweeps(folds=folds, runs=runs, data_home=data_home, log=log)
+    if sweeps and not status["stopped"]:
+        fig1, fig2 = run_sweeps(folds=len(fold_sel), runs=len(run_sel), data_home=data_home,
+                                log=log)
         extra = sweep_report(fig1, fig2)
-    path = write_report(out, grid, datasets=datasets, losses=losses, epsilons=epsilons,
-                        folds=folds, runs=runs, elapsed=time.perf_counter() - started, quick=quick)
-    if extra:
-        with open(path, "a") as fh:
-            fh.write("\n" + "\n".join(extra) + "\n")
-    return path
+    path = report_from_units(out, [checkpoint, *extra_units], notes=notes, extra_lines=extra)
+    return path, status
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 folds, 1 run")
+    parser.add_argument("--quick", action="store_true", help="folds 0–1, 1 run")
     parser.add_argument("--out", default="seed003_results", help="output directory")
-    parser.add_argument("--folds", type=int, default=None)
-    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--folds", type=int, default=None, help="the first N of the 10 folds")
+    parser.add_argument("--fold-range", type=int, nargs=2, default=None, metavar=("START", "STOP"),
+                        help="folds START..STOP-1 (0-based, of the shuffled 10-fold split)")
+    parser.add_argument("--runs", type=int, default=None, help="the first N runs (default 5)")
+    parser.add_argument("--run-range", type=int, nargs=2, default=None, metavar=("START", "STOP"),
+                        help="runs START..STOP-1 (run r of fold f uses seed 1000·f + r)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the checkpoint: skip the units it already holds")
+    parser.add_argument("--budget-min", type=float, default=None, metavar="M",
+                        help="start no fit after M minutes (rerun with --resume to continue)")
+    parser.add_argument("--checkpoint", default=None,
+                        help=f"unit checkpoint (JSON lines; default OUT/{CHECKPOINT_NAME})")
+    parser.add_argument("--units", nargs="+", default=(), metavar="FILE",
+                        help="more unit checkpoints to merge into the report")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the report from the checkpoint (+ --units), run nothing")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--losses", nargs="+", default=list(LOSSES), choices=LOSSES)
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--sweeps", action="store_true",
-                        help="also run the Fig. 1 sweeps, Fig. 2 counts and the amplification ablation")
+                        help="also run the Fig. 1 sweeps, Fig. 2 counts and the amplification "
+                             "ablation (in memory, not checkpointed)")
     parser.add_argument("--from-json", nargs="+", default=None, metavar="FILE",
                         help="write the report from saved grids (seed003.json files or lists of "
                              "cell records) instead of running; --folds/--runs describe them")
     parser.add_argument("--notes", default=None, help="markdown file appended under the protocol")
     args = parser.parse_args(argv)
+    notes = Path(args.notes).read_text().splitlines() if args.notes else ()
     if args.from_json:
         import json
 
@@ -601,16 +944,31 @@ def main(argv=None):
             data = json.loads(Path(name).read_text())
             records += data["grid"] if "grid" in data else data["cells"]
             elapsed += float(data.get("elapsed", data.get("protocol", {}).get("elapsed_seconds", 0)))
-        notes = Path(args.notes).read_text().splitlines() if args.notes else ()
         path = write_report(args.out, grid_from_records(records), datasets=args.datasets,
                             losses=args.losses, epsilons=args.epsilons, folds=args.folds or 10,
                             runs=args.runs or 5, elapsed=elapsed, quick=False, notes=notes)
         print(f"report: {path}")
-        return
-    path = reproduce(args.out, quick=args.quick, folds=args.folds, runs=args.runs,
-                     datasets=args.datasets, losses=args.losses, epsilons=args.epsilons,
-                     data_home=args.data_home, sweeps=args.sweeps)
-    print(f"report: {path}")
+        return 0
+    checkpoint = Path(args.checkpoint or Path(args.out) / CHECKPOINT_NAME)
+    if args.report_only:
+        path = report_from_units(args.out, [checkpoint, *args.units], notes=notes)
+        print(f"report: {path}")
+        return 0
+    try:
+        path, status = reproduce(
+            args.out, quick=args.quick, folds=args.folds, runs=args.runs,
+            fold_range=tuple(args.fold_range) if args.fold_range else None,
+            run_range=tuple(args.run_range) if args.run_range else None,
+            datasets=args.datasets, losses=args.losses, epsilons=args.epsilons,
+            data_home=args.data_home, sweeps=args.sweeps, resume=args.resume,
+            budget_min=args.budget_min, checkpoint=checkpoint, extra_units=args.units,
+            notes=notes)
+    except ValidationError as exc:
+        parser.error(str(exc))
+    print(f"report: {path} ({status['ran']} fit(s) run, {status['skipped']} already in "
+          f"{checkpoint}" + (f"; budget reached, {status['remaining']} left: rerun with --resume"
+                             if status["stopped"] else "") + ")")
+    return 0
 
 
 if __name__ == "__main__":

@@ -28,9 +28,11 @@ def test_paper_datasets_shapes(data_dir):
 
 
 def test_small_reproduction_writes_report(data_dir, tmp_path):
-    path = S.reproduce(tmp_path, folds=1, runs=1, datasets=("bank",), losses=("logistic",),
+    path, status = S.reproduce(tmp_path, folds=1, runs=1, datasets=("bank",), losses=("logistic",),
                        epsilons=(1.6,), data_home=data_dir, log=lambda *a: None,
                        algorithms=("DP-BLSGD", "DP-BLGD", "NON-PRIVATE", "MAJORITY"))
+    assert status["ran"] == 4 and path.parent == tmp_path
+    assert S.read_units(tmp_path / S.CHECKPOINT_NAME)        # the unit checkpoint is kept
     text = path.read_text()
     assert "| DP-BLSGD |" in text and "qualitative claims" in text
     row = next(line for line in text.splitlines() if line.startswith("| DP-BLSGD |"))
@@ -83,3 +85,188 @@ def test_report_json_round_trip_and_from_json_cli(tmp_path):
     text = (tmp_path / "b" / "seed003.md").read_text()
     assert "4 of 10 folds × 1 run(s)" in text and "adult/logistic" in text
     assert "## bank" not in text
+
+
+# --------------------------------------------------------------------------
+# resumable unit checkpoint (run_units / grid_from_units / report_from_units)
+# --------------------------------------------------------------------------
+import json  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+from fastdp.exceptions import ValidationError  # noqa: E402
+
+SMALL = dict(datasets=("bank",), losses=("logistic",), algorithms=("DP-BLSGD", "DP-SGD",
+             "NON-PRIVATE", "MAJORITY"), epsilons=(0.4, 1.6), folds=range(3), runs=range(2))
+N_SMALL_UNITS = 2 * 2 * 3 * 2 + 2 * 3
+
+
+def _synthetic():
+    rng = np.random.default_rng(7)
+    X = rng.random((600, 6)) * (rng.random((600, 6)) < 0.6)
+    y = np.where(X @ np.array([2.0, -1.0, 1.0, 0.5, -0.5, 1.0]) + 0.2 * rng.standard_normal(600)
+                 > 1.0, 1.0, -1.0)
+    return S._with_bias(sp.csr_matrix(X)), y
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    return {"bank": _synthetic()}
+
+
+@pytest.fixture(scope="module")
+def full_run(small_data, tmp_path_factory):
+    """The uninterrupted reference run: (checkpoint, report dir)."""
+    out = tmp_path_factory.mktemp("full")
+    status = S.run_units(out / "u.jsonl", data=small_data, log=_quiet, **SMALL)
+    assert status == dict(ran=N_SMALL_UNITS, skipped=0, remaining=0, stopped=False)
+    S.report_from_units(out, [out / "u.jsonl"])
+    return out / "u.jsonl", out
+
+
+def _quiet(*args):
+    pass
+
+
+def _report(out):
+    """(grid records, markdown without the timing) of a written report."""
+    data = json.loads((Path(out) / "seed003.json").read_text())
+    md = re.sub(r"fit time \(sum over the fits\) [0-9.]+ min", "", (Path(out) / "seed003.md").read_text())
+    return data["grid"], md
+
+
+def test_units_reproduce_run_grid_bit_for_bit(small_data, full_run, monkeypatch):
+    monkeypatch.setattr(S, "load_paper_dataset", lambda name, home=None: small_data[name])
+    sel = {k: v for k, v in SMALL.items() if k not in ("folds", "runs")}
+    old = S.run_grid(folds=3, runs=2, log=_quiet, **sel)
+    new = S.grid_from_units(S.read_units(full_run[0]))     # through the JSON checkpoint
+    assert set(old) == set(new) and len(old) == 2 * 2 + 2
+    for key, cell in old.items():
+        assert {k: new[key][k] for k in cell} == cell          # exact float equality
+        assert new[key]["folds"] == [0, 1, 2]
+        assert new[key]["runs"] == ([0, 1] if key[2] in S.PRIVATE else [0])
+    seeds = {(r["fold"], r["run"]): r["seed"] for r in S.read_units(full_run[0]).values()}
+    assert seeds[(2, 1)] == 2001 and seeds[(0, 0)] == 0
+
+
+def test_committed_cells_are_reproduced_by_the_unit_path(data_dir, tmp_path):
+    """reproductions/seed003.json (4 folds × 1 run) is reproduced bit-identically."""
+    committed = Path(__file__).resolve().parents[2] / "reproductions" / "seed003.json"
+    if not committed.exists():
+        pytest.skip("reproductions/seed003.json not in this checkout")
+    ref = S.grid_from_records(json.loads(committed.read_text())["grid"])
+    S.run_units(tmp_path / "u.jsonl", datasets=("bank",), losses=("hinge",),
+                algorithms=("DP-BLSGD", "DP-BLGD", "MAJORITY"), epsilons=(1.6,), folds=range(4),
+                runs=range(1), data_home=data_dir, log=_quiet)
+    grid = S.grid_from_units(S.read_units(tmp_path / "u.jsonl"))
+    assert len(grid) == 3
+    for key, cell in grid.items():
+        assert {k: cell[k] for k in ("acc", "acc_sd", "obj", "n", "info")} == ref[key]
+
+
+def test_resume_after_a_kill_gives_the_uninterrupted_report(small_data, full_run, tmp_path):
+    ck = tmp_path / "u.jsonl"
+    seen = []
+
+    def kill_after_seven(record):
+        seen.append(record)
+        if len(seen) == 7:
+            raise KeyboardInterrupt        # the process dies after the 7th unit is saved
+
+    with pytest.raises(KeyboardInterrupt):
+        S.run_units(ck, data=small_data, log=_quiet, after_unit=kill_after_seven, **SMALL)
+    with open(ck, "a") as fh:              # ... and a second kill in the middle of a write
+        fh.write('{"dataset": "bank", "loss": "logi')
+    assert len(S.read_units(ck)) == 7
+    with pytest.raises(ValidationError, match="--resume"):
+        S.run_units(ck, data=small_data, log=_quiet, **SMALL)
+    status = S.run_units(ck, data=small_data, log=_quiet, resume=True, **SMALL)
+    assert status == dict(ran=N_SMALL_UNITS - 7, skipped=7, remaining=0, stopped=False)
+    assert ck.read_text().count("\n") == N_SMALL_UNITS     # the torn line was cut off
+    S.report_from_units(tmp_path, [ck])
+    assert _report(tmp_path) == _report(full_run[1])
+    # resuming a complete checkpoint runs nothing
+    assert S.run_units(ck, data=small_data, log=_quiet, resume=True, **SMALL)["ran"] == 0
+
+
+def test_fold_range_split_and_merge_equals_one_run(small_data, full_run, tmp_path):
+    sel = {k: v for k, v in SMALL.items() if k != "folds"}
+    S.run_units(tmp_path / "a.jsonl", data=small_data, log=_quiet, folds=range(0, 2), **sel)
+    S.run_units(tmp_path / "b.jsonl", data=small_data, log=_quiet, folds=range(1, 3), **sel)
+    S.report_from_units(tmp_path, [tmp_path / "a.jsonl", tmp_path / "b.jsonl"])  # fold 1 twice
+    assert _report(tmp_path) == _report(full_run[1])
+    text = (tmp_path / "seed003.md").read_text()
+    assert "Every private cell averages 3 fold(s) × 2 run(s) (folds 0–2, runs 0–1: 6 fits)" in text
+    assert "Protocol: 3 of 10 folds × 2 run(s)" in text
+
+
+def test_budget_stops_cleanly_and_the_report_states_uneven_coverage(small_data, full_run,
+                                                                   tmp_path):
+    minutes = iter(range(10_000))
+
+    def clock():                           # one minute passes per look at the clock
+        return 60.0 * next(minutes)
+
+    ck = tmp_path / "u.jsonl"
+    status = S.run_units(ck, data=small_data, log=_quiet, budget_min=8, clock=clock, **SMALL)
+    assert status == dict(ran=7, skipped=0, remaining=N_SMALL_UNITS - 7, stopped=True)
+    units = S.read_units(ck)          # run-major order: every cell of fold 0, run 0 first
+    assert sorted(k[4:] for k in units) == [(0, 0)] * 6 + [(1, 0)]
+    S.report_from_units(tmp_path, [ck])
+    text = (tmp_path / "seed003.md").read_text()
+    assert "Cells differ in coverage" in text and "Protocol: cells differ" in text
+    assert "| DP-BLSGD | 2×1 | 1×1 |" in text and "| DP-SGD | 1×1 | 1×1 |" in text
+    assert "| MAJORITY | 1×1 (any ε) | |" in text
+    S.run_units(ck, data=small_data, log=_quiet, budget_min=4, clock=clock, resume=True, **SMALL)
+    S.report_from_units(tmp_path, [ck])           # a cell missing from one pair also differs
+    assert "Cells differ in coverage" in (tmp_path / "seed003.md").read_text()
+    S.run_units(ck, data=small_data, log=_quiet, resume=True, **SMALL)
+    S.report_from_units(tmp_path, [ck])
+    assert _report(tmp_path) == _report(full_run[1])
+
+
+def test_incomplete_cells_say_so():
+    recs = [dict(dataset="bank", loss="logistic", algorithm="DP-BLSGD", epsilon=0.4, fold=f,
+                 run=r, acc=0.9, obj=0.3, info={}) for f, r in ((0, 0), (0, 1), (1, 0))]
+    grid = S.grid_from_units(recs)
+    assert S.coverage(grid)[0] is None
+    assert S._fits(grid[("bank", "logistic", "DP-BLSGD", 0.4)]) == "3 (folds 0–1; incomplete)"
+
+
+def test_checkpoint_errors_and_selection_checks(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"dataset": "bank"}\n{"x": 1}\n')
+    with pytest.raises(ValidationError, match="bad.jsonl:1"):
+        S.read_units(bad)
+    with pytest.raises(ValidationError, match="no unit records"):
+        S.report_from_units(tmp_path, [tmp_path / "missing.jsonl"])
+    with pytest.raises(ValidationError, match="fold range"):
+        S._selection(False, None, None, (3, 11), None)
+    with pytest.raises(ValidationError, match="not both"):
+        S._selection(False, 2, None, (0, 2), None)
+    assert S._selection(True, None, None, None, None) == (range(0, 2), range(0, 1))
+    assert S._selection(False, None, None, (4, 7), (1, 5)) == (range(4, 7), range(1, 5))
+
+
+def test_cli_resume_with_budget_and_report_only(small_data, full_run, tmp_path, monkeypatch,
+                                                capsys):
+    import shutil
+
+    shutil.copy(full_run[0], tmp_path / S.CHECKPOINT_NAME)
+    monkeypatch.setattr(S, "load_paper_dataset", lambda name, home=None: small_data[name])
+    # a zero budget runs nothing (the other 5 algorithms of fold 0 are left) and the
+    # report is rebuilt from the units present
+    assert S.main(["--out", str(tmp_path), "--resume", "--budget-min", "0", "--datasets",
+                   "bank", "--losses", "logistic", "--epsilons", "0.4", "1.6", "--fold-range",
+                   "0", "1", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "0 fit(s) run, 6 already in" in out and "budget reached, 10 left" in out
+    assert _report(tmp_path) == _report(full_run[1])
+    assert S.main(["--out", str(tmp_path / "r"), "--report-only", "--checkpoint",
+                   str(full_run[0])]) == 0
+    assert _report(tmp_path / "r") == _report(full_run[1])
+    with pytest.raises(SystemExit):       # an existing checkpoint needs --resume
+        S.main(["--out", str(tmp_path), "--folds", "1", "--runs", "1", "--datasets", "bank"])
