@@ -3,12 +3,46 @@
 Run ``python -m fastdp.experiments.seed003 --out DIR`` (paper protocol:
 10-fold cross-validation × 5 runs, ε ∈ {0.05, 0.1, 0.2, 0.4, 0.8, 1.6},
 logistic regression and SVM on Adult, Bank and IPUMS-BR; hours on two
-cores) or ``--quick`` (the first 2 of the 10 folds, 1 run). Writes
+cores) or ``--quick`` (folds 0 and 1 of the 10, 1 run). Writes
 ``seed003.md`` (accuracy and objective tables, run statistics, which of the
 paper's qualitative claims held) and PNG figures when matplotlib is installed.
 ``--sweeps`` adds the Fig. 1 hyper-parameter sweeps (Adult, logistic,
 ε ∈ {0.05, 0.2}), the Fig. 2 evaluation counts against q (ε = 0.4) and the
 amplification ablation of spec 003 §8 A1 (R2, R3, R5).
+
+Resumable, splittable runs. One *unit* is one fit: (dataset, loss,
+algorithm, ε, fold, run), seeded ``random_state = 1000·fold + run`` on fold
+``fold`` of the shuffled 10-fold split (seed 0), exactly as the in-memory
+:func:`run_grid`, so cells are bit-identical to it (and to the committed
+``reproductions/seed003.json``, 4 folds × 1 run). Each finished unit is
+appended (flushed, fsync'ed) as a JSON line to ``OUT/seed003_units.jsonl``
+(``--checkpoint`` to change), so a killed process loses at most the fit in
+flight; units run run-major (all folds of run 0 first). Options:
+
+* ``--resume``: skip the units already in the checkpoint (without it an
+  existing checkpoint is an error, never overwritten);
+* ``--fold-range START STOP`` / ``--folds N`` and ``--run-range START STOP`` /
+  ``--runs N``: the subset of folds (0–9) and runs to run;
+* ``--budget-min M``: start no fit after M minutes, then write the report;
+* ``--report-only`` (+ ``--units FILE ...``): write the report from the
+  checkpoint and other checkpoints (e.g. one per fold range), running nothing.
+
+The report is always built from every unit present and states how many
+folds × runs each cell averages ("Fits per cell" tables when cells differ).
+The whole protocol (~12,600 private fits, ~7 CPU-hours here) across several
+sessions, in the background::
+
+    nohup nice -n 10 python -m fastdp.experiments.seed003 --out seed003_full \
+        --resume --budget-min 150 > seed003_full/log.txt 2>&1 &
+    # next session: the same command again, until it reports 0 left
+    python -m fastdp.experiments.seed003 --out reproductions --report-only \
+        --checkpoint seed003_full/seed003_units.jsonl --notes NOTES.md
+
+Two processes must not share a checkpoint: split with ``--fold-range 0 5``
+and ``--fold-range 5 10`` into two ``--checkpoint`` files and merge them with
+``--report-only --units``. ``--from-json FILE`` still rebuilds a report from
+saved cell grids (``--folds``/``--runs`` describe grids without per-cell
+fold/run indices, e.g. ``--folds 4 --runs 1`` for the committed one).
 
 Data (spec 003 §6.1), read from ``../shared/data`` (or ``FASTDP_DATA``):
 
