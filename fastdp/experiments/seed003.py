@@ -32,10 +32,11 @@ folds × runs each cell averages ("Fits per cell" tables when cells differ).
 The whole protocol (~12,600 private fits, ~7 CPU-hours here) across several
 sessions, in the background::
 
-    nohup nice -n 10 python -m fastdp.experiments.seed003 --out seed003_full \
+    mkdir -p seed003_full
+    nohup nice -n 10 python -m fastdp.experiments.seed003 --out seed003_full \\
         --resume --budget-min 150 > seed003_full/log.txt 2>&1 &
-    # next session: the same command again, until it reports 0 left
-    python -m fastdp.experiments.seed003 --out reproductions --report-only \
+    # each later session: the same command, until its last line has no "budget reached"
+    python -m fastdp.experiments.seed003 --out reproductions --report-only \\
         --checkpoint seed003_full/seed003_units.jsonl --notes NOTES.md
 
 Two processes must not share a checkpoint: split with ``--fold-range 0 5``
@@ -920,7 +921,8 @@ def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_r
     a ``(start, stop)`` slice (defaults: the paper's 10 folds × 5 runs, ``quick``
     2 × 1). The checkpoint defaults to ``OUT/seed003_units.jsonl``;
     ``extra_units`` are more checkpoint files merged into the report. Returns
-    ``(report path, status)`` with ``status`` as in :func:`run_units`.
+    ``(report path, status)`` with ``status`` as in :func:`run_units`; the path
+    is None when the budget ran out before any unit existed.
     """
     fold_sel, run_sel = _selection(quick, folds, runs, fold_range, run_range)
     checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
@@ -933,6 +935,9 @@ def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_r
         fig1, fig2 = run_sweeps(folds=len(fold_sel), runs=len(run_sel), data_home=data_home,
                                 log=log)
         extra = sweep_report(fig1, fig2)
+    if status["stopped"] and not status["ran"] and not status["skipped"] and not extra_units \
+            and not read_units(checkpoint):
+        return None, status                 # the budget ended the session before any fit
     path = report_from_units(out, [checkpoint, *extra_units], notes=notes, extra_lines=extra)
     return path, status
 
@@ -999,6 +1004,10 @@ def main(argv=None):
             notes=notes)
     except ValidationError as exc:
         parser.error(str(exc))
+    if path is None:
+        print(f"no report: the time budget ran out before the first fit ({status['remaining']} "
+              "left; rerun with --resume)")
+        return 0
     print(f"report: {path} ({status['ran']} fit(s) run, {status['skipped']} already in "
           f"{checkpoint}" + (f"; budget reached, {status['remaining']} left: rerun with --resume"
                              if status["stopped"] else "") + ")")

@@ -268,5 +268,8 @@ def test_cli_resume_with_budget_and_report_only(small_data, full_run, tmp_path, 
     assert S.main(["--out", str(tmp_path / "r"), "--report-only", "--checkpoint",
                    str(full_run[0])]) == 0
     assert _report(tmp_path / "r") == _report(full_run[1])
+    assert S.main(["--out", str(tmp_path / "empty"), "--budget-min", "0"]) == 0
+    assert "no report: the time budget ran out" in capsys.readouterr().out
+    assert not (tmp_path / "empty" / "seed003.md").exists()
     with pytest.raises(SystemExit):       # an existing checkpoint needs --resume
         S.main(["--out", str(tmp_path), "--folds", "1", "--runs", "1", "--datasets", "bank"])
