@@ -353,7 +353,8 @@ def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_m
                                activation_probability=p_max)
     program = NodeProgram(dim=X.shape[1], loss=loss_obj.name, regularizer=regularizer,
                           schedule=schedule, iota=iota, sigma=sigma, n_rounds=T,
-                          inactive_x=inactive_x, message_dtype=message_dtype)
+                          inactive_x=inactive_x, message_dtype=message_dtype,
+                          max_row_norm=lipschitz if private else None)
     keys = node_keys(key_seed, n_nodes)
     node_shards = [NodeShard.from_csr(Xi, yi) for Xi, yi in shards]
     eng = get_engine(engine)

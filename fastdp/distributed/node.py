@@ -33,13 +33,17 @@ import dataclasses
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
+from fastdp._validation import check_X
+from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss
 
 __all__ = [
     "NodeProgram",
     "NodeShard",
     "NodeState",
+    "validate_shard",
     "node_keys",
     "node_generator",
     "sample_subgradient",
@@ -81,6 +85,52 @@ class NodeShard:
                    np.ascontiguousarray(X.indptr), np.ascontiguousarray(y, dtype=np.float64))
 
 
+def validate_shard(shard, program, n_rows):
+    """Check a shard an agent loaded itself (``shard_loader``) before it is used.
+
+    The driver validates the data it partitions; a shard loaded inside an
+    agent never passed through it, so the agent checks what the privacy
+    analysis and the compiled kernels assume: canonical CSR arrays with
+    ``program.dim`` columns and finite values, exactly ``n_rows`` rows (the
+    public shard size the noise was calibrated for), labels in {-1, +1}, and
+    rows of norm at most ``program.max_row_norm`` when the run is private.
+
+    Parameters
+    ----------
+    shard : NodeShard
+    program : NodeProgram
+    n_rows : int
+        The shard size the run was planned and calibrated with.
+
+    Returns
+    -------
+    shard : NodeShard
+        With canonical, contiguous arrays and float64 labels.
+
+    Raises
+    ------
+    ValidationError
+        If any of the above fails; the message names the agent's data.
+    """
+    if not isinstance(shard, NodeShard):
+        raise ValidationError(f"shard_loader must return a NodeShard; got {type(shard).__name__}.")
+    indptr = np.asarray(shard.indptr)
+    if indptr.ndim != 1 or len(indptr) != int(n_rows) + 1:
+        raise ValidationError(
+            f"the loaded shard has {len(indptr) - 1 if indptr.ndim == 1 else '?'} rows; the run was "
+            f"calibrated for {int(n_rows)} (shard sizes are public and fix the noise): load the "
+            "same rows the run was planned with.")
+    try:
+        X = sp.csr_matrix((shard.data, shard.indices, indptr), shape=(int(n_rows), program.dim))
+    except (ValueError, TypeError, IndexError) as exc:
+        raise ValidationError(f"the loaded shard's CSR arrays are inconsistent: {exc}") from None
+    X = check_X(X, max_row_norm=program.max_row_norm)
+    y = np.asarray(shard.y, dtype=np.float64)
+    if y.shape != (int(n_rows),) or not np.all((y == 1.0) | (y == -1.0)):
+        raise ValidationError("the loaded shard's labels must be one per row, each -1 or +1.")
+    return NodeShard.from_csr(X, y)
+
+
 @dataclasses.dataclass
 class NodeProgram:
     """Public constants every agent knows (identical on every agent).
@@ -102,6 +152,10 @@ class NodeProgram:
         mixes it: half the bytes, slightly different numerics. Rounding a
         released message is post-processing (no privacy cost); the state
         ``z``, ``x`` and the averages stay float64.
+    max_row_norm : float or None, default=None
+        The row-norm bound L the privacy analysis assumes (None: not private,
+        unchecked). Shards an agent loads itself are checked against it
+        (:func:`validate_shard`).
     """
 
     dim: int
@@ -113,6 +167,7 @@ class NodeProgram:
     n_rounds: int
     inactive_x: str = "theory"
     message_dtype: str = "float64"
+    max_row_norm: object = None
 
     def __post_init__(self):
         self._tables = None

@@ -127,3 +127,42 @@ def test_float32_message_is_the_rounded_float64_message():
     w = np.array([0.5, 0.5])
     assert np.array_equal(mix_messages(w, [m32, m32[::-1].copy()]),
                           mix_messages(w, [m32.astype(np.float64), m32[::-1].astype(np.float64)]))
+
+
+def test_loaded_shard_is_validated_before_use():
+    """A shard an agent loads itself (Ray ``shard_loader``) must meet what the privacy analysis
+    and the kernels assume: planned size, columns, finite values, norms <= L, labels +-1."""
+    from fastdp.distributed.engines.ray_engine import NodeAgent
+    from fastdp.distributed.node import validate_shard
+    from fastdp.exceptions import ValidationError
+
+    rng = np.random.default_rng(3)
+    shard, dense = _shard(rng, q=30, m=12)
+    program = dataclasses.replace(_program(1.0), max_row_norm=1.0)
+    checked = validate_shard(shard, program, 30)       # a valid shard passes unchanged
+    assert np.array_equal(sp.csr_matrix((checked.data, checked.indices, checked.indptr),
+                                        shape=(30, 12)).toarray(), dense)
+    agent = NodeAgent(0, program, None, node_keys(np.random.SeedSequence(0), 1)[0], [1, 3],
+                      shard_loader=lambda node: shard, n_rows=30)
+    assert agent.first_message()[1] is not None
+
+    too_long = NodeShard(shard.data * 2.0, shard.indices, shard.indptr, shard.y)
+    wrong_labels = NodeShard(shard.data, shard.indices, shard.indptr, np.where(shard.y > 0, 1.0, 0.0))
+    nan_data = NodeShard(np.where(np.arange(len(shard.data)) == 0, np.nan, shard.data),
+                         shard.indices, shard.indptr, shard.y)
+    bad_columns = NodeShard(shard.data, shard.indices + 12, shard.indptr, shard.y)
+    bad_indptr = NodeShard(shard.data, shard.indices, shard.indptr[::-1].copy(), shard.y)
+    cases = {"norm": too_long, "label": wrong_labels, "NaN|finite|inf": nan_data,
+             "": bad_columns, " ": bad_indptr}
+    for match, bad in cases.items():
+        with pytest.raises(ValidationError, match=match.strip() or None):
+            validate_shard(bad, program, 30)
+    with pytest.raises(ValidationError, match="calibrated for 31"):
+        validate_shard(shard, program, 31)
+    with pytest.raises(ValidationError, match="NodeShard"):
+        validate_shard((shard.data, shard.y), program, 30)
+    # not private: norms are not checked
+    validate_shard(too_long, dataclasses.replace(program, max_row_norm=None), 30)
+    with pytest.raises(ValidationError, match="norm"):
+        NodeAgent(0, program, None, node_keys(np.random.SeedSequence(0), 1)[0], [1],
+                  shard_loader=lambda node: too_long, n_rows=30)

@@ -37,6 +37,7 @@ from fastdp.distributed.node import (
     catch_up,
     compute_message,
     mix_messages,
+    validate_shard,
 )
 from fastdp.exceptions import ValidationError
 
@@ -70,13 +71,21 @@ class NodeAgent:
     active_rounds : ndarray of int
         The public rounds in which the agent is active.
     shard_loader : callable, optional
-        ``shard_loader(node) -> NodeShard``, run inside the actor.
+        ``shard_loader(node) -> NodeShard``, run inside the actor; what it
+        returns is checked by :func:`~fastdp.distributed.node.validate_shard`.
+    n_rows : int, optional
+        The shard size the run was calibrated for (required with ``shard_loader``).
     """
 
-    def __init__(self, node, program, shard, key, active_rounds, shard_loader=None):
+    def __init__(self, node, program, shard, key, active_rounds, shard_loader=None, n_rows=None):
         self.node = int(node)
         self.program = program
-        self.shard = shard if shard_loader is None else shard_loader(self.node)
+        if shard_loader is None:
+            self.shard = shard
+        else:
+            if n_rows is None:
+                raise ValidationError("an agent that loads its shard needs the planned shard size.")
+            self.shard = validate_shard(shard_loader(self.node), program, n_rows)
         self.key = key
         self.rounds = np.asarray(active_rounds, dtype=np.int64)
         self.state = NodeState.initial(program)
@@ -193,7 +202,8 @@ class RayEngine(Engine):
         shard_refs = [None] * n if self.shard_loader is not None else [ray.put(s) for s in shards]
 
         def make(i):
-            return Agent.remote(i, program_ref, shard_refs[i], keys[i], rounds[i], self.shard_loader)
+            return Agent.remote(i, program_ref, shard_refs[i], keys[i], rounds[i], self.shard_loader,
+                                shards[i].n_samples)
 
         actors = [make(i) for i in range(n)]
         try:
