@@ -8,13 +8,14 @@ cores) or ``--quick`` (folds 0 and 1 of the 10, 1 run). Writes
 paper's qualitative claims held) and PNG figures when matplotlib is installed.
 ``--sweeps`` adds the Fig. 1 hyper-parameter sweeps (Adult, logistic,
 ε ∈ {0.05, 0.2}), the Fig. 2 evaluation counts against q (ε = 0.4) and the
-amplification ablation of spec 003 §8 A1 (R2, R3, R5).
+amplification ablation of spec 003 §8 A1 (the q sweep and the counts under
+each of the three amplification bounds, and which reproduces C4/C5), i.e.
+R2, R3 and R5, over the same folds × runs as the grid.
 
 Resumable, splittable runs. One *unit* is one fit: (dataset, loss,
 algorithm, ε, fold, run), seeded ``random_state = 1000·fold + run`` on fold
 ``fold`` of the shuffled 10-fold split (seed 0), exactly as the in-memory
-:func:`run_grid`, so cells are bit-identical to it (and to the committed
-``reproductions/seed003.json``, 4 folds × 1 run). Each finished unit is
+:func:`run_grid`, so cells are bit-identical to it. Each finished unit is
 appended (flushed, fsync'ed) as a JSON line to ``OUT/seed003_units.jsonl``
 (``--checkpoint`` to change), so a killed process loses at most the fit in
 flight; units run run-major (all folds of run 0 first). Options:
@@ -25,25 +26,37 @@ flight; units run run-major (all folds of run 0 first). Options:
   ``--runs N``: the subset of folds (0–9) and runs to run;
 * ``--budget-min M``: start no fit after M minutes, then write the report;
 * ``--report-only`` (+ ``--units FILE ...``): write the report from the
-  checkpoint and other checkpoints (e.g. one per fold range), running nothing.
+  checkpoint and other checkpoints (e.g. one per fold range), running nothing;
+  ``--archive-units`` also writes every merged unit to
+  ``OUT/seed003_units.jsonl.gz`` (sorted, gzip'ed, byte-reproducible), the
+  per-fit records published beside the report: ``--units`` reads archives, so
+  ``--report-only --checkpoint reproductions/seed003_units.jsonl.gz`` rebuilds
+  the committed report and any fit can be re-run and compared.
 
 The report is always built from every unit present and states how many
 folds × runs each cell averages ("Fits per cell" tables when cells differ).
-The whole protocol (~12,600 private fits, ~7 CPU-hours here) across several
-sessions, in the background::
+The whole protocol (12,600 private fits, ~2 CPU-hours of fits here), as
+the committed report was made (two processes, then the sweeps)::
 
     mkdir -p seed003_full
-    nohup nice -n 10 python -m fastdp.experiments.seed003 --out seed003_full \\
-        --resume --budget-min 150 > seed003_full/log.txt 2>&1 &
-    # each later session: the same command, until its last line has no "budget reached"
+    nohup nice -n 5 python -m fastdp.experiments.seed003 --out seed003_full \\
+        --resume --run-range 0 3 > seed003_full/log_A.txt 2>&1 &
+    nohup nice -n 5 python -m fastdp.experiments.seed003 --out seed003_full \\
+        --resume --run-range 3 5 --checkpoint seed003_full/units_r34.jsonl \\
+        > seed003_full/log_B.txt 2>&1 &
+    # --budget-min M stops early; rerun the same commands to continue
+    cat seed003_full/seed003_units.jsonl seed003_full/units_r34.jsonl \\
+        > seed003_full/merged.jsonl
+    python -m fastdp.experiments.seed003 --out reproductions --resume --runs 1 \\
+        --checkpoint seed003_full/merged.jsonl --sweeps
     python -m fastdp.experiments.seed003 --out reproductions --report-only \\
-        --checkpoint seed003_full/seed003_units.jsonl --notes NOTES.md
+        --checkpoint seed003_full/merged.jsonl --notes NOTES.md --archive-units
 
-Two processes must not share a checkpoint: split with ``--fold-range 0 5``
-and ``--fold-range 5 10`` into two ``--checkpoint`` files and merge them with
-``--report-only --units``. ``--from-json FILE`` still rebuilds a report from
-saved cell grids (``--folds``/``--runs`` describe grids without per-cell
-fold/run indices, e.g. ``--folds 4 --runs 1`` for the committed one).
+Two processes must not share a checkpoint: split with ``--run-range`` (or
+``--fold-range``) into two ``--checkpoint`` files and merge them with
+``--report-only --units`` (or concatenate them). ``--from-json FILE`` still
+rebuilds a report from saved cell grids (``--folds``/``--runs`` describe
+grids without per-cell fold/run indices).
 
 Data (spec 003 §6.1), read from ``../shared/data`` (or ``FASTDP_DATA``):
 
@@ -86,6 +99,7 @@ from fastdp.datasets import load_dataset
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.privacy.calibration import calibrate_noise_multiplier, compute_epsilon
 from fastdp.solvers import line_search as LS
+from fastdp.solvers._ls_budget import AMPLIFICATIONS
 
 __all__ = [
     "DATASETS",
@@ -102,6 +116,8 @@ __all__ = [
     "grid_from_units",
     "report_from_units",
     "coverage",
+    "ablation_report",
+    "run_amplification_ablation",
     "run_sweeps",
     "sweep_report",
     "check_claims",
@@ -246,6 +262,8 @@ def _adaptive_info(res):
 # --------------------------------------------------------------------------
 SPLIT_SEED = 0
 CHECKPOINT_NAME = "seed003_units.jsonl"
+ARCHIVE_NAME = "seed003_units.jsonl.gz"      # the published per-fit records
+SWEEPS_NAME = "seed003_sweeps.json"          # --sweeps results, re-read by --report-only
 N_FOLDS = 10
 
 
@@ -344,13 +362,18 @@ def read_units(path, *, repair=False):
     leaves: it is ignored (and cut off the file when ``repair``, so appends
     start on a fresh line). Any other unreadable line is a ValidationError.
     """
+    import gzip
     import json
 
     path = Path(path)
     if not path.exists():
         return {}
-    raw = path.read_bytes()
+    archived = path.suffix == ".gz"
+    raw = gzip.decompress(path.read_bytes()) if archived else path.read_bytes()
     complete = raw[:raw.rfind(b"\n") + 1]
+    if repair and archived:
+        raise ValidationError(f"{path} is a unit archive (read-only): run into a .jsonl "
+                              "checkpoint and pass the archive with --units")
     if repair and len(complete) < len(raw):
         with open(path, "r+b") as fh:
             fh.truncate(len(complete))
@@ -366,6 +389,38 @@ def read_units(path, *, repair=False):
                                   "remove that line or the file") from None
         units.setdefault(key, record)
     return units
+
+
+def write_unit_archive(path, units):
+    """Write unit records to a gzip'ed JSON-lines archive, sorted by key, byte-reproducible.
+
+    The archive (``.jsonl.gz``) is what a published report is built from:
+    :func:`read_units` and ``--report-only --units`` read it, so the report
+    can be rebuilt and any fit re-run and compared. Returns the path.
+    """
+    import gzip
+    import json
+
+    records = units.values() if isinstance(units, dict) else units
+    order = {name: i for i, name in enumerate(ALGORITHMS)}
+
+    def sort_key(record):
+        ds, loss, alg, eps, fold, run = unit_key(record)
+        return (_rank(ds, DATASETS), _rank(loss, LOSSES), order.get(alg, len(order)), alg,
+                -1.0 if eps is None else eps, run, fold)
+
+    lines = "".join(json.dumps(r, default=float, sort_keys=True) + "\n"
+                    for r in sorted(records, key=sort_key))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="",
+                                                  mtime=0, compresslevel=9) as fh:
+        fh.write(lines.encode("utf-8"))
+    return path
+
+
+def _rank(value, order):
+    return (order.index(value), "") if value in order else (len(order), value)
 
 
 def append_unit(path, record):
@@ -487,16 +542,22 @@ def grid_axes(grid):
             _ordered({k[3] for k in grid if k[3] is not None}, EPSILONS))
 
 
+def merge_units(unit_files):
+    """``{key: record}`` of all unit files (checkpoints or archives); the first file wins."""
+    units = {}
+    for name in unit_files:
+        for key, record in read_units(name).items():
+            units.setdefault(key, record)
+    return units
+
+
 def report_from_units(out, unit_files, *, notes=(), extra_lines=()):
     """Write the report (:func:`write_report`) from every unit in ``unit_files``.
 
     Several files (e.g. one per fold range run in parallel) are merged; a unit
     present in more than one file is counted once (the first file wins).
     """
-    units = {}
-    for name in unit_files:
-        for key, record in read_units(name).items():
-            units.setdefault(key, record)
+    units = merge_units(unit_files)
     if not units:
         raise ValidationError(f"no unit records in {', '.join(map(str, unit_files))}: "
                               "run the grid first (without --report-only)")
@@ -678,7 +739,7 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, elapsed, quick, f
     """Write ``seed003.md`` (+ ``seed003.json`` with every cell, and PNGs); returns the md path.
 
     ``folds``/``runs`` describe grids whose cells carry no fold/run indices
-    (e.g. the committed 4 folds × 1 run ``seed003.json``); cells built from
+    (e.g. the 4 folds × 1 run grid of an earlier pass); cells built from
     unit records (:func:`grid_from_units`) state their own coverage.
     """
     import json
@@ -798,45 +859,111 @@ SWEEPS = {
     "amplification": ["zw_general", "sgm_exact", "zw_tight_all"],
 }
 SWEEP_EPSILONS = (0.05, 0.2)
+FIG2_EPSILON = 0.4
+
+
+def _blsgd_settings(name, value):
+    """DP-BLSGD keyword arguments for one sweep setting (``zeta`` runs DP-BLSGD-AC;
+    ``sgm_exact`` needs Gaussian-only calls, so gradient and search are charged separately)."""
+    kw = {name: value}
+    if name == "zeta":
+        kw["adaptive_clipping"] = True
+    if name == "amplification" and value == "sgm_exact":
+        kw["batch_accounting"] = "separate"
+    return kw
+
+
+def _evaluate_blsgd(X, y, splits, runs, epsilon, settings):
+    """Mean test accuracy and per-example gradient / objective evaluation counts of
+    DP-BLSGD (Adult protocol: fold f, run r seeded 1000·f + r) with ``settings``."""
+    accs, grads, objs = [], [], []
+    for f, (tr, te) in enumerate(splits):
+        for r in range(runs):
+            res = LS.dp_blsgd(X[tr], y[tr], epsilon=epsilon, delta=DELTA, mu=MU,
+                              random_state=1000 * f + r, **settings)
+            accs.append(float(np.mean(np.sign(X[te] @ res.coef) == y[te])))
+            grads.append(res.diagnostics["gradient_evaluations"])
+            objs.append(res.diagnostics["objective_evaluations"])
+    return dict(acc=float(np.mean(accs)), gradient_evaluations=float(np.mean(grads)),
+                objective_evaluations=float(np.mean(objs)))
 
 
 def run_sweeps(*, folds=2, runs=1, epsilons=SWEEP_EPSILONS, sweeps=None, data_home=None,
                log=print):
     """Fig. 1 (Adult, logistic): DP-BLSGD accuracy while one setting varies
     (``zeta`` runs DP-BLSGD-AC), and Fig. 2: per-example gradient / objective
-    evaluations against q at ε = 0.4. Returns ``(fig1, fig2)`` dicts."""
+    evaluations against q at ε = 0.4 (runs 0 only). Returns ``(fig1, fig2)`` dicts."""
     X, y = load_paper_dataset("adult", data_home)
     splits = fold_indices(X.shape[0])[:folds]
     fig1 = {}
     for name, values in (sweeps or SWEEPS).items():
         for value in values:
             for eps in epsilons:
-                accs = []
-                for f, (tr, te) in enumerate(splits):
-                    for r in range(runs):
-                        kw = {name: value}
-                        if name == "zeta":
-                            kw["adaptive_clipping"] = True
-                        if name == "amplification" and value == "sgm_exact":
-                            kw["batch_accounting"] = "separate"   # sgm needs a Gaussian-only call
-                        res = LS.dp_blsgd(X[tr], y[tr], epsilon=eps, delta=DELTA, mu=MU,
-                                          random_state=1000 * f + r, **kw)
-                        accs.append(float(np.mean(np.sign(X[te] @ res.coef) == y[te])))
-                fig1[(name, value, eps)] = float(np.mean(accs))
+                fig1[(name, value, eps)] = _evaluate_blsgd(
+                    X, y, splits, runs, eps, _blsgd_settings(name, value))["acc"]
                 log(f"sweep {name}={value} ε={eps}: acc={fig1[(name, value, eps)]:.4f}")
     fig2 = {}
     for q in SWEEPS["sample_rate"]:
-        grads, objs, accs = [], [], []
-        for f, (tr, te) in enumerate(splits):
-            res = LS.dp_blsgd(X[tr], y[tr], epsilon=0.4, delta=DELTA, mu=MU, sample_rate=q,
-                              random_state=1000 * f)
-            grads.append(res.diagnostics["gradient_evaluations"])
-            objs.append(res.diagnostics["objective_evaluations"])
-            accs.append(float(np.mean(np.sign(X[te] @ res.coef) == y[te])))
-        fig2[q] = dict(gradient_evaluations=float(np.mean(grads)),
-                       objective_evaluations=float(np.mean(objs)), acc=float(np.mean(accs)))
+        fig2[q] = _evaluate_blsgd(X, y, splits, 1, FIG2_EPSILON, dict(sample_rate=q))
         log(f"fig2 q={q}: {fig2[q]}")
     return fig1, fig2
+
+
+def run_amplification_ablation(*, folds=2, runs=1, epsilons=(*SWEEP_EPSILONS, FIG2_EPSILON),
+                               sample_rates=None, data_home=None, log=print):
+    """Spec 003 R5 (§8 A1): the q sweep (C4) and the Fig. 2 counts (C5) under each
+    amplification bound. Returns ``{(amplification, q, ε): evaluation dict}``
+    (keys of :func:`_evaluate_blsgd`). Privacy: ``zw_tight_all`` is the
+    autodp-like bound, unproven for the SVT query; it is run here only to
+    measure what the paper's numbers need, never as a default."""
+    X, y = load_paper_dataset("adult", data_home)
+    splits = fold_indices(X.shape[0])[:folds]
+    table = {}
+    for amp in AMPLIFICATIONS:
+        for q in sample_rates or SWEEPS["sample_rate"]:
+            for eps in epsilons:
+                settings = dict(_blsgd_settings("amplification", amp), sample_rate=q)
+                table[(amp, q, eps)] = row = _evaluate_blsgd(X, y, splits, runs, eps, settings)
+                log(f"ablation {amp} q={q} ε={eps}: {row}")
+    return table
+
+
+def ablation_report(table, *, robust_epsilon=max(SWEEP_EPSILONS), count_epsilon=FIG2_EPSILON):
+    """Markdown lines for :func:`run_amplification_ablation`: accuracy and gradient
+    evaluations per (bound, q, ε), and which bound reproduces C4 and C5."""
+    amps = [a for a in AMPLIFICATIONS if any(k[0] == a for k in table)]
+    qs = sorted({k[1] for k in table})
+    epsilons = sorted({k[2] for k in table})
+    lines = ["## Amplification ablation (R5, spec §8 A1; Adult, logistic regression, DP-BLSGD)", "",
+             "Accuracy (per-example gradient evaluations) against q; the faithful default is "
+             "`zw_general` (Zhu–Wang general bound, capped by the unamplified RDP).", "",
+             "| bound | q | " + " | ".join(f"ε={e}" for e in epsilons) + " |",
+             "|---|---|" + "---|" * len(epsilons)]
+    for amp in amps:
+        for q in qs:
+            lines.append(f"| {amp} | {q} | " + " | ".join(
+                f"{_fmt(table[(amp, q, e)]['acc'])} ({table[(amp, q, e)]['gradient_evaluations']:.3g})"
+                if (amp, q, e) in table else "—" for e in epsilons) + " |")
+    claims = []
+    for amp in amps:
+        accs = {q: table[(amp, q, robust_epsilon)]["acc"] for q in qs
+                if (amp, q, robust_epsilon) in table}
+        if accs:
+            spread = max(accs.values()) - min(accs.values())
+            rest = [a for q, a in accs.items() if q > min(accs)]
+            claims.append((f"C4 under {amp}: robust to q at ε = {robust_epsilon} (spread < 0.02)",
+                           spread < 0.02, f"spread {spread:.3f}" + (
+                               f" (without q = {min(accs)}: {max(rest) - min(rest):.3f})"
+                               if len(rest) > 1 else "")))
+        lo, hi = (amp, 0.1, count_epsilon), (amp, 1.0, count_epsilon)
+        if lo in table and hi in table:
+            ratio = table[hi]["gradient_evaluations"] / max(table[lo]["gradient_evaluations"], 1)
+            gap = abs(table[hi]["acc"] - table[lo]["acc"])
+            claims.append((f"C5 under {amp}: q = 0.1 needs > 2x fewer gradient evaluations than "
+                           f"q = 1 at accuracy within 0.02 (ε = {count_epsilon})",
+                           ratio > 2 and gap < 0.02,
+                           f"ratio {ratio:.1f}, accuracy {table[hi]['acc']:.3f} vs {table[lo]['acc']:.3f}"))
+    return lines + ([""] + _claims_table(claims) if claims else [])
 
 
 def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
@@ -865,6 +992,12 @@ def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
         claims.append(("C1: robust to α and β at the larger ε (spread < 0.02)",
                        spread("alpha", hi) < 0.02 and spread("beta", hi) < 0.02,
                        f"spreads {spread('alpha', hi):.3f}, {spread('beta', hi):.3f}"))
+    if ("alpha", 0.5, lo) in fig1 and ("beta", 0.8, lo) in fig1:
+        best = {name: max((v for v in SWEEPS[name] if (name, v, lo) in fig1),
+                          key=lambda v: fig1[(name, v, lo)]) for name in ("alpha", "beta")}
+        claims.append((f"C2: at ε = {lo} the best α is 0.5 and the best β 0.8",
+                       best["alpha"] == 0.5 and best["beta"] == 0.8,
+                       f"best α = {best['alpha']}, β = {best['beta']}"))
     if ("noise", "laplace", lo) in fig1:
         k = sum(fig1[("noise", "laplace", e)] >= fig1[("noise", "gaussian", e)] for e in epsilons)
         claims.append(("C3: Laplace NOISYBTLS ≥ Gaussian", k == len(epsilons), f"{k}/{len(epsilons)}"))
@@ -890,6 +1023,39 @@ def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
     if claims:
         lines += [""] + _claims_table(claims)
     return lines
+
+
+def save_sweeps(path, fig1, fig2, ablation, *, folds, runs):
+    """Write the sweep results (not checkpointed while running) as JSON, so
+    ``--report-only`` can re-include them without re-running. Returns the path."""
+    import json
+
+    data = dict(folds=folds, runs=runs,
+                fig1=[dict(setting=k[0], value=k[1], epsilon=k[2], acc=v) for k, v in fig1.items()],
+                fig2=[dict(sample_rate=q, **row) for q, row in fig2.items()],
+                ablation=[dict(amplification=k[0], sample_rate=k[1], epsilon=k[2], **row)
+                          for k, row in ablation.items()])
+    Path(path).write_text(json.dumps(data, indent=1))
+    return Path(path)
+
+
+def load_sweeps(path):
+    """``(fig1, fig2, ablation, folds, runs)`` of a :func:`save_sweeps` file."""
+    import json
+
+    data = json.loads(Path(path).read_text())
+    fig1 = {(r["setting"], r["value"], r["epsilon"]): r["acc"] for r in data["fig1"]}
+    fig2 = {r.pop("sample_rate"): r for r in data["fig2"]}
+    ablation = {(r.pop("amplification"), r.pop("sample_rate"), r.pop("epsilon")): r
+                for r in data["ablation"]}
+    return fig1, fig2, ablation, data["folds"], data["runs"]
+
+
+def sweep_lines(fig1, fig2, ablation, *, folds, runs):
+    """The report's sweep sections (:func:`sweep_report` + :func:`ablation_report`)."""
+    return ([f"Sweeps below (R2, R3, R5): Adult, {folds} fold(s) × {runs} run(s) per point "
+             "(Fig. 2 counts: run 0 only).", ""] + sweep_report(fig1, fig2) + [""]
+            + ablation_report(ablation))
 
 
 def _selection(quick, folds, runs, fold_range, run_range):
@@ -934,7 +1100,12 @@ def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_r
     if sweeps and not status["stopped"]:
         fig1, fig2 = run_sweeps(folds=len(fold_sel), runs=len(run_sel), data_home=data_home,
                                 log=log)
-        extra = sweep_report(fig1, fig2)
+        ablation = run_amplification_ablation(folds=len(fold_sel), runs=len(run_sel),
+                                              data_home=data_home, log=log)
+        Path(out).mkdir(parents=True, exist_ok=True)
+        save_sweeps(Path(out) / SWEEPS_NAME, fig1, fig2, ablation, folds=len(fold_sel),
+                    runs=len(run_sel))
+        extra = sweep_lines(fig1, fig2, ablation, folds=len(fold_sel), runs=len(run_sel))
     if status["stopped"] and not status["ran"] and not status["skipped"] and not extra_units \
             and not read_units(checkpoint):
         return None, status                 # the budget ended the session before any fit
@@ -973,6 +1144,9 @@ def main(argv=None):
                         help="write the report from saved grids (seed003.json files or lists of "
                              "cell records) instead of running; --folds/--runs describe them")
     parser.add_argument("--notes", default=None, help="markdown file appended under the protocol")
+    parser.add_argument("--archive-units", action="store_true",
+                        help=f"with --report-only: also write every merged unit to "
+                             f"OUT/{ARCHIVE_NAME} (gzip'ed, sorted; readable by --units)")
     args = parser.parse_args(argv)
     notes = Path(args.notes).read_text().splitlines() if args.notes else ()
     if args.from_json:
@@ -990,8 +1164,18 @@ def main(argv=None):
         return 0
     checkpoint = Path(args.checkpoint or Path(args.out) / CHECKPOINT_NAME)
     if args.report_only:
-        path = report_from_units(args.out, [checkpoint, *args.units], notes=notes)
-        print(f"report: {path}")
+        sweeps = Path(args.out) / SWEEPS_NAME
+        extra = ()
+        if sweeps.exists():
+            fig1, fig2, ablation, sweep_folds, sweep_runs = load_sweeps(sweeps)
+            extra = sweep_lines(fig1, fig2, ablation, folds=sweep_folds, runs=sweep_runs)
+        path = report_from_units(args.out, [checkpoint, *args.units], notes=notes,
+                                 extra_lines=extra)
+        print(f"report: {path}" + (f" (+ sweeps from {sweeps})" if extra else ""))
+        if args.archive_units:
+            units = merge_units([checkpoint, *args.units])
+            print(f"units: {write_unit_archive(Path(args.out) / ARCHIVE_NAME, units)} "
+                  f"({len(units)} fits)")
         return 0
     try:
         path, status = reproduce(

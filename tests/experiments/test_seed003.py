@@ -45,9 +45,43 @@ def test_sweep_report_claims_from_numbers():
             ("noise", "laplace", 0.2): 0.83, ("noise", "gaussian", 0.2): 0.84}
     fig2 = {0.1: dict(gradient_evaluations=1e5, objective_evaluations=5e5, acc=0.83),
             1.0: dict(gradient_evaluations=8e5, objective_evaluations=4e6, acc=0.835)}
+    fig1.update({("alpha", a, 0.05): acc for a, acc in zip(S.SWEEPS["alpha"], (.70, .71, .74, .73, .72))})
+    fig1.update({("beta", b, 0.05): acc for b, acc in zip(S.SWEEPS["beta"], (.70, .71, .72, .73, .74))})
     text = "\n".join(S.sweep_report(fig1, fig2))
+    assert "| C2: at ε = 0.05 the best α is 0.5 and the best β 0.8 | no | best α = 0.5, β = 0.9 |" in text
     assert "| C3: Laplace NOISYBTLS ≥ Gaussian | no | 1/2 |" in text
     assert "C5: subsampling cuts evaluations" in text and "ratio 8.0" in text
+
+
+def test_ablation_report_claims_from_numbers():
+    table = {}
+    for amp, accs, grads in (("zw_general", (0.76, 0.82, 0.84), (5e4, 6e5, 7e6)),
+                             ("zw_tight_all", (0.83, 0.835, 0.84), (3e5, 3e6, 7e6))):
+        for q, acc, g in zip((0.01, 0.1, 1.0), accs, grads):
+            for eps in (0.2, 0.4):
+                table[(amp, q, eps)] = dict(acc=acc, gradient_evaluations=g, objective_evaluations=5 * g)
+    text = "\n".join(S.ablation_report(table))
+    assert "| C4 under zw_general: robust to q at ε = 0.2 (spread < 0.02) | no | spread 0.080 " \
+           "(without q = 0.01: 0.020) |" in text
+    assert "| C4 under zw_tight_all: robust to q at ε = 0.2 (spread < 0.02) | yes | spread 0.010 " \
+           "(without q = 0.01: 0.005) |" in text
+    assert "| C5 under zw_general: q = 0.1 needs > 2x fewer gradient evaluations than q = 1 at " \
+           "accuracy within 0.02 (ε = 0.4) | no | ratio 11.7, accuracy 0.840 vs 0.820 |" in text
+    assert "C5 under zw_tight_all" in text and "| yes | ratio 2.3" in text
+    assert "| zw_general | 0.1 | 0.820 (6e+05) | 0.820 (6e+05) |" in text
+
+
+def test_amplification_ablation_runs_each_bound_and_q1_is_bound_free(data_dir):
+    """At q = 1 nothing is subsampled, so the three bounds must give the same run;
+    at q = 0.1 the tighter (unproven) bound affords more iterations than the default."""
+    table = S.run_amplification_ablation(folds=1, runs=1, epsilons=(0.4,), sample_rates=(0.1, 1.0),
+                                         data_home=data_dir, log=_quiet)
+    assert set(table) == {(a, q, 0.4) for a in S.AMPLIFICATIONS for q in (0.1, 1.0)}
+    full = [table[(a, 1.0, 0.4)] for a in S.AMPLIFICATIONS]
+    assert all(row == full[0] for row in full)
+    assert table[("zw_tight_all", 0.1, 0.4)]["gradient_evaluations"] > \
+        table[("zw_general", 0.1, 0.4)]["gradient_evaluations"]
+    assert 0.7 < table[("zw_general", 0.1, 0.4)]["acc"] < 0.9
 
 
 def _synthetic_grid():
@@ -152,19 +186,44 @@ def test_units_reproduce_run_grid_bit_for_bit(small_data, full_run, monkeypatch)
     assert seeds[(2, 1)] == 2001 and seeds[(0, 0)] == 0
 
 
-def test_committed_cells_are_reproduced_by_the_unit_path(data_dir, tmp_path):
-    """reproductions/seed003.json (4 folds × 1 run) is reproduced bit-identically."""
-    committed = Path(__file__).resolve().parents[2] / "reproductions" / "seed003.json"
-    if not committed.exists():
-        pytest.skip("reproductions/seed003.json not in this checkout")
-    ref = S.grid_from_records(json.loads(committed.read_text())["grid"])
-    S.run_units(tmp_path / "u.jsonl", datasets=("bank",), losses=("hinge",),
-                algorithms=("DP-BLSGD", "DP-BLGD", "MAJORITY"), epsilons=(1.6,), folds=range(4),
-                runs=range(1), data_home=data_dir, log=_quiet)
-    grid = S.grid_from_units(S.read_units(tmp_path / "u.jsonl"))
-    assert len(grid) == 3
-    for key, cell in grid.items():
-        assert {k: cell[k] for k in ("acc", "acc_sd", "obj", "n", "info")} == ref[key]
+def test_committed_report_is_rebuilt_from_its_units_and_fits_rerun_bit_for_bit(data_dir, tmp_path):
+    """reproductions/: the cells of seed003.json are the averages of the published per-fit
+    archive, and re-running some of those fits gives the archived records exactly."""
+    repro = Path(__file__).resolve().parents[2] / "reproductions"
+    if not (repro / S.ARCHIVE_NAME).exists():
+        pytest.skip("reproductions/seed003_units.jsonl.gz not in this checkout")
+    archive = S.read_units(repro / S.ARCHIVE_NAME)
+    committed = json.loads((repro / "seed003.json").read_text())
+    assert committed["units"] == len(archive)
+    rebuilt = S.grid_from_units(archive)
+    ref = S.grid_from_records(committed["grid"])
+    assert set(rebuilt) == set(ref)
+    for key, cell in ref.items():
+        assert {k: rebuilt[key][k] for k in cell} == cell          # exact float equality
+    plan = dict(datasets=("bank",), losses=("hinge",), algorithms=("DP-BLSGD", "DP-BLGD", "MAJORITY"),
+                epsilons=(1.6,), folds=(0, 7), runs=(0, 4))
+    S.run_units(tmp_path / "u.jsonl", data_home=data_dir, log=_quiet, **plan)
+    rerun = S.read_units(tmp_path / "u.jsonl")
+    assert len(rerun) == 2 * 2 * 2 + 2
+    for key, record in rerun.items():
+        assert {k: record[k] for k in ("acc", "obj", "info", "seed")} == \
+            {k: archive[key][k] for k in ("acc", "obj", "info", "seed")}
+
+
+def test_unit_archive_round_trip_is_sorted_byte_stable_and_read_only(full_run, tmp_path):
+    units = S.read_units(full_run[0])
+    shuffled = dict(reversed(list(units.items())))
+    a = S.write_unit_archive(tmp_path / "a" / S.ARCHIVE_NAME, units)
+    b = S.write_unit_archive(tmp_path / "b" / S.ARCHIVE_NAME, shuffled)
+    assert a.read_bytes() == b.read_bytes()                  # order- and time-independent
+    back = S.read_units(a)
+    assert back == units
+    keys = list(back)
+    assert keys == sorted(keys, key=lambda k: (S.ALGORITHMS.index(k[2]), k[3] or -1, k[5], k[4]))
+    S.report_from_units(tmp_path / "r", [a])
+    assert _report(tmp_path / "r") == _report(full_run[1])    # the archive rebuilds the report
+    with pytest.raises(ValidationError, match="archive"):
+        S.run_units(a, resume=True, **SMALL)
 
 
 def test_resume_after_a_kill_gives_the_uninterrupted_report(small_data, full_run, tmp_path):
@@ -266,8 +325,10 @@ def test_cli_resume_with_budget_and_report_only(small_data, full_run, tmp_path, 
     assert "0 fit(s) run, 6 already in" in out and "budget reached, 10 left" in out
     assert _report(tmp_path) == _report(full_run[1])
     assert S.main(["--out", str(tmp_path / "r"), "--report-only", "--checkpoint",
-                   str(full_run[0])]) == 0
+                   str(full_run[0]), "--archive-units"]) == 0
     assert _report(tmp_path / "r") == _report(full_run[1])
+    assert f"({N_SMALL_UNITS} fits)" in capsys.readouterr().out
+    assert S.read_units(tmp_path / "r" / S.ARCHIVE_NAME) == S.read_units(full_run[0])
     assert S.main(["--out", str(tmp_path / "empty"), "--budget-min", "0"]) == 0
     assert "no report: the time budget ran out" in capsys.readouterr().out
     assert not (tmp_path / "empty" / "seed003.md").exists()
