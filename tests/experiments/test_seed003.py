@@ -71,6 +71,22 @@ def test_ablation_report_claims_from_numbers():
     assert "| zw_general | 0.1 | 0.820 (6e+05) | 0.820 (6e+05) |" in text
 
 
+def test_saved_sweeps_round_trip_and_are_reincluded_by_report_only(full_run, tmp_path, capsys):
+    fig1 = {("alpha", 0.5, 0.2): 0.81, ("noise", "gaussian", 0.05): 0.75,
+            ("budget_filter", "zcdp", 0.05): 0.747}
+    fig2 = {0.1: dict(acc=0.83, gradient_evaluations=6e5, objective_evaluations=3e6)}
+    ablation = {("sgm_exact", 1.0, 0.4): dict(acc=0.835, gradient_evaluations=5e6,
+                                              objective_evaluations=2e7)}
+    path = S.save_sweeps(tmp_path / S.SWEEPS_NAME, fig1, fig2, ablation, folds=10, runs=1)
+    assert S.load_sweeps(path) == (fig1, fig2, ablation, 10, 1)
+    assert S.main(["--out", str(tmp_path), "--report-only", "--checkpoint", str(full_run[0])]) == 0
+    assert "(+ sweeps from" in capsys.readouterr().out
+    md = (tmp_path / "seed003.md").read_text()
+    assert "Adult, 10 fold(s) × 1 run(s) per point" in md
+    assert "| budget_filter | zcdp | 0.747 | — |" in md
+    assert "| sgm_exact | 1.0 | 0.835 (5e+06) |" in md
+
+
 def test_amplification_ablation_runs_each_bound_and_q1_is_bound_free(data_dir):
     """At q = 1 nothing is subsampled, so the three bounds must give the same run;
     at q = 0.1 the tighter (unproven) bound affords more iterations than the default."""
