@@ -262,13 +262,9 @@ def test_ziggurat_tables_cover_equal_areas():
 # --------------------------------------------------------------------------
 # the target density
 # --------------------------------------------------------------------------
-def test_one_dimensional_chain_matches_truncated_laplace():
-    # f(x) = |x| on [-1, 1], beta = 0.5 (spec T8 with eps = 1, b_max = 1)
-    A, b, beta = np.array([[1.0], [-1.0]]), np.zeros(2), 0.5
-    n = 20_000
-    X, acc = run_kernel(0, A, b, beta, np.zeros((n, 1)), 300, math.sqrt(0.1), np.arange(n),
-                        box=(np.array([-1.0]), np.array([1.0])))
-    x = X[:, 0]
+def _laplace_on_unit_interval_cdf(beta):
+    """CDF of the density ∝ exp(−beta·|t|) on [−1, 1] (the 1-D target of the
+    box-constrained chains below), for the KS tests."""
     norm = 2 * (1 - math.exp(-beta)) / beta
 
     def cdf(t):
@@ -277,6 +273,17 @@ def test_one_dimensional_chain_matches_truncated_laplace():
         right = (1 - np.exp(-beta * np.maximum(t, 0))) / beta
         return np.where(t < 0, left, (1 - math.exp(-beta)) / beta + right) / norm
 
+    return cdf
+
+
+def test_one_dimensional_chain_matches_truncated_laplace():
+    # f(x) = |x| on [-1, 1], beta = 0.5 (spec T8 with eps = 1, b_max = 1)
+    A, b, beta = np.array([[1.0], [-1.0]]), np.zeros(2), 0.5
+    n = 20_000
+    X, acc = run_kernel(0, A, b, beta, np.zeros((n, 1)), 300, math.sqrt(0.1), np.arange(n),
+                        box=(np.array([-1.0]), np.array([1.0])))
+    x = X[:, 0]
+    cdf = _laplace_on_unit_interval_cdf(beta)
     assert stats.kstest(x, cdf).pvalue > ALPHA
     mean_abs = 1 / beta - math.exp(-beta) / (1 - math.exp(-beta))
     assert abs(np.abs(x).mean() - mean_abs) < 4 * np.abs(x).std() / math.sqrt(n)
@@ -360,12 +367,5 @@ def test_hit_and_run_one_dimensional_matches_truncated_laplace():
     n = 20_000
     X = K.hit_and_run_chains(A, b, beta, np.zeros((0, 1)), np.zeros(0), np.array([-1.0]),
                              np.array([1.0]), True, np.zeros((n, 1)), 1, np.arange(n, dtype=np.uint64))
-    norm = 2 * (1 - math.exp(-beta)) / beta
-
-    def cdf(t):
-        t = np.asarray(t)
-        left = (np.exp(-beta * np.abs(np.minimum(t, 0))) - math.exp(-beta)) / beta
-        right = (1 - np.exp(-beta * np.maximum(t, 0))) / beta
-        return np.where(t < 0, left, (1 - math.exp(-beta)) / beta + right) / norm
-
+    cdf = _laplace_on_unit_interval_cdf(beta)
     assert stats.kstest(X[:, 0], cdf).pvalue > ALPHA
