@@ -43,6 +43,7 @@ from fastdp.privacy.events import (  # noqa: F401
     PoissonSampledEvent,
     PrivacyFilterEvent,
     PureEvent,
+    RepeatedSelectionEvent,
     SelfComposedEvent,
     ShuffledEvent,
     event_delta,
@@ -59,4 +60,5 @@ __all__ = [
     "NonPrivateEvent", "PoissonSampledEvent", "PureEvent", "SelfComposedEvent",
     "ShuffledEvent", "event_from_dict", "RdpAccountant",
     "ApproxDpEvent", "PrivacyFilterEvent", "event_delta",
+    "RepeatedSelectionEvent",
 ]

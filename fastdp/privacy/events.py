@@ -80,6 +80,7 @@ __all__ = [
     "ComposedEvent",
     "NonPrivateEvent",
     "PrivacyFilterEvent",
+    "RepeatedSelectionEvent",
     "event_from_dict",
     "event_delta",
     "check_event_delta",
@@ -1184,6 +1185,133 @@ class ShuffledEvent(SampledEvent):
         return self
 
 
+@dataclasses.dataclass(frozen=True)
+class RepeatedSelectionEvent(MechanismEvent):
+    """Best of K runs of a private base mechanism, K drawn from a public law.
+
+    The base mechanism Q draws one of ``events`` by public randomness (e.g. a
+    hyperparameter setting drawn from a public grid), runs it and scores its
+    output privately; Q is repeated K ~ ``distribution`` times on the same
+    data (K independent of the data) and only the run with the best score is
+    released. This is the private hyperparameter search of
+    :mod:`fastdp.model_selection`.
+
+    What is private: the records the candidates read. Adjacency: the common
+    adjacency of ``events``. Released: the best run only (its output and
+    score) -- never K, never the other runs.
+
+    Accounting (:mod:`fastdp.privacy.tuning`): Q's Rényi curve is the pointwise
+    maximum of the candidates' curves (a public mixture of mechanisms is at
+    most as private as its least private member: the Rényi sum of a mixture
+    with common weights is at most the largest member's). Then
+
+    * RDP accountant: Papernot & Steinke (ICLR 2022) Thm 2 (truncated negative
+      binomial, and the geometric as η = 1) or Thm 6 (Poisson), plus Liu &
+      Talwar's 3ε for the geometric with pure-DP candidates;
+    * pure accountant: the geometric with pure-DP candidates only: 3·max ε_i
+      (Liu & Talwar 2019, random stopping);
+    * PLD and moments accountants: refused (no privacy loss distribution or
+      moment bound of the selection is implemented).
+
+    Parameters
+    ----------
+    events : tuple of DpEvent
+        The candidate mechanisms (one is drawn per run), non-empty.
+    distribution : {"truncated_negative_binomial", "poisson", "geometric"}
+    eta : float, optional
+        η ∈ (−1, ∞), truncated negative binomial only.
+    gamma : float, optional
+        γ ∈ (0, 1], truncated negative binomial and geometric.
+    mu : float, optional
+        μ > 0, Poisson only.
+    """
+
+    events: tuple
+    distribution: str
+    eta: float | None = None
+    gamma: float | None = None
+    mu: float | None = None
+    kind = "repeated_selection"
+
+    def __post_init__(self):
+        from fastdp.privacy.tuning import Repetitions
+
+        events = (self.events,) if isinstance(self.events, DpEvent) else tuple(self.events)
+        if not events:
+            raise ValidationError("a repeated selection needs at least one candidate event.")
+        for e in events:
+            if not isinstance(e, DpEvent):
+                raise ValidationError(f"events must be DpEvents, got {e!r}.")
+        _set(self, "events", events)
+        _set(self, "_adjacency", _common_adjacency(events))
+        reps = Repetitions(self.distribution, eta=self.eta, gamma=self.gamma, mu=self.mu)
+        _set(self, "eta", reps.eta)
+        _set(self, "gamma", reps.gamma)
+        _set(self, "mu", reps.mu)
+
+    @classmethod
+    def of(cls, base, repetitions):
+        """Build from a base event (or tuple of events) and a
+        :class:`~fastdp.privacy.tuning.Repetitions`."""
+        return cls(base, repetitions.distribution, eta=repetitions.eta,
+                   gamma=repetitions.gamma, mu=repetitions.mu)
+
+    @property
+    def repetitions(self):
+        """The :class:`~fastdp.privacy.tuning.Repetitions` of K."""
+        from fastdp.privacy.tuning import Repetitions
+
+        return Repetitions(self.distribution, eta=self.eta, gamma=self.gamma, mu=self.mu)
+
+    @property
+    def adjacency(self):
+        return self._adjacency
+
+    def children(self):
+        return self.events
+
+    def candidate_pure_epsilon(self) -> float:
+        """max over the candidates of their pure ε (basic composition; inf if unknown)."""
+        from fastdp.privacy.pure import PureDPAccountant, basic_composition
+
+        worst = 0.0
+        for e in self.events:
+            try:
+                eps = basic_composition(PureDPAccountant().pure_epsilons(e))
+            except PrivacyAnalysisError:
+                return math.inf
+            worst = max(worst, eps)
+        return worst
+
+    def pure_epsilon(self):
+        """Liu & Talwar's 3·max ε_i for the geometric over pure candidates; inf otherwise."""
+        if self.distribution != "geometric":
+            return math.inf
+        eps = self.candidate_pure_epsilon()
+        if math.isinf(eps):
+            return math.inf
+        return eps if self.gamma == 1.0 else 3.0 * eps
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        _check_view(view)
+        raise PrivacyAnalysisError(
+            "a repeated selection (private hyperparameter search) has an RDP analysis only "
+            "(Papernot & Steinke 2022; Liu & Talwar 2019): no dp_accounting event describes "
+            "it. Use accountant='rdp' (or 'pure' for the geometric over pure-DP candidates).")
+
+    def to_replace_one(self):
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        return RepeatedSelectionEvent(tuple(e.to_replace_one() for e in self.events),
+                                      self.distribution, eta=self.eta, gamma=self.gamma,
+                                      mu=self.mu)
+
+    def to_dict(self):
+        return {"kind": self.kind, "events": [e.to_dict() for e in self.events],
+                "distribution": self.distribution, "eta": self.eta, "gamma": self.gamma,
+                "mu": self.mu}
+
+
 def _relabel(d: dict, adjacency: str) -> dict:
     """Copy of a to_dict() tree with every adjacency replaced."""
     out = {}
@@ -1256,6 +1384,7 @@ _KINDS = {
     "poisson_sampled": PoissonSampledEvent,
     "fixed_size_sampled": FixedSizeSampledEvent,
     "shuffled": ShuffledEvent,
+    "repeated_selection": RepeatedSelectionEvent,
 }
 
 

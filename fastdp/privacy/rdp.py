@@ -24,6 +24,10 @@ Curves (α is the Rényi order; all sums are done in log space):
   Kasiviswanathan (2019), Thm 27 for Gaussians (forward differences up to
   order 256, their Stirling-type bound above), Thm 9 otherwise; fractional
   orders by linear interpolation of the cumulant (their Cor. 10).
+* Repeated selection (best of K random repetitions, private hyperparameter
+  search): the pointwise maximum of the candidates' curves, then Papernot and
+  Steinke (2022), Thms 2 and 6, with the second order minimised over the whole
+  grid (:mod:`fastdp.privacy.tuning`).
 
 Conversion to (ε, δ): the improved bound of Balle et al. (2020) / Canonne,
 Kamath and Steinke (2020), as in dp_accounting (default), or the classic
@@ -59,9 +63,11 @@ from fastdp.privacy.events import (
     PoissonSampledEvent,
     PrivacyFilterEvent,
     PureEvent,
+    RepeatedSelectionEvent,
     SelfComposedEvent,
     ShuffledEvent,
 )
+from fastdp.privacy.tuning import rdp_repeated_selection
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -762,6 +768,8 @@ class RdpAccountant(Accountant):
             return rdp_pure(event.epsilon, orders)
         if isinstance(event, PrivacyFilterEvent):
             return rdp_privacy_filter(event, orders)
+        if isinstance(event, RepeatedSelectionEvent):
+            return self._repeated_selection_curve(event, orders, view)
         if isinstance(event, SelfComposedEvent):
             if event.count == 0:
                 return np.zeros(orders.shape)
@@ -789,6 +797,17 @@ class RdpAccountant(Accountant):
                 orders, _pure_epsilon_of(inner))
         raise PrivacyAnalysisError(
             f"the RDP accountant has no analysis for {type(event).__name__}.")
+
+    def _repeated_selection_curve(self, event, orders, view):
+        """Best-of-K curve at ``orders``; the second order λ̂ ranges over the whole grid."""
+        def base(at):
+            return np.max([self._curve(e, at, view) for e in event.events], axis=0)
+
+        full = base(self.orders)
+        at = full if np.array_equal(orders, self.orders) else base(orders)
+        pure = event.candidate_pure_epsilon() if event.distribution == "geometric" else math.inf
+        return rdp_repeated_selection(event.repetitions, orders, at, self.orders, full,
+                                      pure_epsilon=pure, conversion=self.conversion)
 
     # -- conversion with pruning ------------------------------------------
     def _prepare_lower_bounds(self):
