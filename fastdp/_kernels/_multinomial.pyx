@@ -1,0 +1,410 @@
+# cython: language_level=3
+# (boundscheck, wraparound, cdivision and initializedcheck come from setup.py, so that
+# FASTDP_DEBUG_KERNELS=1 builds a bounds-checked debug version; a directive here would win)
+"""Compiled multinomial (softmax) mini-batch (DP-)SGD over raw CSR arrays, with lazy noise.
+
+The model is Theta (K x M), stored *feature-major* as ``w`` of shape (M, K)
+(``w = Theta^T``, C-contiguous) so that the K weights of one column are
+adjacent: a sparse row reads and writes K contiguous doubles per stored
+entry.  One call of :func:`run_multinomial_sgd` runs any number of steps
+without returning to Python.  Every step t is
+
+    r_i       = softmax(Theta x_i) - e_{y_i}                (K-vector, per example)
+    g_i       = r_i x_i^T,  ||g_i||_F = ||r_i||_2 ||x_i||_2
+    G_t       = sum_{i in B_t} g_i min(1, C / ||g_i||_F)    (the whole K x M gradient clipped as one vector)
+    Theta    <- rho * Theta - kappa * (G_t + Xi_t),          Xi_t ~ N(0, noise_std^2 I_{K x M})
+
+with ``rho = 1 - eta lam``, ``kappa = eta / L`` and ``noise_std = sigma C``
+chosen by the caller (the kernel takes no privacy decision).  The softmax
+is computed stably (scores shifted by their maximum) and the label's
+residual as ``-(sum_{k != y} p_k)`` (no cancellation in ``p_y - 1``).
+
+Scale trick and lazy noise
+--------------------------
+Exactly as :mod:`fastdp._kernels._sgd`, one column of ``w`` (K numbers)
+taking the place of one coordinate: ``Theta = a * w`` with the decay
+``a <- rho a`` (folded into ``w`` below 1e-100 and at the end), and the
+noise owed to a column c not read since step s is drawn when c is next read
+at step t, as K independent normals times ``kappa noise_std sqrt(h(p))``,
+``p = t - 1 - s``, ``h(p) = sum_{i<p} rho^(2i)``
+(:func:`fastdp._kernels._sgd.pending_noise_scales`).  The K coordinates of
+a column are always read together, so the argument of ``_sgd`` (a sum of
+independent decayed Gaussians is one Gaussian, independent of everything
+computed in between) applies coordinate by coordinate: lazy and eager runs
+release the same distribution.
+
+Order of the Gaussian draws (the numpy reference in the tests follows it)
+--------------------------------------------------------------------------
+For step t = 1..T of the call:
+
+1. lazy mode: for each row of the batch (batch order) and each stored entry
+   (storage order) with column c, at its first occurrence in the step: if
+   ``p = (t - 1) - last[c] > 0``, K normals z_0..z_{K-1} and
+   ``Theta[k, c] += kappa noise_std sqrt(h(p)) z_k``;
+2. residuals, clipping, decay and the gradient step (no draws);
+3. eager mode: for c = 0..M-1, for k = 0..K-1, ``Theta[k, c] += kappa noise_std z``.
+
+At the end of a lazy call, for c = 0..M-1 with ``p = T - last[c] > 0``:
+K normals as in 1.  No draws when noise_std is 0.
+
+Determinism
+-----------
+The residuals of a batch's rows are independent (OpenMP ``prange`` when
+``num_threads > 1`` and the batch has at least ``parallel_min_rows`` rows);
+the scatter into ``w`` is split by columns, each column receiving its
+updates in batch order; every draw happens in the sequential part.  Results
+are bit-identical for any thread count and either path of the timing gate
+(``_glm.pxd: ParallelGate``).
+"""
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, exp, sqrt
+from libc.stdint cimport int32_t, int64_t
+from numpy.random cimport bitgen_t
+from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
+
+from fastdp._kernels._glm cimport (
+    real_t, index_t, prefetch_row, lower_bound, collect_pending, FASTDP_GLM_PREFETCH,
+    ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
+    raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
+    check_batches,
+)
+
+import numpy as np
+
+from fastdp._kernels._sgd import pending_noise_scales
+
+# Serial-or-parallel choice for batches (speed only), one per thread count (2..8).
+cdef ParallelGate _gates[9]
+cdef int _g
+for _g in range(9):
+    gate_reset(&_gates[_g])
+
+cdef double _FOLD_BELOW = 1e-100
+
+
+cdef inline void _scale(double* wp, Py_ssize_t size, double a) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(size):
+        wp[i] = wp[i] * a
+
+
+cdef inline void _residual(const real_t* dp, const index_t* ip, const index_t* pp, int64_t j,
+                           const double* wp, Py_ssize_t K, double a, int64_t label,
+                           double sq_norm, double clip, bint clipping,
+                           double* r) noexcept nogil:
+    """Clipped residual r (K) of row j: ``g_j = r x_j^T`` clipped to Frobenius norm C.
+
+    ``r = softmax(a W^T x_j) - e_label``, then ``r *= min(1, C / (||r|| ||x_j||))``
+    (``sq_norm = ||x_j||^2``); a product, so a zero row gives no division by 0.
+    """
+    cdef index_t k
+    cdef Py_ssize_t c, base
+    cdef double x, top, total, rest, norm2, g
+    for c in range(K):
+        r[c] = 0.0
+    for k in range(pp[j], pp[j + 1]):
+        x = <double>dp[k]
+        base = <Py_ssize_t>ip[k] * K
+        for c in range(K):
+            r[c] = r[c] + x * wp[base + c]
+    top = r[0]
+    for c in range(1, K):
+        if r[c] > top:
+            top = r[c]
+    total = 0.0
+    for c in range(K):
+        r[c] = exp(a * (r[c] - top))          # a > 0: the shift keeps every exponent <= 0
+        total = total + r[c]
+    r[label] = 0.0
+    rest = 0.0
+    for c in range(K):
+        rest = rest + r[c]                    # sum over k != label, without cancellation
+    norm2 = 0.0
+    for c in range(K):
+        r[c] = r[c] / total
+        norm2 = norm2 + r[c] * r[c]
+    r[label] = -rest / total
+    norm2 = norm2 + r[label] * r[label]
+    if clipping:
+        g = sqrt(norm2 * sq_norm)
+        if g > clip:
+            g = clip / g
+            for c in range(K):
+                r[c] = r[c] * g
+
+
+cdef inline void _scatter(const double* R, Py_ssize_t K, double scale, const real_t* dp,
+                          const index_t* ip, const index_t* pp, const int64_t* rows,
+                          int64_t count, double* wp, int64_t c_lo, int64_t c_hi,
+                          bint whole_rows) noexcept nogil:
+    """``w[c, :] += scale * x_{rows[q], c} * R[q, :]`` for q = 0..count-1 (in this order).
+
+    With ``whole_rows`` every column; otherwise only columns in ``[c_lo, c_hi)``
+    (binary search).  Each column receives its updates in the same order
+    either way, so splitting the columns among threads changes no bit.
+    """
+    cdef int64_t q, j
+    cdef index_t k, k0, k1
+    cdef Py_ssize_t c, base
+    cdef double z
+    cdef const double* rq
+    for q in range(count):
+        j = rows[q]
+        rq = &R[q * K]
+        if whole_rows:
+            k0 = pp[j]
+            k1 = pp[j + 1]
+        else:
+            k0 = lower_bound(ip, pp[j], pp[j + 1], c_lo)
+            k1 = lower_bound(ip, k0, pp[j + 1], c_hi)
+        for k in range(k0, k1):
+            z = scale * <double>dp[k]
+            base = <Py_ssize_t>ip[k] * K
+            for c in range(K):
+                wp[base + c] = wp[base + c] + z * rq[c]
+
+
+cdef inline void _add_column_noise(bitgen_t* rng, double* wcol, Py_ssize_t K, double scale,
+                                   double* zbuf) noexcept nogil:
+    """``wcol[k] += scale * z_k`` for K fresh standard normals (drawn in order k = 0..K-1)."""
+    cdef Py_ssize_t c
+    random_standard_normal_fill(rng, K, zbuf)
+    for c in range(K):
+        wcol[c] = wcol[c] + scale * zbuf[c]
+
+
+def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
+                        const index_t[::1] indptr, const int64_t[::1] y,
+                        const double[::1] sq_norms, double[:, ::1] w,
+                        const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+                        double[::1] residual_buffer, int32_t[::1] last_noised,
+                        double clip, double rho, double kappa, double noise_std,
+                        bint lazy_noise, object bit_generator, int num_threads,
+                        Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None, *,
+                        bint check_structure=True):
+    """Run ``len(batch_ptr) - 1`` multinomial (DP-)SGD steps in place on ``w`` (= Theta^T).
+
+    The safe way in is :mod:`fastdp.solvers.multinomial`, which validates X
+    once and passes ``check_structure=False``.  This function refuses every
+    argument that could make it read or write out of bounds, or silently
+    drop the noise (see ``Raises``).
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays of X (N x M), canonical (see ``_glm``).
+    y : int64 class indices in ``[0, K)``, length N.
+    sq_norms : float64 squared row norms, length N (for the clipping).
+    w : float64 array of shape (M, K), C-contiguous
+        ``Theta^T`` (column c of Theta is row c of w), updated in place.
+    batch_ptr, batch_idx : the batches, batch t being
+        ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
+    residual_buffer : float64 scratch of length >= K * (the largest batch).
+    last_noised : int32 scratch of length M (lazy mode), overwritten.
+    clip : C > 0 (``inf``: no clipping), bound on the Frobenius norm of each
+        per-example gradient.
+    rho : decay factor in (0, 1].
+    kappa : step factor eta / L > 0.
+    noise_std : std of the Gaussian added to each coordinate of the clipped
+        gradient sum (sigma C).
+    lazy_noise : draw the noise lazily (see the module docstring).
+    bit_generator : numpy ``BitGenerator`` (its lock held by the caller);
+        ignored when ``noise_std == 0``.
+    num_threads : OpenMP threads for the residuals and the scatter.
+    parallel_min_rows : smallest batch processed in parallel.
+    column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
+        Column ranges of the threads in the scatter (default: equal ranges).
+    check_structure : bool, default=True
+        Also check the CSR structure of X (one pass over ``indices``).  Pass
+        False for ``fastdp._validation.check_X`` output.
+
+    Returns
+    -------
+    n_draws : int
+        Standard normal draws taken from ``bit_generator``.
+
+    Raises
+    ------
+    ValidationError
+        Always checked: the CSR arrays, the lengths of y and (when clipping)
+        sq_norms (N), every label in ``[0, K)`` (O(N)), ``K >= 2``,
+        last_noised (>= M in lazy noisy mode), residual_buffer (>= K times
+        the largest batch), the batches, ``0 < rho <= 1``, ``kappa > 0``,
+        ``clip > 0``, ``noise_std >= 0`` (not NaN), ``num_threads <= 1024``,
+        column_splits, the bit generator; with ``check_structure`` the CSR
+        structure (every column index < M).
+    """
+    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
+    cdef Py_ssize_t m = w.shape[0]
+    cdef Py_ssize_t K = w.shape[1]
+    cdef int nt = num_threads if num_threads > 0 else 1
+    cdef bint noisy = noise_std > 0.0
+    cdef bint lazy = lazy_noise and noisy
+    cdef bint clipping = clip < INFINITY
+    cdef bitgen_t* rng = NULL
+    cdef int64_t n_draws = 0
+    cdef int64_t t, b0, b1, c, n_owing, i, j
+    cdef Py_ssize_t q
+    cdef int tid
+    cdef int32_t owed
+    cdef double a = 1.0
+    cdef double step_std = kappa * noise_std
+    cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
+    cdef ParallelGate gate = _gates[gate_slot]
+    cdef int path = 0
+    cdef double started = 0.0
+
+    _check_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
+                     residual_buffer, last_noised, clip, rho, kappa, noise_std, lazy,
+                     num_threads, check_structure)
+    if n_steps <= 0:
+        return 0
+    if n_steps >= 2**31 - 1:
+        raise_invalid("run_multinomial_sgd: at most 2**31 - 2 steps per call; split the batches "
+                      "over several calls.")
+    scale_arr = step_std * pending_noise_scales(rho, n_steps)
+    cdef const double[::1] scale_view = scale_arr
+    cdef const double* sp_ = &scale_view[0]
+    if column_splits is None:
+        splits_arr = (np.arange(nt + 1, dtype=np.int64) * m) // nt
+    else:
+        splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
+        if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0 or splits_arr[nt] != m
+                or np.any(np.diff(splits_arr) < 0)):
+            raise_invalid("run_multinomial_sgd: column_splits must be non-decreasing from 0 to "
+                          "M = w.shape[0], length num_threads + 1.")
+    cdef const int64_t[::1] splits_view = splits_arr
+    cdef const int64_t* cs = &splits_view[0]
+    columns_arr = np.empty(m + 1 if lazy else 1, dtype=np.int64)
+    pending_arr = np.empty(m + 1 if lazy else 1, dtype=np.int32)
+    normals_arr = np.empty(K, dtype=np.float64)
+    cdef int64_t[::1] columns_view = columns_arr
+    cdef int32_t[::1] pending_view = pending_arr
+    cdef double[::1] normals_view = normals_arr
+    cdef int64_t* colp = &columns_view[0]
+    cdef int32_t* pendp = &pending_view[0]
+    cdef double* zbuf = &normals_view[0]
+    if noisy:
+        capsule = getattr(bit_generator, "capsule", None)
+        if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
+            raise_invalid("run_multinomial_sgd: bit_generator must be a numpy BitGenerator.")
+        rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
+    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
+    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
+    cdef const index_t* pp = &indptr[0]   # not empty (checked)
+    cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
+    cdef const double* nrm = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef double* wp = &w[0, 0] if m > 0 else NULL
+    cdef const int64_t* bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
+    cdef double* rp = &residual_buffer[0] if residual_buffer.shape[0] > 0 else NULL
+    cdef int32_t* lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
+
+    with nogil:
+        if lazy:
+            for c in range(m):
+                lp[c] = 0
+        for t in range(1, n_steps + 1):
+            b0 = batch_ptr[t - 1]
+            b1 = batch_ptr[t]
+            # 1. lazy noise: bring every column the batch reads up to step t-1
+            if lazy and b1 > b0:
+                n_owing = collect_pending(dp, ip, pp, &bi[b0], b1 - b0, lp, <int32_t>(t - 1),
+                                          colp, pendp)
+                for i in range(n_owing):
+                    if i + 8 < n_owing:
+                        FASTDP_GLM_PREFETCH(&wp[colp[i + 8] * K])
+                    _add_column_noise(rng, &wp[colp[i] * K], K, sp_[pendp[i]] / a, zbuf)
+                n_draws += n_owing * K
+            # 2. clipped residuals from the same Theta = a w
+            path = 0
+            if nt > 1 and b1 - b0 >= parallel_min_rows:
+                path = gate_choose(&gate)
+                started = fastdp_glm_now()
+            if path == 1:
+                for q in prange(b1 - b0, num_threads=nt, schedule="static"):
+                    j = bi[b0 + q]
+                    _residual(dp, ip, pp, j, wp, K, a, yp[j],
+                              nrm[j] if clipping else 0.0, clip, clipping, &rp[q * K])
+            else:
+                for q in range(b1 - b0):
+                    if b0 + q + 4 < b1:
+                        prefetch_row(dp, ip, pp, bi[b0 + q + 4])
+                    j = bi[b0 + q]
+                    _residual(dp, ip, pp, j, wp, K, a, yp[j],
+                              nrm[j] if clipping else 0.0, clip, clipping, &rp[q * K])
+            # 3. decay, then the sparse gradient step in w units
+            a = a * rho
+            if b1 > b0:
+                if path == 1:
+                    for tid in prange(nt, num_threads=nt, schedule="static"):
+                        _scatter(rp, K, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp,
+                                 cs[tid], cs[tid + 1], False)
+                else:
+                    _scatter(rp, K, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp, 0, m, True)
+            if nt > 1 and b1 - b0 >= parallel_min_rows:
+                gate_record(&gate, path, fastdp_glm_now() - started, b1 - b0)
+            # 4. eager noise on every coordinate
+            if noisy and not lazy:
+                for i in range(m * K):
+                    wp[i] = wp[i] + (step_std / a) * random_standard_normal(rng)
+                n_draws += m * K
+            if a < _FOLD_BELOW:
+                _scale(wp, m * K, a)
+                a = 1.0
+        # final flush: nothing leaves this call with pending noise
+        if lazy:
+            for c in range(m):
+                owed = <int32_t>n_steps - lp[c]
+                if owed > 0:
+                    _add_column_noise(rng, &wp[c * K], K, sp_[owed] / a, zbuf)
+                    n_draws += K
+                    lp[c] = <int32_t>n_steps
+        if a != 1.0:
+            _scale(wp, m * K, a)
+    _gates[gate_slot] = gate
+    return n_draws
+
+
+cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
+                          const index_t[::1] indptr, const int64_t[::1] y,
+                          const double[::1] sq_norms, double[:, ::1] w,
+                          const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+                          double[::1] residual_buffer, int32_t[::1] last_noised, double clip,
+                          double rho, double kappa, double noise_std, bint lazy,
+                          int num_threads, bint check_structure) except -1:
+    """Every check of :func:`run_multinomial_sgd` (see its ``Raises``)."""
+    cdef str caller = "run_multinomial_sgd"
+    cdef int64_t n_rows, largest, K = w.shape[1]
+    cdef Py_ssize_t i
+    cdef int64_t bad = -1
+    check_csr(caller, data.shape[0], indices, indptr)
+    n_rows = indptr.shape[0] - 1
+    if K < 2:
+        raise_invalid(f"{caller}: w has {K} column(s); it needs one per class, K >= 2 "
+                      f"(shape (n_features, n_classes)).")
+    check_length(caller, "y", y.shape[0], n_rows, "one class index per row of X")
+    with nogil:
+        for i in range(n_rows):
+            if y[i] < 0 or y[i] >= K:
+                bad = i
+                break
+    if bad >= 0:
+        raise_invalid(f"{caller}: y[{bad}] = {y[bad]} is not a class index in [0, {K}) "
+                      f"(K = w.shape[1]).")
+    if clip < INFINITY:
+        check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
+                     "one squared norm per row of X")
+    if lazy:
+        check_min_length(caller, "last_noised", last_noised.shape[0], w.shape[0],
+                         "one per feature (row of w), in lazy noisy mode")
+    largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
+    check_min_length(caller, "residual_buffer", residual_buffer.shape[0], largest * K,
+                     "K per row of the largest batch")
+    if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or not noise_std >= 0.0:
+        raise_invalid(f"{caller}: need 0 < rho <= 1, kappa > 0, clip > 0 (inf for none) and "
+                      f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
+                      f"noise_std={noise_std}.")
+    check_threads(caller, num_threads)
+    if check_structure:
+        check_all_rows(caller, indices, indptr, w.shape[0], "w")
+    return 0
