@@ -1,0 +1,266 @@
+"""Tests of the multinomial (DP-)SGD kernel (fastdp/_kernels/_multinomial.pyx).
+
+Exactness: the kernel against the numpy reference (``multinomial_reference.py``,
+same standard normals) in lazy and eager mode, for both value and index
+dtypes, K = 2 and K > 2, with the scale ``a`` folded into ``w`` mid-call.
+Clipping: a lone example of huge norm moves Theta by exactly kappa C in
+Frobenius norm, along its unclipped gradient.  Distribution: the noise of
+rows never read has the closed-form variance, and lazy and eager runs give
+the same output distribution.  Statistical tests use fixed seeds
+(deterministic outcome); with fresh seeds each assertion's false-alarm rate
+is at most 1e-4 (stated per test).
+"""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+from scipy.special import softmax
+
+from fastdp._kernels import _multinomial
+from fastdp._kernels._scd import row_squared_norms
+from fastdp.exceptions import ValidationError
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from multinomial_reference import run_multinomial_reference  # noqa: E402
+
+
+def _problem(rng, n, d, K, density, value_dtype=np.float64, index_dtype=np.int32):
+    """Unit-norm sparse rows and labels from a planted softmax model."""
+    X = sp.random(n, d, density=density, format="csr", random_state=rng)
+    X.data = rng.normal(size=X.nnz)
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    X = sp.csr_matrix(sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ X, dtype=value_dtype)
+    X.sort_indices()
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    scores = np.asarray(X.astype(np.float64) @ (3.0 * rng.normal(size=(d, K))))
+    y = np.argmax(scores + rng.gumbel(size=(n, K)), axis=1).astype(np.int64)
+    return X, y
+
+
+def _poisson_batches(rng, n, q, n_steps):
+    sizes = rng.binomial(n, q, size=n_steps)
+    parts = [np.sort(rng.choice(n, size=k, replace=False)) for k in sizes]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    idx = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    return ptr, idx
+
+
+def _run(X, y, theta, ptr, idx, *, clip, rho, kappa, noise_std, lazy, seed, num_threads=1,
+         parallel_min_rows=16, check_structure=True):
+    """Run the kernel from Theta = theta (K x d); returns (Theta, n_draws)."""
+    w = np.ascontiguousarray(np.asarray(theta, dtype=np.float64).T)
+    K = w.shape[1]
+    largest = max(int(np.diff(ptr).max(initial=0)), 1)
+    draws = _multinomial.run_multinomial_sgd(
+        X.data, X.indices, X.indptr, y, row_squared_norms(X.data, X.indptr), w, ptr, idx,
+        np.zeros(largest * K), np.zeros(X.shape[1], np.int32), clip, rho, kappa, noise_std,
+        lazy, np.random.PCG64(seed), num_threads, parallel_min_rows,
+        check_structure=check_structure)
+    return w.T.copy(), draws
+
+
+def _reference(X, y, theta, ptr, idx, *, lazy, seed, **params):
+    return run_multinomial_reference(X, y, theta, ptr, idx, lazy_noise=lazy,
+                                     rng=np.random.Generator(np.random.PCG64(seed)), **params)
+
+
+@pytest.mark.parametrize("K", [2, 5])
+@pytest.mark.parametrize("lazy", [True, False])
+@pytest.mark.parametrize("dtypes", [(np.float64, np.int32), (np.float32, np.int64)])
+def test_kernel_matches_numpy_reference(rng, K, lazy, dtypes):
+    X, y = _problem(rng, 120, 30, K, 0.15, *dtypes)
+    ptr, idx = _poisson_batches(rng, 120, 0.1, 25)
+    theta0 = rng.normal(size=(K, 30)) * 0.3
+    params = dict(clip=0.7, rho=0.97, kappa=0.3, noise_std=0.4)
+    theta, draws = _run(X, y, theta0, ptr, idx, lazy=lazy, seed=7, **params)
+    ref, ref_draws = _reference(X, y, theta0, ptr, idx, lazy=lazy, seed=7, **params)
+    np.testing.assert_allclose(theta, ref, rtol=1e-9, atol=1e-11)
+    assert draws == ref_draws
+    assert draws < 25 * 30 * K if lazy else draws == 25 * 30 * K
+
+
+@pytest.mark.parametrize("clip", [0.05, np.inf])
+def test_noiseless_kernel_matches_reference(rng, clip):
+    """sigma = 0: the exact steps (clipping active for almost every row, or none)."""
+    X, y = _problem(rng, 200, 40, 4, 0.1)
+    ptr, idx = _poisson_batches(rng, 200, 0.2, 30)
+    params = dict(clip=clip, rho=0.99, kappa=0.5, noise_std=0.0)
+    theta, draws = _run(X, y, np.zeros((4, 40)), ptr, idx, lazy=True, seed=0, **params)
+    ref, _ = _reference(X, y, np.zeros((4, 40)), ptr, idx, lazy=True, seed=0, **params)
+    np.testing.assert_allclose(theta, ref, rtol=1e-11, atol=1e-13)
+    assert draws == 0
+
+
+def test_scale_fold_mid_call_is_exact(rng):
+    # rho = 0.3: a = 0.3^t drops below 1e-100 after 192 steps and is folded twice.
+    X, y = _problem(rng, 50, 12, 3, 0.3)
+    ptr, idx = _poisson_batches(rng, 50, 0.2, 450)
+    params = dict(clip=1.0, rho=0.3, kappa=0.5, noise_std=1.0)
+    for lazy in (True, False):
+        theta, _ = _run(X, y, np.zeros((3, 12)), ptr, idx, lazy=lazy, seed=3, **params)
+        ref, _ = _reference(X, y, np.zeros((3, 12)), ptr, idx, lazy=lazy, seed=3, **params)
+        np.testing.assert_allclose(theta, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_softmax_is_stable_for_huge_scores(rng):
+    """Scores of +-1e4 (exp overflows without the shift): finite, matches scipy's softmax."""
+    X, y = _problem(rng, 30, 6, 3, 0.5)
+    theta0 = rng.normal(size=(3, 6)) * 1e4
+    ptr = np.array([0, 30], np.int64)
+    idx = np.arange(30, dtype=np.int64)
+    theta, _ = _run(X, y, theta0, ptr, idx, clip=np.inf, rho=1.0, kappa=1.0, noise_std=0.0,
+                    lazy=True, seed=0)
+    R = softmax(np.asarray(X @ theta0.T), axis=1)
+    R[np.arange(30), y] -= 1.0
+    np.testing.assert_allclose(theta, theta0 - np.asarray(R.T @ X), rtol=1e-12, atol=1e-9)
+
+
+def test_clipping_bounds_a_lone_examples_contribution_by_clip(rng):
+    """One example of norm 1e6 in the only batch, sigma = 0: Theta_1 - rho Theta_0 = -kappa
+    clip(g, C) with ||clip(g, C)||_F = C exactly, along the unclipped gradient."""
+    d, K, C, kappa, rho = 8, 4, 0.3, 0.7, 0.9
+    x = np.zeros(d)
+    x[[1, 4, 6]] = [3e5, -8e5, 5e5]
+    X = sp.csr_matrix(x[None, :])
+    y = np.array([2], np.int64)
+    theta0 = rng.normal(size=(K, d)) * 1e-6
+    ptr = np.array([0, 1], np.int64)
+    idx = np.array([0], np.int64)
+    theta, _ = _run(X, y, theta0, ptr, idx, clip=C, rho=rho, kappa=kappa, noise_std=0.0,
+                    lazy=True, seed=0)
+    step = (rho * theta0 - theta) / kappa
+    np.testing.assert_allclose(np.linalg.norm(step), C, rtol=1e-12)
+    r = softmax(theta0 @ x)
+    r[2] -= 1.0
+    g = np.outer(r, x)
+    np.testing.assert_allclose(step, g * C / np.linalg.norm(g), rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+def test_thread_count_does_not_change_bits(rng, lazy):
+    X, y = _problem(rng, 3000, 400, 6, 0.02)
+    ptr, idx = _poisson_batches(rng, 3000, 0.1, 12)
+    results = [_run(X, y, np.zeros((6, 400)), ptr, idx, clip=0.5, rho=0.999, kappa=0.01,
+                    noise_std=0.5, lazy=lazy, seed=11, num_threads=nt)[0] for nt in (1, 2, 3)]
+    assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
+
+
+def test_structure_scan_changes_no_bit(rng):
+    X, y = _problem(rng, 150, 40, 3, 0.1, np.float64, np.int64)
+    ptr, idx = _poisson_batches(rng, 150, 0.3, 12)
+    runs = [_run(X, y, np.zeros((3, 40)), ptr, idx, clip=0.5, rho=0.99, kappa=0.1, noise_std=0.4,
+                 lazy=True, seed=3, num_threads=2, parallel_min_rows=8, check_structure=check)
+            for check in (True, False)]
+    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+
+
+def test_noise_std_per_coordinate_closed_form(rng):
+    """Rows never read (empty batches): Theta_T = decayed noise sum, variance
+    (kappa s)^2 h(T) per coordinate.  Chi-square of sum of squares over 5 x 4000
+    coordinates, two-sided level 1e-4 per mode (false-alarm rate 1e-4 each)."""
+    d, K, T, rho, kappa, s = 4000, 5, 30, 0.9, 0.2, 2.0
+    X, y = _problem(rng, 10, d, K, 0.001)
+    ptr = np.zeros(T + 1, dtype=np.int64)
+    idx = np.zeros(0, dtype=np.int64)
+    var = (kappa * s) ** 2 * (1 - rho ** (2 * T)) / (1 - rho ** 2)
+    for lazy in (True, False):
+        theta, draws = _run(X, y, np.zeros((K, d)), ptr, idx, clip=1.0, rho=rho, kappa=kappa,
+                            noise_std=s, lazy=lazy, seed=5)
+        chi2 = float(np.sum(theta * theta) / var)
+        assert 2 * min(stats.chi2.cdf(chi2, d * K), stats.chi2.sf(chi2, d * K)) > 1e-4
+        assert draws == (d * K if lazy else T * d * K)
+
+
+def test_lazy_and_eager_same_distribution(rng):
+    """Softmax with clipping (not affine in the noise): two-sample KS tests, lazy vs eager.
+
+    Three statistics of Theta_T (two coordinates and the Frobenius norm),
+    1500 runs each, level 1e-4 per assertion for fresh seeds.
+    """
+    X, y = _problem(rng, 60, 8, 3, 0.3)
+    ptr, idx = _poisson_batches(rng, 60, 0.1, 40)
+    params = dict(clip=0.5, rho=0.95, kappa=1.0, noise_std=0.8)
+    out = {lazy: np.array([_run(X, y, np.zeros((3, 8)), ptr, idx, lazy=lazy,
+                                seed=(50000 if lazy else 90000) + r, **params)[0].ravel()
+                           for r in range(1500)])
+           for lazy in (True, False)}
+    for stat in (lambda a: a[:, 0], lambda a: a[:, 13], lambda a: np.linalg.norm(a, axis=1)):
+        assert stats.ks_2samp(stat(out[True]), stat(out[False])).pvalue > 1e-4
+
+
+def _call(X, y, w, ptr, idx, **overrides):
+    args = dict(residual_buffer=np.zeros(100), last_noised=np.zeros(X.shape[1], np.int32),
+                clip=1.0, rho=0.9, kappa=0.1, noise_std=1.0, lazy_noise=True,
+                bit_generator=np.random.PCG64(0), num_threads=1, parallel_min_rows=16,
+                column_splits=None)
+    args.update(overrides)
+    sq = args.pop("sq_norms", row_squared_norms(X.data, X.indptr))
+    return _multinomial.run_multinomial_sgd(
+        X.data, X.indices, X.indptr, y, sq, w, ptr, idx, args["residual_buffer"],
+        args["last_noised"], args["clip"], args["rho"], args["kappa"], args["noise_std"],
+        args["lazy_noise"], args["bit_generator"], args["num_threads"],
+        args["parallel_min_rows"], args["column_splits"])
+
+
+@pytest.mark.parametrize("case, match", [
+    ("label_high", "class index"), ("label_negative", "class index"), ("one_class", "K >= 2"),
+    ("short_y", "y has length"), ("short_norms", "sq_norms"), ("short_buffer", "residual_buffer"),
+    ("short_last", "last_noised"), ("bad_row", "batch_idx"), ("narrow_w", "column index"),
+    ("rho", "rho"), ("kappa", "kappa"), ("nan_noise", "noise_std"), ("bitgen", "BitGenerator"),
+    ("splits", "column_splits"), ("threads", "num_threads"),
+])
+def test_bad_arguments_raise_validation_error(rng, case, match):
+    X, y = _problem(rng, 20, 6, 3, 0.5)
+    w = np.zeros((6, 3))
+    ptr = np.array([0, 3, 5], np.int64)
+    idx = np.array([0, 1, 2, 3, 4], np.int64)
+    kwargs = {}
+    if case == "label_high":
+        y = y.copy()
+        y[7] = 3
+    elif case == "label_negative":
+        y = y.copy()
+        y[0] = -1
+    elif case == "one_class":
+        w = np.zeros((6, 1))
+    elif case == "short_y":
+        y = y[:-1]
+    elif case == "short_norms":
+        kwargs["sq_norms"] = np.zeros(19)
+    elif case == "short_buffer":
+        kwargs["residual_buffer"] = np.zeros(8)     # needs 3 * 3
+    elif case == "short_last":
+        kwargs["last_noised"] = np.zeros(5, np.int32)
+    elif case == "bad_row":
+        idx = np.array([0, 1, 2, 3, 20], np.int64)
+    elif case == "narrow_w":
+        w = np.zeros((3, 3))
+        kwargs["last_noised"] = np.zeros(3, np.int32)
+    elif case == "rho":
+        kwargs["rho"] = 1.5
+    elif case == "kappa":
+        kwargs["kappa"] = 0.0
+    elif case == "nan_noise":
+        kwargs["noise_std"] = float("nan")
+    elif case == "bitgen":
+        kwargs["bit_generator"] = None
+    elif case == "splits":
+        kwargs.update(num_threads=2, column_splits=np.array([0, 9, 6], np.int64))
+    elif case == "threads":
+        kwargs["num_threads"] = 5000
+    with pytest.raises(ValidationError, match=match):
+        _call(X, y, w, ptr, idx, **kwargs)
+
+
+def test_wrong_layout_is_a_python_error_not_a_crash(rng):
+    X, y = _problem(rng, 20, 6, 3, 0.5)
+    ptr = np.array([0, 3], np.int64)
+    idx = np.array([0, 1, 2], np.int64)
+    with pytest.raises((ValueError, TypeError)):
+        _call(X, y, np.zeros((3, 6)).T, ptr, idx)            # not C-contiguous
+    with pytest.raises((ValueError, TypeError)):
+        _call(X, y.astype(np.int32), np.zeros((6, 3)), ptr, idx)   # labels must be int64
