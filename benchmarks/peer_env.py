@@ -78,6 +78,23 @@ def ensure(env_dir: Path = DEFAULT_DIR, *, reinstall_fastdp: bool = True) -> Pat
     return py
 
 
+DIFFPRIVLIB_DIR = DEFAULT_DIR.parent / "venv-diffprivlib"
+# diffprivlib 0.6.6 does not import with scikit-learn >= 1.7 (sklearn.tree._tree.DOUBLE is
+# gone); it gets its own small venv with a scikit-learn it accepts (used by compare_utility.py)
+DIFFPRIVLIB_REQS = ["numpy==2.4.6", "scipy", "scikit-learn==1.6.1", "diffprivlib==0.6.6"]
+
+
+def ensure_diffprivlib(env_dir: Path = DIFFPRIVLIB_DIR) -> Path:
+    """Create/update the diffprivlib venv (no fastdp in it); returns its python."""
+    py = python_of(env_dir)
+    if not py.exists():
+        env_dir.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
+    if not _imports(py, "diffprivlib.models"):
+        _pip(py, *DIFFPRIVLIB_REQS)
+    return py
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=DEFAULT_DIR)
