@@ -11,7 +11,7 @@ without returning to Python.  Every step t is
 
     r_i       = softmax(Theta x_i) - e_{y_i}                (K-vector, per example)
     g_i       = r_i x_i^T,  ||g_i||_F = ||r_i||_2 ||x_i||_2
-    G_t       = sum_{i in B_t} g_i min(1, C / ||g_i||_F)    (the whole K x M gradient clipped as one vector)
+    G_t       = sum_{i in B_t} g_i min(1, C / ||g_i||_F)    (each K x M g_i clipped as ONE vector)
     Theta    <- rho * Theta - kappa * (G_t + Xi_t),          Xi_t ~ N(0, noise_std^2 I_{K x M})
 
 with ``rho = 1 - eta lam``, ``kappa = eta / L`` and ``noise_std = sigma C``

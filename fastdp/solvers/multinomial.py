@@ -165,7 +165,10 @@ def check_class_indices(y, n_classes, n_samples):
 
 
 def multinomial_objective(coef, X, y, lam):
-    """``P(Theta) = (1/N) sum_i [logsumexp(Theta x_i) - (Theta x_i)_{y_i}] + (lam/2) ||Theta||_F^2``.
+    """The objective P(Theta) of the module docstring (softmax loss plus ridge).
+
+    ``P(Theta) = (1/N) sum_i [logsumexp(Theta x_i) - (Theta x_i)_{y_i}]
+    + (lam/2) ||Theta||_F^2``.
 
     Parameters
     ----------
@@ -334,7 +337,7 @@ def dp_multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size, clip, noise_
 def multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size=1,
                     learning_rate=DEFAULT_LEARNING_RATE, clip=None, sampler="shuffle",
                     num_threads=None, random_state=None, record_history=False, callback=None):
-    """Non-private multinomial mini-batch SGD with the same kernel (no noise, no clipping by default).
+    """Non-private multinomial mini-batch SGD (same kernel; no noise, no clipping by default).
 
     With ``batch_size = n`` and the shuffle sampler it is gradient descent on
     P and converges to the optimum for a small enough step.  Parameters as
