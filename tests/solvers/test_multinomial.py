@@ -166,8 +166,9 @@ def test_noise_std_is_sigma_c_per_coordinate(lazy):
     """All-zero rows (no gradient): Theta_T = -kappa sum_t rho^(T-t) Xi_t.
 
     Xi_t ~ N(0, (sigma C)^2 I).  Per coordinate
-    var = (eta/L)^2 (sigma C)^2 (1 - rho^(2T)) / (1 - rho^2); the sum of squares over K d = 20000 coordinates is chi-square (two-sided level
-    1e-4), and the coordinates pass a KS test against that normal (level 1e-4).
+    var = (eta/L)^2 (sigma C)^2 (1 - rho^(2T)) / (1 - rho^2); the sum of squares
+    over K d = 20000 coordinates is chi-square (two-sided level 1e-4), and the
+    coordinates pass a KS test against that normal (level 1e-4).
     """
     n, d, K, L, eta, lam, sigma, C = 200, 4000, 5, 20, 0.5, 0.1, 1.7, 0.6
     X = sp.csr_matrix((n, d))
