@@ -1,0 +1,388 @@
+"""Accounted private hyperparameter search.
+
+:class:`DPHyperparameterSearch` tunes a fastdp estimator on private data and
+charges the *whole* search -- every candidate trained and the selection of the
+best one -- to the privacy accountant (and to a ledger). scikit-learn's
+``GridSearchCV`` over DP estimators is **not** accounted: it releases every
+candidate's validation score computed without noise and its cost is not
+bounded by the per-fit ε.
+
+Algorithm (Papernot & Steinke, ICLR 2022; Liu & Talwar, STOC 2019)
+------------------------------------------------------------------
+1. Split the rows by public randomness into a training part and a validation
+   part (each row goes to validation with probability ``validation_fraction``).
+2. Draw the number of candidates K from a public distribution
+   (``repetitions``), independently of the data.
+3. K times: draw a setting uniformly from the public grid, fit the estimator
+   on the training part with the per-candidate budget (``epsilon=ε_c``,
+   ``delta``, calibrated by the estimator itself), count its correct
+   validation predictions (classifiers; regressors: the sum of squared errors
+   clipped to [0, 1]) and add Gaussian noise (sensitivity 1).
+4. Release only the candidate with the best noisy score.
+
+Privacy
+-------
+* Private: the rows ``(x_i, y_i)``; n and the feature count are public, and
+  so is the set of class labels (as for the estimators).
+* Adjacency: that of the candidate estimator (add/remove for the default
+  Poisson sampler). The split is a coin per row: a neighbouring dataset
+  differs in one row, which falls in one of the two parts, so each candidate
+  (its fit composed with its score) is covered by the composition of the two
+  events -- fastdp composes them, which is sound whatever the split.
+* Accounted: the :class:`~fastdp.privacy.events.RepeatedSelectionEvent` of
+  the search (:mod:`fastdp.privacy.tuning`: Papernot & Steinke Thm 2/6; Liu &
+  Talwar for the geometric over pure candidates), converted to ε at ``delta``
+  by the RDP accountant. ``epsilon_`` is that total; the per-candidate
+  ``candidate_epsilon_`` is NOT the guarantee.
+* Released: ``best_estimator_``, ``best_params_``, ``best_score_``. The number
+  of candidates ``n_candidates_`` and anything about the losing candidates are
+  diagnostics outside the guarantee (releasing K is not covered).
+* Calibration: ε_c is the largest per-candidate budget (bisection) whose
+  search total is at most ``epsilon``; the total is recomputed on the final
+  event, so it never overshoots. Each candidate's event is planned *before*
+  training by running the estimator's own ``fit`` on public placeholder data
+  of the same shape with a ledger stand-in that captures the event the
+  estimator reserves and stops the fit before anything is trained; after each
+  real fit, the candidate's ``privacy_event_`` must equal the planned event.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, clone, is_classifier
+from sklearn.model_selection import ParameterGrid
+
+from fastdp._validation import check_privacy_params, check_random_state
+from fastdp.exceptions import PrivacyAnalysisError, ValidationError
+from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectionEvent
+from fastdp.privacy.rdp import RdpAccountant
+from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
+
+__all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "plan_candidate_event"]
+
+#: fastdp's default public grid (8 settings): L2 regularisation and epochs,
+#: two parameters every fastdp estimator takes.
+DEFAULT_PARAM_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2], "epochs": [5, 10]}
+
+
+class _EventCaptured(Exception):
+    """Raised by :class:`_PlanningLedger` to stop a planning fit."""
+
+    def __init__(self, event):
+        super().__init__("planned event captured")
+        self.event = event
+
+
+class _PlanningLedger:
+    """Ledger stand-in: captures the event a fit reserves, then stops the fit."""
+
+    def reserve(self, event, label=""):
+        raise _EventCaptured(event)
+
+    charge = check = reserve
+
+
+def _placeholder_data(n_samples, n_features, labels):
+    """Public data of the given shape: one entry 0.5 per row (norm 0.5 <= 1)."""
+    rows = np.arange(n_samples)
+    X = sp.csr_matrix((np.full(n_samples, 0.5), (rows, rows % n_features)),
+                      shape=(n_samples, n_features))
+    if labels is None:
+        y = np.zeros(n_samples)
+    else:
+        y = np.asarray(labels)[rows % len(labels)]
+    return X, y
+
+
+def plan_candidate_event(estimator, n_samples, n_features, labels=None):
+    """The privacy event ``estimator.fit`` would run on ``n_samples`` rows.
+
+    The estimator plans its event before training and reserves it on its
+    ledger; this runs its ``fit`` on public placeholder data of the same shape
+    with a ledger stand-in that captures the reserved event and stops the fit.
+    No private data is read.
+
+    Parameters
+    ----------
+    estimator : fastdp estimator
+        Configured (its ``epsilon``, ``delta`` and hyperparameters set).
+    n_samples, n_features : int
+    labels : sequence, optional
+        The public label set (classifiers), cycled over the rows.
+
+    Returns
+    -------
+    DpEvent
+    """
+    planner = clone(estimator).set_params(ledger=_PlanningLedger())
+    X, y = _placeholder_data(n_samples, n_features, labels)
+    try:
+        planner.fit(X, y)
+    except _EventCaptured as captured:
+        return captured.event
+    raise PrivacyAnalysisError(
+        f"{type(estimator).__name__}.fit did not reserve a privacy event on its ledger: "
+        "its privacy cost cannot be planned before training.")
+
+
+def _score_count(estimator, X, y, classifier):
+    """Sensitivity-1 score: correct predictions, or minus the clipped squared errors."""
+    pred = estimator.predict(X)
+    if classifier:
+        return float(np.count_nonzero(pred == y))
+    return -float(np.minimum((np.asarray(y, float) - pred) ** 2, 1.0).sum())
+
+
+class DPHyperparameterSearch(BaseEstimator):
+    """Private hyperparameter search whose total privacy cost is accounted.
+
+    Parameters
+    ----------
+    estimator : fastdp estimator
+        E.g. :class:`fastdp.linear_model.DPLogisticRegression`. Its
+        ``epsilon``, ``delta``, ``ledger`` and ``random_state`` are set by the
+        search for every candidate.
+    param_grid : dict or list of dict, optional
+        Public grid (scikit-learn ``ParameterGrid`` format). Default
+        :data:`DEFAULT_PARAM_GRID`.
+    epsilon : float
+        Total ε of the whole search (every candidate and the selection).
+    delta : float
+        Total δ of the whole search.
+    repetitions : {"truncated_negative_binomial", "poisson", "geometric"}
+        Law of the number of candidates K (see :mod:`fastdp.privacy.tuning`).
+    expected_repetitions : float, default 10
+        E[K]. Larger means a better search and a smaller per-candidate budget.
+    eta : float, default 0
+        η of the truncated negative binomial (0: logarithmic law).
+    validation_fraction : float, default 0.2
+        Probability that a row goes to the validation part.
+    score_share : float, default 0.25
+        Sets the score's Gaussian noise multiplier to
+        sqrt(2 log(1.25/δ)) / (score_share · ε_c) (a utility knob; whatever it
+        is, the score's exact event is accounted).
+    ledger : fastdp.privacy.ledger.PrivacyLedger, optional
+        Charged the whole search's event once, before anything is trained.
+    random_state : None, int or numpy.random.Generator
+        Drives the split, K, the settings, the candidates' seeds and the
+        score noise.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator or None
+        The selected candidate, fitted (None if K = 0, possible for Poisson).
+    best_params_ : dict or None
+    best_score_ : float or None
+        Its noisy validation score (accuracy, or minus the mean clipped
+        squared error), released.
+    epsilon_, delta_ : float
+        The guarantee of the whole search (RDP accountant on
+        ``privacy_event_``), ``epsilon_ <= epsilon``.
+    privacy_event_ : RepeatedSelectionEvent
+    candidate_epsilon_, candidate_delta_ : float
+        Per-candidate training target. NOT the guarantee.
+    score_noise_multiplier_ : float
+    repetitions_ : fastdp.privacy.tuning.Repetitions
+    n_candidates_ : int
+        K drawn. A diagnostic outside the guarantee: do not publish it.
+    """
+
+    def __init__(self, estimator, param_grid=None, *, epsilon=1.0, delta=1e-5,
+                 repetitions="truncated_negative_binomial", expected_repetitions=10.0,
+                 eta=0.0, validation_fraction=0.2, score_share=0.25, ledger=None,
+                 random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.delta = delta
+        self.repetitions = repetitions
+        self.expected_repetitions = expected_repetitions
+        self.eta = eta
+        self.validation_fraction = validation_fraction
+        self.score_share = score_share
+        self.ledger = ledger
+        self.random_state = random_state
+
+    # ----------------------------------------------------------------- checks
+    def _check(self):
+        epsilon, delta = check_privacy_params(self.epsilon, self.delta)
+        if self.repetitions not in DISTRIBUTIONS:
+            raise ValidationError(
+                f"repetitions must be one of {DISTRIBUTIONS}; got {self.repetitions!r}.")
+        reps = Repetitions.with_mean(self.repetitions, self.expected_repetitions, eta=self.eta)
+        for name in ("validation_fraction", "score_share"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not 0.0 < value < 1.0):
+                raise ValidationError(f"{name} must be in (0, 1); got {value!r}.")
+        grid = list(ParameterGrid(DEFAULT_PARAM_GRID if self.param_grid is None
+                                  else self.param_grid))
+        if not grid:
+            raise ValidationError("param_grid is empty.")
+        for key in ("epsilon", "delta", "ledger", "random_state"):
+            if any(key in params for params in grid):
+                raise ValidationError(f"param_grid must not set {key!r}: the search sets it.")
+        return epsilon, delta, reps, grid
+
+    # --------------------------------------------------------------- planning
+    def _score_sigma(self, eps_c, delta):
+        return math.sqrt(2.0 * math.log(1.25 / delta)) / (self.score_share * eps_c)
+
+    def _plan(self, eps_c, delta, grid, reps, shape, labels, cache):
+        """The search's event when every candidate is trained at (eps_c, delta)."""
+        sigma = self._score_sigma(eps_c, delta)
+        events = []
+        for i, params in enumerate(grid):
+            key = (i, eps_c)
+            if key not in cache:
+                est = clone(self.estimator).set_params(**params, epsilon=eps_c, delta=delta,
+                                                       ledger=None)
+                cache[key] = plan_candidate_event(est, shape[0], shape[1], labels)
+            train = cache[key]
+            if not train.is_private or train.adjacency is None:
+                raise PrivacyAnalysisError(
+                    f"candidate {params} is not private; a search over it has no guarantee.")
+            events.append(ComposedEvent((train, GaussianEvent(sigma, train.adjacency))))
+        unique = tuple(dict.fromkeys(events))
+        return RepeatedSelectionEvent.of(unique, reps), sigma
+
+    def _calibrate(self, epsilon, delta, grid, reps, shape, labels, cache):
+        """Largest per-candidate ε_c (relative tolerance 5e-3) with total ε <= epsilon.
+
+        ``cache`` maps (grid index, ε_c) to the candidate's planned training event.
+        """
+        accountant = RdpAccountant()
+
+        def total(eps_c):
+            event, sigma = self._plan(eps_c, delta, grid, reps, shape, labels, cache)
+            return accountant.epsilon(event, delta), event, sigma
+
+        lo, hi = epsilon * 1e-3, epsilon
+        best = None
+        try:
+            eps_hi, event, sigma = total(hi)
+        except (ValidationError, PrivacyAnalysisError) as exc:
+            raise ValidationError(f"cannot plan the candidates at epsilon={hi:g}: {exc}") from exc
+        if eps_hi <= epsilon:
+            return hi, eps_hi, event, sigma
+        eps_lo, event, sigma = total(lo)
+        if eps_lo > epsilon:
+            raise ValidationError(
+                f"epsilon={epsilon:g} is too small for this search: even per-candidate "
+                f"epsilon {lo:g} costs {eps_lo:.4g} in total. Raise epsilon, lower "
+                "expected_repetitions, or use a smaller grid of cheaper settings.")
+        best = (lo, eps_lo, event, sigma)
+        while hi / lo > 1.0 + 5e-3:
+            mid = math.sqrt(lo * hi)
+            eps_mid, event, sigma = total(mid)
+            if eps_mid <= epsilon:
+                lo, best = mid, (mid, eps_mid, event, sigma)
+            else:
+                hi = mid
+        return best
+
+    # -------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Run the search; charge the ledger once with the whole search's event.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        epsilon, delta, reps, grid = self._check()
+        rng = check_random_state(self.random_state)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+        else:
+            X = np.asarray(X)
+        y = np.asarray(y)
+        if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+            raise ValidationError("X must be 2-D and y 1-D with one label per row of X.")
+        n, d = X.shape
+        classifier = is_classifier(self.estimator)
+        labels = list(np.unique(y)) if classifier else None   # public label set
+        in_val = rng.random(n) < self.validation_fraction        # public coins
+        n_val = int(in_val.sum())
+        if n_val == 0 or n_val == n:
+            raise ValidationError(
+                f"the random split left an empty part (n={n}, validation_fraction="
+                f"{self.validation_fraction}); use more rows.")
+        train_idx, val_idx = np.flatnonzero(~in_val), np.flatnonzero(in_val)
+        cache = {}
+        eps_c, total, event, sigma = self._calibrate(epsilon, delta, grid, reps,
+                                                     (train_idx.size, d), labels, cache)
+        planned = {i: cache[(i, eps_c)] for i in range(len(grid))}
+        reservation = None
+        if self.ledger is not None:
+            reservation = self.ledger.reserve(event, label=type(self).__name__)
+        k = reps.sample(rng)
+        best = None
+        try:
+            X_tr, y_tr, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
+            for _ in range(k):
+                i = int(rng.integers(len(grid)))
+                seed = int(rng.integers(2 ** 63 - 1))
+                est = clone(self.estimator).set_params(**grid[i], epsilon=eps_c, delta=delta,
+                                                       ledger=None, random_state=seed)
+                est.fit(X_tr, y_tr)
+                if getattr(est, "privacy_event_", None) != planned[i]:
+                    raise RuntimeError(
+                        "a candidate ran a different mechanism from the one accounted for.")
+                noisy = _score_count(est, X_val, y_val, classifier) + sigma * rng.normal()
+                score = noisy / n_val
+                if best is None or score > best[0]:
+                    best = (score, est, dict(grid[i]))
+        except KeyboardInterrupt:
+            if reservation is not None:   # nothing was released
+                reservation.cancel()
+            raise
+        except BaseException as exc:
+            if reservation is not None:
+                reservation.commit()
+                exc.add_note("fastdp: the privacy ledger keeps this search's charge (a failure "
+                             "during training can depend on the private data).")
+            raise
+        if reservation is not None:
+            reservation.commit()
+        if best is None:
+            warnings.warn("the search drew K = 0 candidates (Poisson): nothing was selected "
+                          "(the privacy cost is spent).", RuntimeWarning, stacklevel=2)
+            best = (None, None, None)
+        self.best_score_, self.best_estimator_, self.best_params_ = best
+        self.epsilon_ = total
+        self.delta_ = delta
+        self.privacy_event_ = event
+        self.candidate_epsilon_ = eps_c
+        self.candidate_delta_ = delta
+        self.score_noise_multiplier_ = sigma
+        self.repetitions_ = reps
+        self.n_candidates_ = k
+        return self
+
+    # ---------------------------------------------------------------- predict
+    def _best(self):
+        if getattr(self, "best_estimator_", None) is None:
+            raise ValidationError("no selected estimator: call fit first (or K was 0).")
+        return self.best_estimator_
+
+    def predict(self, X):
+        """Predictions of the selected estimator."""
+        return self._best().predict(X)
+
+    def decision_function(self, X):
+        """Decision function of the selected estimator."""
+        return self._best().decision_function(X)
+
+    def score(self, X, y):
+        """The selected estimator's ``score`` (not private: it reads ``y``)."""
+        return self._best().score(X, y)
