@@ -5,8 +5,11 @@ minimise the 1/N-averaged, L2-regularised objective
 
     P(theta) = (1/N) sum_i loss(x_i^T theta, y_i) + (alpha/2) ||theta||^2
 
-with a differentially private solver chosen by ``solver=`` and release
-``coef_`` only.
+over rows mapped by :class:`~fastdp.preprocessing.RowMap` (bounded to norm
+<= 1, plus a constant intercept column), with a differentially private solver
+chosen by ``solver=`` (``"auto"``: DP-SGD with the defaults of
+:mod:`fastdp.defaults`; the exact optimum at ``epsilon=np.inf``), and release
+``coef_`` and ``intercept_`` only.
 
 =================  ==========================  =====================  ========================
 ``solver``         algorithm (spec)            losses                 noise parameter, event
@@ -49,9 +52,11 @@ Privacy
   ``"fixed"`` (sampling without replacement) and ``"shuffle"`` (the paper's
   per-epoch shuffle, accounted *without* amplification, since no tight
   analysis exists; the Poisson what-if is reported separately, labelled).
-* Requirement: every row has L2 norm <= 1.  Rows above are rejected unless
-  ``normalize=True``, which rescales each row to norm 1 (per example, so it
-  costs no privacy).
+* Requirement: every row the solver sees has L2 norm <= 1.  The estimators
+  make it so with a per-example map of public parameters
+  (:class:`~fastdp.preprocessing.RowMap`: normalise or clip each row, append
+  the intercept column, scale), which costs no privacy and is applied again
+  at prediction; ``normalize=False`` instead refuses rows above 1.
 * Released: ``coef_`` (and ``solver_result_.v``, the noisy transcript that the
   same event covers).  DP-SCD's dual variables alpha are not released: their
   noisy coordinates would reveal which examples each batch sampled.  ``history_`` (when ``record_history=True``) reads the data and is a
@@ -70,8 +75,7 @@ import numbers
 import time
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -85,15 +89,20 @@ from fastdp._validation import (
     check_real,
     check_X,
 )
+from fastdp.defaults import default_alpha, dpsgd_defaults
 from fastdp.exceptions import ValidationError
-from fastdp.preprocessing import normalize_rows
+from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
-from fastdp.privacy.events import NonPrivateEvent
-from fastdp.solvers.registry import get_estimator_solver
+from fastdp.privacy.calibration import calibrate
+from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
+from fastdp.solvers.registry import EstimatorSolver, get_estimator_solver
 
 __all__ = ["DPRidge", "DPLogisticRegression", "DPLinearSVC"]
 
 _DEFAULT_BATCH_SIZE = 1000
+_DEFAULT_EPOCHS = 10
+_NORMALIZE_VALUES = {True: "normalize", False: "reject", "normalize": "normalize",
+                     "clip": "clip", "reject": "reject"}
 
 
 def default_delta(n_samples):
@@ -105,26 +114,33 @@ def default_delta(n_samples):
     return min(1e-5, 1.0 / (10.0 * n_samples))
 
 
+def _overrides_noise_for_budget(solver):
+    return type(solver).noise_for_budget is not EstimatorSolver.noise_for_budget
+
+
 class _DPLinearModel(BaseEstimator):
     """Shared fitting logic of the DP linear estimators (not public)."""
 
     _loss = None
+    _default_bound = "normalize"
 
     def __init__(
         self,
         *,
         epsilon=1.0,
         delta=None,
-        alpha=1e-4,
-        solver="dpscd",
+        alpha="auto",
+        solver="auto",
         batch_size=None,
         clip="auto",
-        epochs=10,
+        epochs="auto",
         sampler=None,
         accountant="rdp",
         noise_multiplier=None,
         solver_options=None,
-        normalize=False,
+        normalize="auto",
+        fit_intercept=True,
+        intercept_scaling=1.0,
         ledger=None,
         record_history=False,
         callback=None,
@@ -145,6 +161,8 @@ class _DPLinearModel(BaseEstimator):
         self.noise_multiplier = noise_multiplier
         self.solver_options = solver_options
         self.normalize = normalize
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.ledger = ledger
         self.record_history = record_history
         self.callback = callback
@@ -168,23 +186,48 @@ class _DPLinearModel(BaseEstimator):
         return not (isinstance(self.epsilon, numbers.Real) and math.isinf(self.epsilon)
                     and self.epsilon > 0)
 
-    def _check_params(self, n_samples):
+    def _row_map(self):
+        """The :class:`~fastdp.preprocessing.RowMap` this estimator's settings describe."""
+        key = self.normalize
+        if isinstance(key, (bool, np.bool_)):
+            key = bool(key)
+        if isinstance(key, str) and key == "auto":
+            bound = self._default_bound
+        elif isinstance(key, (bool, str)) and key in _NORMALIZE_VALUES:
+            bound = _NORMALIZE_VALUES[key]
+        else:
+            raise ValidationError(
+                f"normalize must be 'auto', True ('normalize'), 'clip' or False ('reject'); "
+                f"got {self.normalize!r}.")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValidationError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        return RowMap(bound=bound, fit_intercept=bool(self.fit_intercept),
+                      intercept_scaling=self.intercept_scaling)
+
+    def _check_public_params(self):
+        """Checks that read no data (run before anything touches X)."""
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise ValidationError(
                 f"solver_options must be a dict or None; got {type(self.solver_options).__name__}.")
-        delta = default_delta(n_samples) if self.delta is None else self.delta
-        _, delta = check_privacy_params(self.epsilon, delta, allow_inf_epsilon=True)
         if self.noise_multiplier is not None:
             nm = check_real("noise_multiplier", self.noise_multiplier)
             if not (0.0 <= nm < math.inf):
                 raise ValidationError(
                     f"noise_multiplier must be a finite number >= 0 or None; got {nm!r}.")
-        check_positive("alpha", self.alpha)
-        if self.batch_size is None:
-            batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
-        else:
-            batch_size = check_batch_size(self.batch_size, n_samples)
-        return float(delta), int(batch_size)
+        if not (isinstance(self.alpha, str) and self.alpha == "auto"):
+            check_positive("alpha", self.alpha)
+        if not (isinstance(self.epochs, str) and self.epochs == "auto"):
+            check_positive("epochs", self.epochs)
+        if isinstance(self.clip, str) and self.clip != "auto":
+            raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")
+        if self.callback is not None and not callable(self.callback):
+            raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
+        return self._row_map()
+
+    def _check_params(self, n_samples):
+        delta = default_delta(n_samples) if self.delta is None else self.delta
+        _, delta = check_privacy_params(self.epsilon, delta, allow_inf_epsilon=True)
+        return float(delta)
 
     def _validate_X(self, X, y="no_validation", *, reset, max_row_norm=None):
         """scikit-learn's checks (feature names and counts, messages), then fastdp's.
@@ -200,7 +243,7 @@ class _DPLinearModel(BaseEstimator):
                 X = validate_data(self, X, **kwargs)
             else:
                 X, y = validate_data(self, X, y, y_numeric=self._task == "regression", **kwargs)
-                if self._task == "binary":
+                if self._task != "regression":
                     check_classification_targets(y)
         except ValidationError:
             raise
@@ -209,6 +252,80 @@ class _DPLinearModel(BaseEstimator):
         X = check_X(X, max_row_norm=max_row_norm)
         return X if isinstance(y, str) and y == "no_validation" else (X, y)
 
+    def _targets(self, y, n_samples):
+        """``(targets, classes, n_fits, loss)`` of the problem the solver sees.
+
+        Regression: real targets, one fit.  Two classes: -1/+1, one fit.
+        K > 2 classes: class indices and one multinomial fit (logistic loss
+        with DP-SGD or the exact solver), or K one-vs-rest -1/+1 fits.
+        """
+        if self._task == "regression":
+            y, _ = check_labels(y, "regression", n_samples=n_samples)
+            return y, None, 1, self._loss
+        y = np.asarray(y)
+        classes = np.unique(y)
+        if classes.shape[0] < 2:
+            raise ValidationError(
+                f"{type(self).__name__} needs at least two classes in y; got {classes.tolist()}.")
+        if classes.shape[0] == 2:
+            y, classes = check_labels(y, "binary", n_samples=n_samples)
+            return y, classes, 1, self._loss
+        index = np.searchsorted(classes, y).astype(np.int64)
+        return index, classes, classes.shape[0], self._loss
+
+    def _resolve_solver(self, private, multiclass):
+        """The registered solver to run, and whether multiclass is one multinomial fit."""
+        name = self.solver
+        if not isinstance(name, str):
+            raise ValidationError(f"solver must be a string; got {name!r}.")
+        if name == "auto":
+            name = "dpsgd" if private else "exact"
+        multinomial = (multiclass and self._loss == "logistic" and name in ("dpsgd", "sgd", "exact"))
+        if multinomial and name in ("dpsgd", "sgd"):
+            from fastdp.solvers import multinomial as mn
+
+            solver = mn.ESTIMATOR_SOLVERS["multinomial_dpsgd" if name == "dpsgd" else
+                                          "multinomial_sgd"]
+            return name, solver, True
+        solver = get_estimator_solver(name)
+        if self._loss not in solver.losses:
+            raise ValidationError(
+                f"solver {name!r} does not support the {self._loss} loss of "
+                f"{type(self).__name__}; it supports {list(solver.losses)}.")
+        return name, solver, multinomial
+
+    def _solver_config(self, name, solver, n_samples, private):
+        """The resolved settings (``config``) of the run: every ``"auto"`` made concrete."""
+        options = {} if self.solver_options is None else dict(self.solver_options)
+        solver.check_options(options)
+        rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf, self._loss) \
+            if name in ("dpsgd", "sgd") else None
+        if self.batch_size is not None:
+            batch_size = check_batch_size(self.batch_size, n_samples)
+        elif rule is not None:
+            batch_size = rule["batch_size"]
+        else:
+            batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
+        if isinstance(self.epochs, str):
+            epochs = rule["epochs"] if rule is not None else _DEFAULT_EPOCHS
+        else:
+            epochs = self.epochs
+        if rule is not None and "learning_rate" in solver.options:
+            options.setdefault("learning_rate", rule["learning_rate"])
+        alpha = default_alpha(n_samples) if isinstance(self.alpha, str) else float(self.alpha)
+        return {
+            "lam": alpha,
+            "batch_size": int(batch_size),
+            "epochs": epochs,
+            "clip": self.clip,
+            "sampler": solver.default_sampler if self.sampler is None else self.sampler,
+            "lazy_noise": self.lazy_noise,
+            "num_threads": self.num_threads,
+            "record_history": self.record_history,
+            "callback": self.callback,
+            "options": options,
+        }, rule
+
     # ------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Train the model with differential privacy.
@@ -216,62 +333,52 @@ class _DPLinearModel(BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training examples (rows).  CSR float32/float64 with int32/int64
-            indices is used without a copy.  Rows must have L2 norm <= 1
-            unless ``normalize=True``.
+            Training examples (rows), any finite values: each row is bounded
+            by the row map (``normalize``) before training.  CSR
+            float32/float64 is read without a copy of the input.
         y : array-like of shape (n_samples,)
-            Targets (regression) or two class labels (classification).
+            Targets (regression) or class labels (two or more classes).
 
         Returns
         -------
         self
         """
         started = time.perf_counter()
+        row_map = self._check_public_params()
         private = self._private()
-        # one pass of fastdp's checks, with the row-norm bound the proofs need
-        # unless the rows are normalised here (per example: private-safe)
-        max_row_norm = 1.0 if private and not self.normalize else None
+        # the proofs need ||row|| <= 1: "reject" checks the raw rows; the
+        # other bounds make it so (per example: no privacy cost)
+        max_row_norm = 1.0 if private and row_map.bound == "reject" else None
         X, y = self._validate_X(X, y, reset=True, max_row_norm=max_row_norm)
-        y, classes = check_labels(y, self._task, n_samples=X.shape[0])
         n_samples = X.shape[0]
-        delta, batch_size = self._check_params(n_samples)
-        if self.normalize:
-            X = normalize_rows(X)
-
-        solver = get_estimator_solver(self.solver)
-        if self._loss not in solver.losses:
-            raise ValidationError(
-                f"solver {self.solver!r} does not support the {self._loss} loss of "
-                f"{type(self).__name__}; it supports {list(solver.losses)}.")
-        config = self._solver_config(solver, batch_size)
-        if self.callback is not None and not callable(self.callback):
-            raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
+        y, classes, n_classes, loss = self._targets(y, n_samples)
+        delta = self._check_params(n_samples)
+        name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
+        n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
+        config, rule = self._solver_config(name, solver, n_samples, private)
         if self.callback is not None and not solver.supports_callback:
-            raise ValidationError(f"solver {self.solver!r} does not take a per-epoch callback.")
+            raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
+        if self.callback is not None and n_fits > 1:
+            raise ValidationError("a per-epoch callback is not supported with one-vs-rest "
+                                  "multiclass fits; use solver='dpsgd' (multinomial).")
+        Xm = row_map.transform(X)
+        config["n_features"] = int(Xm.shape[1])  # public (part of the data's schema)
+        config["loss"] = loss
+        if multinomial:
+            config["n_classes"] = int(n_classes)
+        if isinstance(self.clip, str):
+            config["clip"] = (rule["clip"] if rule is not None else
+                              float(solver.default_clip(n_samples, config, loss)))
         progress = None
-        if self.verbose and solver.supports_callback:
+        if self.verbose and solver.supports_callback and n_fits == 1:
             from fastdp.progress import EpochProgress
 
-            progress = EpochProgress(total=math.ceil(self.epochs), desc=f"{self.solver} epochs",
+            progress = EpochProgress(total=math.ceil(config["epochs"]), desc=f"{name} epochs",
                                      callback=self.callback)
             config["callback"] = progress
-        config["n_features"] = int(X.shape[1])  # public (part of the data's schema)
-        config["loss"] = self._loss
-        if isinstance(self.clip, str):
-            if self.clip != "auto":
-                raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")
-            config["clip"] = float(solver.default_clip(n_samples, config, self._loss))
         accountant = get_accountant(self.accountant)
-        if private:
-            if self.noise_multiplier is not None:
-                noise = float(self.noise_multiplier)
-            else:
-                noise = solver.noise_for_budget(n_samples, config, float(self.epsilon), delta,
-                                                accountant)
-            planned_event = solver.event(n_samples, config, noise)
-        else:
-            noise = 0.0
-            planned_event = NonPrivateEvent()
+        noise, one_event, planned_event = self._plan(solver, n_samples, config, private, delta,
+                                                     accountant, n_fits)
         reservation = None
         if self.ledger is not None:
             # Reserved before training: a fit over budget raises here and releases nothing.
@@ -286,10 +393,8 @@ class _DPLinearModel(BaseEstimator):
 
             config["callback"] = callback
         try:
-            result = solver.run(X, y, loss=self._loss, noise=noise, config=config,
-                                random_state=check_random_state(self.random_state))
-            if result.event != planned_event:  # internal consistency guard
-                raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
+            results = self._run_fits(solver, Xm, y, loss, noise, config, n_fits, one_event,
+                                     multinomial)
         except KeyboardInterrupt as exc:
             # Interrupted by the user: unless a callback already saw a released
             # (noisy) state, nothing was released, so nothing is charged.
@@ -314,16 +419,27 @@ class _DPLinearModel(BaseEstimator):
         if reservation is not None:
             reservation.commit()
 
-        self.coef_ = self._shape_coef(result.coef)
-        self.intercept_ = self._shape_intercept()
+        theta = np.vstack([np.asarray(r.coef, dtype=np.float64).reshape(-1, Xm.shape[1])
+                           for r in results])
+        coef, intercept = row_map.split_coef(theta)
+        self.row_map_ = row_map
+        self.coef_ = self._shape_coef(coef)
+        self.intercept_ = self._shape_intercept(intercept)
         if classes is not None:
             self.classes_ = classes
+        result = results[0]
+        self.solver_ = name
+        self.multi_class_ = ("multinomial" if multinomial else "ovr") if n_classes > 2 else None
+        self.alpha_ = config["lam"]
+        self.batch_size_ = config["batch_size"]
+        self.epochs_ = config["epochs"]
+        self.learning_rate_ = config["options"].get("learning_rate")
         self.noise_multiplier_ = noise
         self.noise_name_ = solver.noise_name
         self.delta_ = delta if private else 0.0
-        self.epsilon_ = accountant.epsilon(result.event, delta) if private else math.inf
-        self.privacy_event_ = result.event
-        self.privacy_report_ = accountant.report(result.event, delta) if private else None
+        self.epsilon_ = accountant.epsilon(planned_event, delta) if private else math.inf
+        self.privacy_event_ = planned_event
+        self.privacy_report_ = accountant.report(planned_event, delta) if private else None
         self.sampler_ = result.sampler
         self.sample_rate_ = result.sample_rate
         self.clip_ = config["clip"]
@@ -334,78 +450,139 @@ class _DPLinearModel(BaseEstimator):
         self.solver_result_ = dataclasses.replace(result, alpha=None) if hasattr(
             result, "alpha") else result
         self.fit_time_ = time.perf_counter() - started
+        if not np.all(np.isfinite(self.coef_)) or not np.all(np.isfinite(self.intercept_)):
+            raise ValidationError(
+                "the fit produced non-finite coefficients (the noise or the steps overflowed); "
+                "lower clip, noise_multiplier or the learning rate.")
         if self.verbose:
             print(self._describe())
         return self
 
-    def _solver_config(self, solver, batch_size):
-        options = {} if self.solver_options is None else dict(self.solver_options)
-        solver.check_options(options)
-        return {
-            "lam": float(self.alpha),
-            "batch_size": batch_size,
-            "epochs": self.epochs,
-            "clip": self.clip,
-            "sampler": solver.default_sampler if self.sampler is None else self.sampler,
-            "lazy_noise": self.lazy_noise,
-            "num_threads": self.num_threads,
-            "record_history": self.record_history,
-            "callback": self.callback,
-            "options": options,
-        }
+    def _plan(self, solver, n_samples, config, private, delta, accountant, n_fits):
+        """``(noise, event of one fit, event of the whole fit)``, before anything runs.
+
+        K one-vs-rest fits each read every example: the whole fit is their
+        composition ``SelfComposedEvent(event, K)``, and the noise is
+        calibrated for that composition (solvers with a closed-form budget
+        rule get ``epsilon / K, delta / K`` each, basic composition, and the
+        accountant's epsilon of the composition is what is reported).
+        """
+        if not private:
+            if n_fits > 1:
+                return 0.0, NonPrivateEvent(), NonPrivateEvent()
+            return 0.0, NonPrivateEvent(), NonPrivateEvent()
+        epsilon = float(self.epsilon)
+        if self.noise_multiplier is not None:
+            noise = float(self.noise_multiplier)
+        elif n_fits == 1:
+            noise = solver.noise_for_budget(n_samples, config, epsilon, delta, accountant)
+        elif _overrides_noise_for_budget(solver):
+            noise = solver.noise_for_budget(n_samples, config, epsilon / n_fits, delta / n_fits,
+                                            accountant)
+        else:
+            noise = float(calibrate(
+                lambda s: SelfComposedEvent(solver.event(n_samples, config, s), n_fits),
+                epsilon, delta, accountant=accountant))
+        one_event = solver.event(n_samples, config, noise)
+        whole = one_event if n_fits == 1 else SelfComposedEvent(one_event, n_fits)
+        if (self.noise_multiplier is None
+                and accountant.epsilon(whole, delta) > epsilon * (1.0 + 1e-9)):
+            raise ValidationError(
+                f"could not fit {n_fits} one-vs-rest models within epsilon = {epsilon}; "
+                "use solver='dpsgd' or a larger epsilon.")
+        return noise, one_event, whole
+
+    def _run_fits(self, solver, Xm, y, loss, noise, config, n_fits, one_event, multinomial):
+        """Run the solver once (binary, regression, multinomial) or once per class (OvR)."""
+        rng = check_random_state(self.random_state)
+        if n_fits == 1:
+            runs = [(y, rng)]
+        else:
+            seeds = rng.spawn(n_fits)
+            runs = [(np.where(y == k, 1.0, -1.0), seeds[k]) for k in range(n_fits)]
+        results = []
+        for target, random_state in runs:
+            result = solver.run(Xm, target, loss=loss, noise=noise, config=config,
+                                random_state=random_state)
+            if result.event != one_event:  # internal consistency guard
+                raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
+            results.append(result)
+        return results
+
+    def _mapped_rows(self, X):
+        """``b(X)``: the prediction-time rows, bounded exactly as in ``fit``."""
+        check_is_fitted(self, "coef_")
+        X = self._validate_X(X, reset=False)
+        return self.row_map_.bound_rows(X)
 
     def _describe(self):
         eps = "inf (not private)" if math.isinf(self.epsilon_) else f"{self.epsilon_:.6g}"
-        return (f"{type(self).__name__}: solver={self.solver}, sampler={self.sampler_}, "
+        return (f"{type(self).__name__}: solver={self.solver_}, sampler={self.sampler_}, "
                 f"sigma={self.noise_multiplier_:.6g}, T={self.n_iter_}, q={self.sample_rate_:.4g}, "
                 f"epsilon={eps}, delta={self.delta_:.3g}, time={self.fit_time_:.3f}s")
 
 
-class DPRidge(RegressorMixin, _DPLinearModel):
-    """Ridge regression trained with differential privacy (DP-SCD by default).
-
-    Minimises ``(1/N) sum_i (x_i^T theta - y_i)^2 / 2 + (alpha/2) ||theta||^2``
-    without intercept.  Each dual coordinate update is scaled to at most
-    ``clip`` in absolute value, which bounds the sensitivity whatever the
-    targets, so targets need no bound; still, centre and scale them with
-    public knowledge for good utility.
-
+_PARAMETERS_DOC = """
     Parameters
     ----------
     epsilon : float, default=1.0
-        Target privacy budget (> 0).  ``np.inf`` trains without privacy.
+        Target privacy budget (> 0) of the whole fit.  ``np.inf`` trains
+        without privacy and returns the exact minimiser of the objective
+        (``solver="exact"``).
     delta : float or None, default=None
         Target delta in (0, 1); ``None`` means ``min(1e-5, 1/(10 N))``.
-    alpha : float, default=1e-4
+    alpha : float or "auto", default="auto"
         L2 strength lambda of the 1/N-averaged objective (as in ``SGDRegressor``).
-    solver : str, default="dpscd"
-        ``"dpscd"``: dual DP-SCD (spec 000 Algorithm 1); ``"seq_dpscd"``:
-        seqDP-SCD (Algorithm 3); further solvers are listed in
+        ``"auto"`` is ``1/N`` (scikit-learn's ``C=1``).
+    solver : str, default="auto"
+        ``"auto"``: DP-SGD (multinomial for more than two classes) with the
+        documented defaults of :mod:`fastdp.defaults` when private, the exact
+        optimum when ``epsilon=np.inf``.  Others: ``"dpscd"`` (dual DP-SCD),
+        ``"seq_dpscd"``, ``"dpsgd"``, ``"output"``, ``"objective"``, the
+        accelerated and line-search solvers listed in
         :data:`fastdp.solvers.registry.ESTIMATOR_SOLVER_NAMES`.
     batch_size : int or None, default=None
-        Expected mini-batch size L (``None``: ``min(1000, N)``).
+        Expected mini-batch size L (``None``: the solver's default: the DP-SGD
+        rule, else ``min(1000, N)``).
     clip : float or "auto", default="auto"
         Bound C on each update (DP-SCD: each coordinate step; DP-SGD: each
-        per-example gradient).  ``"auto"`` lets the solver choose from public
-        quantities only (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
-    epochs : float, default=10
-        Passes over the data; ``T = floor(epochs N / L)`` steps.
+        per-example gradient).  ``"auto"``: 1 for DP-SGD (never clips the
+        logistic and hinge gradients of bounded rows), else the solver's rule
+        of public quantities (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
+    epochs : float or "auto", default="auto"
+        Passes over the data; ``T = floor(epochs N / L)`` steps.  ``"auto"``:
+        the DP-SGD rule (5 to 20 epochs, growing with epsilon), else 10.
     sampler : {"poisson", "fixed", "shuffle"} or None, default=None
         Mini-batch sampler; each is accounted for by its own event.  ``None``
-        picks the solver's default: ``"poisson"`` (add/remove adjacency, exact
-        accounting) for DP-SCD, ``"fixed"`` for seqDP-SCD (whose sensitivity
-        needs bounded batches).
+        picks the solver's default (``"poisson"``: add/remove adjacency, exact
+        accounting; ``"fixed"`` for seqDP-SCD).
     accountant : {"rdp", "pld", "moments"} or accountant, default="rdp"
-        Accountant used to calibrate sigma and to report ``epsilon_``.
+        Accountant used to calibrate the noise and to report ``epsilon_``.
     noise_multiplier : float or None, default=None
         Bypass calibration and use this noise parameter (``epsilon_`` is then
         computed for it).
     solver_options : dict or None, default=None
-        Solver-specific settings (e.g. ``{"box_eps": 1e-4}`` for DP-SCD,
-        ``{"seq_sensitivity": "repo"}`` for seqDP-SCD); unknown keys are rejected.
-    normalize : bool, default=False
-        Rescale every row to unit L2 norm before training (per example,
-        private-safe).  Otherwise rows with norm > 1 are rejected.
+        Solver-specific settings (e.g. ``{"learning_rate": 2.0}`` for DP-SGD,
+        ``{"box_eps": 1e-4}`` for DP-SCD); unknown keys are rejected.
+    normalize : {"auto", True, "clip", False}, default="auto"
+        How each row is bounded to L2 norm <= 1, the bound the privacy proofs
+        need: ``True`` (``"normalize"``) rescales every row to norm 1,
+        ``"clip"`` scales down only rows above 1, ``False`` (``"reject"``)
+        refuses data with a row above 1.  ``"auto"`` normalises for the
+        classifiers (the sign of a score does not depend on a row's scale) and
+        clips for :class:`DPRidge` (keeps the linear model on small rows).
+        Per example, with public parameters: costs no privacy.  The same map
+        is applied by ``predict``, ``decision_function``, ``predict_proba``
+        and ``score``.
+    fit_intercept : bool, default=True
+        Learn an intercept, privately, in the same mechanism: each row gets a
+        constant column ``intercept_scaling`` and the augmented row is scaled
+        by ``1/sqrt(1 + intercept_scaling^2)`` so that its norm stays <= 1
+        (:class:`~fastdp.preprocessing.RowMap`).  The intercept is one more
+        coefficient of a row within the bound: the sensitivity, the event and
+        the epsilon are unchanged.  It is regularised like the weights.
+    intercept_scaling : float, default=1.0
+        The public value c of the constant column (> 0).
     ledger : fastdp.privacy.ledger.PrivacyLedger or None
         Charged with the fit's event before training; refuses fits over budget.
     record_history : bool, default=False
@@ -423,88 +600,122 @@ class DPRidge(RegressorMixin, _DPLinearModel):
     verbose : int, default=0
         Show a per-epoch progress bar (on a terminal) and print a privacy
         report after fitting.
+"""
 
+_ATTRIBUTES_DOC = """
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-        Always 0.0 (no intercept; append a constant feature if needed).
+    coef_ : ndarray
+        Weights acting on the bounded rows ``b(x)`` (see ``normalize``).
+    intercept_ : float or ndarray
+        The privately learnt intercept (0 with ``fit_intercept=False``).
+    row_map_ : fastdp.preprocessing.RowMap
+        The per-example map applied in ``fit`` and in prediction.
+    solver_, alpha_, batch_size_, epochs_, learning_rate_ : the resolved settings.
     noise_multiplier_, epsilon_, delta_ : float
         Noise parameter used (its meaning in ``noise_name_``); epsilon computed
-        by the accountant for the event that ran; delta.
+        by the accountant for the event of the whole fit (never the target);
+        delta.  After scikit-learn's ``GridSearchCV``, ``best_estimator_.epsilon_``
+        is *one* fit's epsilon, not the search's: use
+        :mod:`fastdp.model_selection` for an accounted search.
     privacy_event_ : fastdp.privacy.events.DpEvent
+        The event of the whole fit (all one-vs-rest fits composed).
     privacy_report_ : EpsilonReport or None
     n_iter_ : int
-        Mini-batch iterations T.
+        Mini-batch iterations T (of one fit).
     history_ : list of dict or None
-    """
+"""
+
+
+class DPRidge(RegressorMixin, _DPLinearModel):
+    __doc__ = """Ridge regression trained with differential privacy (DP-SGD by default).
+
+    Minimises ``(1/N) sum_i (m(x_i)^T theta - y_i)^2 / 2 + (alpha/2) ||theta||^2``
+    over the mapped rows ``m(x)`` (bounded rows plus the intercept column).
+    DP-SGD clips each per-example gradient and DP-SCD each dual step, which
+    bounds the sensitivity whatever the targets, so targets need no bound;
+    still, centre and scale them with public knowledge for good utility.
+    """ + _PARAMETERS_DOC + _ATTRIBUTES_DOC
 
     _loss = "squared"
     _task = "regression"
+    _default_bound = "clip"
 
     def _shape_coef(self, coef):
-        return np.asarray(coef, dtype=np.float64)
+        return np.asarray(coef, dtype=np.float64).reshape(-1)
 
-    def _shape_intercept(self):
-        return 0.0
+    def _shape_intercept(self, intercept):
+        return float(np.asarray(intercept).reshape(-1)[0])
 
     def predict(self, X):
-        """Predict ``X @ coef_``."""
-        check_is_fitted(self, "coef_")
-        X = self._validate_X(X, reset=False)
-        return np.asarray(X @ self.coef_).ravel()
+        """Predict ``b(X) @ coef_ + intercept_`` (rows bounded as in ``fit``)."""
+        return np.asarray(self._mapped_rows(X) @ self.coef_).ravel() + self.intercept_
 
 
 class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
-    _task = "binary"
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
+    _task = "classification"
 
     def _shape_coef(self, coef):
-        return np.asarray(coef, dtype=np.float64).reshape(1, -1)
+        return np.asarray(coef, dtype=np.float64).reshape(-1, coef.shape[-1])
 
-    def _shape_intercept(self):
-        return np.zeros(1)
+    def _shape_intercept(self, intercept):
+        return np.asarray(intercept, dtype=np.float64).reshape(-1)
 
     def decision_function(self, X):
-        """Signed score ``X @ coef_`` (positive means ``classes_[1]``)."""
-        check_is_fitted(self, "coef_")
-        X = self._validate_X(X, reset=False)
-        return np.asarray(X @ self.coef_[0]).ravel()
+        """Scores ``b(X) @ coef_.T + intercept_`` (rows bounded as in ``fit``).
+
+        Two classes: shape (n,), positive means ``classes_[1]``.  K > 2:
+        shape (n, K).
+        """
+        scores = np.asarray(self._mapped_rows(X) @ self.coef_.T) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
 
 
 class DPLogisticRegression(_DPLinearClassifier):
-    """Binary logistic regression trained with differential privacy.
+    __doc__ = """Logistic regression (two or more classes) trained with differential privacy.
 
-    Minimises ``(1/N) sum_i log(1 + exp(-y_i x_i^T theta)) + (alpha/2)||theta||^2``
-    (labels mapped to -1/+1; ``classes_[1]`` is +1).  Parameters and
-    attributes as :class:`DPRidge`, plus ``classes_``.
-    """
+    Two classes: minimises ``(1/N) sum_i log(1 + exp(-y_i m(x_i)^T theta)) +
+    (alpha/2)||theta||^2`` (labels mapped to -1/+1; ``classes_[1]`` is +1).
+    K > 2 classes: the multinomial (softmax) loss, trained by DP-SGD with the
+    whole K x d per-example gradient clipped as one vector (one mechanism,
+    the same event as two classes), or the exact optimum at ``epsilon=np.inf``;
+    other solvers fit K one-vs-rest models whose events are composed in one
+    (``privacy_event_``) and charged once.  ``classes_`` is the set of labels
+    seen in ``y`` (as in every scikit-learn classifier; it is not protected).
+    """ + _PARAMETERS_DOC + _ATTRIBUTES_DOC
 
     _loss = "logistic"
 
     def predict_proba(self, X):
-        """Probabilities of ``classes_`` from the logistic model."""
+        """Class probabilities: sigmoid (two classes), softmax (multinomial), or
+        normalised one-vs-rest sigmoids."""
         scores = self.decision_function(X)
-        p1 = 0.5 * (1.0 + np.tanh(0.5 * scores))
-        return np.column_stack([1.0 - p1, p1])
+        if scores.ndim == 1:
+            p1 = 0.5 * (1.0 + np.tanh(0.5 * scores))
+            return np.column_stack([1.0 - p1, p1])
+        if self.multi_class_ == "multinomial":
+            scores = scores - scores.max(axis=1, keepdims=True)
+            p = np.exp(scores)
+        else:
+            p = 0.5 * (1.0 + np.tanh(0.5 * scores))
+        return p / p.sum(axis=1, keepdims=True)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         scores = self.decision_function(X)
-        return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
+        if scores.ndim == 1:
+            return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
 
 
 class DPLinearSVC(_DPLinearClassifier):
-    """Binary linear SVM (hinge loss) trained with differential privacy.
+    __doc__ = """Linear SVM (hinge loss) trained with differential privacy.
 
-    Minimises ``(1/N) sum_i max(0, 1 - y_i x_i^T theta) + (alpha/2)||theta||^2``.
+    Minimises ``(1/N) sum_i max(0, 1 - y_i m(x_i)^T theta) + (alpha/2)||theta||^2``;
+    K > 2 classes: K one-vs-rest models, their events composed in one.
     The hinge loss is not smooth, so spec 000's convergence theory does not
-    cover it; the privacy guarantee does.  Parameters and attributes as
-    :class:`DPRidge`, plus ``classes_``.
-    """
+    cover it; the privacy guarantee does.
+    """ + _PARAMETERS_DOC + _ATTRIBUTES_DOC
 
     _loss = "hinge"

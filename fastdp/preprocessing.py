@@ -396,3 +396,138 @@ def paper_preprocess(X, y, task, X_test=None, y_test=None, warn=True):
     X_test_out = transform(X_test) if X_test is not None else None
     y_test_out = _paper_labels(y_test, task, offset) if y_test is not None else None
     return PaperPreprocessed(X_out, y_out, X_test_out, y_test_out, max_abs, offset)
+
+
+# --------------------------------------------------------------------------
+# the estimators' per-example row map (row bound and intercept column)
+# --------------------------------------------------------------------------
+
+ROW_BOUNDS = ("normalize", "clip", "reject")
+"""How an estimator bounds each row: rescale to norm 1, scale down rows above 1,
+or refuse rows above 1 (the rows are then used as they are)."""
+
+
+@dataclass(frozen=True)
+class RowMap:
+    """The per-example map an estimator applies to every row, in ``fit`` and in prediction.
+
+    A row ``x`` becomes ``a * [b(x), c]`` where ``b`` is the row bound
+    (:func:`normalize_rows`, :func:`clip_rows` to norm 1, or the identity for
+    ``"reject"``, whose rows are checked to have norm <= 1), ``c`` the public
+    ``intercept_scaling`` of the constant column (absent without intercept)
+    and ``a = 1 / sqrt(1 + c^2)`` (1 without intercept), so every mapped row
+    has norm at most 1: the bound the mechanisms' sensitivity analyses need.
+
+    A linear model ``theta = [w, w0]`` on mapped rows predicts
+    ``a w . b(x) + a c w0 = b(x) . coef + intercept`` with
+    ``coef = a w`` and ``intercept = a c w0`` (:meth:`split_coef`), so the
+    fitted estimator's ``coef_`` and ``intercept_`` act on the bounded rows
+    ``b(x)`` exactly as scikit-learn's linear models act on theirs.
+
+    Privacy: a per-example map whose parameters are public (fixed before the
+    data is seen), so neighbouring datasets stay neighbours and it spends no
+    privacy (see the module docstring).  The intercept is therefore learnt
+    *inside* the same mechanism as the weights, covered by the same event:
+    the constant column is one more feature of a row whose norm stays <= 1.
+
+    Parameters
+    ----------
+    bound : {"normalize", "clip", "reject"}
+    fit_intercept : bool
+    intercept_scaling : float
+        c > 0, public.
+    """
+
+    bound: str = "normalize"
+    fit_intercept: bool = True
+    intercept_scaling: float = 1.0
+
+    def __post_init__(self):
+        if self.bound not in ROW_BOUNDS:
+            raise ValidationError(f"row bound must be one of {ROW_BOUNDS}; got {self.bound!r}.")
+        c = self.intercept_scaling
+        if isinstance(c, bool) or not (np.isscalar(c) and np.isreal(c) and np.isfinite(c) and c > 0):
+            raise ValidationError(f"intercept_scaling must be a finite number > 0; got {c!r}.")
+
+    @property
+    def scale(self):
+        """``a = 1 / sqrt(1 + c^2)`` with an intercept, else 1."""
+        if not self.fit_intercept:
+            return 1.0
+        return 1.0 / float(np.hypot(1.0, self.intercept_scaling))
+
+    def bound_rows(self, X):
+        """``b(X)``: the rows after the row bound (no intercept column, no scale ``a``)."""
+        if self.bound == "normalize":
+            return normalize_rows(X)
+        if self.bound == "clip":
+            return clip_rows(X, 1.0)
+        return X
+
+    def transform(self, X):
+        """The mapped rows ``a [b(x), c]`` the solvers train on (CSR if ``X`` is sparse).
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Already checked (finite, float32/float64).
+
+        Returns
+        -------
+        X_mapped : ndarray or csr_matrix of shape (n_samples, n_features + fit_intercept)
+            Same dtype as ``X``.
+        """
+        Xb = self.bound_rows(X)
+        if not self.fit_intercept:
+            return Xb
+        a = self.scale
+        n = Xb.shape[0]
+        dtype = Xb.dtype
+        if sp.issparse(Xb):
+            Xb = Xb.tocsr()
+            counts = np.diff(Xb.indptr)
+            idx_dtype = np.result_type(Xb.indices.dtype, np.int32)
+            if Xb.nnz + n >= np.iinfo(np.int32).max or Xb.shape[1] + 1 >= np.iinfo(np.int32).max:
+                idx_dtype = np.int64
+            indptr = np.empty(n + 1, dtype=idx_dtype)
+            indptr[0] = 0
+            np.cumsum(counts + 1, out=indptr[1:])
+            ends = indptr[1:] - 1                       # slot of each row's constant entry
+            data = np.empty(Xb.nnz + n, dtype=dtype)
+            indices = np.empty(Xb.nnz + n, dtype=idx_dtype)
+            mask = np.ones(Xb.nnz + n, dtype=bool)
+            mask[ends] = False
+            data[mask] = Xb.data * dtype.type(a)
+            indices[mask] = Xb.indices
+            data[ends] = dtype.type(a * self.intercept_scaling)
+            indices[ends] = Xb.shape[1]
+            out = sp.csr_matrix((data, indices, indptr), shape=(n, Xb.shape[1] + 1))
+            out.has_sorted_indices = bool(Xb.has_sorted_indices)
+            return out
+        out = np.empty((n, Xb.shape[1] + 1), dtype=dtype)
+        out[:, :-1] = np.asarray(Xb) * a
+        out[:, -1] = a * self.intercept_scaling
+        return out
+
+    def split_coef(self, theta):
+        """``(coef, intercept)`` acting on ``b(x)`` from the coefficients on mapped rows.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (..., n_features + fit_intercept)
+
+        Returns
+        -------
+        coef : ndarray of shape (..., n_features)
+        intercept : ndarray of shape theta.shape[:-1] (zeros without intercept)
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        if not self.fit_intercept:
+            return theta.copy(), np.zeros(theta.shape[:-1])
+        a = self.scale
+        return a * theta[..., :-1], a * self.intercept_scaling * theta[..., -1]
+
+    def to_dict(self):
+        """JSON-ready parameters (inverse: ``RowMap(**d)``)."""
+        return {"bound": self.bound, "fit_intercept": bool(self.fit_intercept),
+                "intercept_scaling": float(self.intercept_scaling)}

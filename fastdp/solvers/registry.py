@@ -103,6 +103,7 @@ _REGISTRY = {
     "seq_dpscd": "fastdp.solvers.scd:ESTIMATOR_SOLVERS",
     "dpsgd": "fastdp.solvers.sgd:ESTIMATOR_SOLVERS",
     "sgd": "fastdp.solvers.sgd:ESTIMATOR_SOLVERS",
+    "exact": "fastdp.solvers.exact:ESTIMATOR_SOLVERS",
     "output": "fastdp.solvers.perturbation:ESTIMATOR_SOLVERS",
     "objective": "fastdp.solvers.perturbation:ESTIMATOR_SOLVERS",
     "dp_gd_laplace": "fastdp.solvers.accelerated:ESTIMATOR_SOLVERS",

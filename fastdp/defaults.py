@@ -1,0 +1,85 @@
+"""Default hyperparameters of the estimators: documented rules of public quantities only.
+
+A private model's hyperparameters may depend on what is public — the number
+of examples n, the number of features d, the privacy target (epsilon, delta),
+the loss and the row-norm bound (1 after the estimator's row map) — and never
+on the private values: a default computed from the data would leak it and is
+not accounted.  Every rule here takes only such quantities.
+
+The DP-SGD rule (the default solver)
+------------------------------------
+With rows of norm <= 1 the gradient of the logistic and hinge losses has norm
+<= 1, so the clipping bound ``C = 1`` never clips those losses (no bias) and
+is the smallest bound that does not.  For a fixed noise level the quantity
+that decides the model is the total step length ``H = eta T`` (the "time" of
+the gradient flow the run approximates; with eta/L fixed, the batch size L
+hardly matters, the linear-scaling rule).  Too small an ``H`` under-trains,
+too large an ``H`` lets the accumulated noise dominate.  On the development
+datasets (a9a, phishing, mushrooms, w8a; 3 seeds, 14 settings each, see
+docs/defaults.md) the best ``H`` grows linearly with ``epsilon n`` until the
+model saturates:
+
+    L   = 256 (at most n/4; sqrt(n) when n > 65 536)
+    E   = clip(round(20 epsilon), 5, 20) epochs          (T = floor(E n / L) steps)
+    eta = min(0.3 epsilon n / T, eta_max) = min(0.3 epsilon L / E, eta_max)
+    eta_max = 8 (logistic: 2 / smoothness 1/4), 4 (hinge), 1 (squared: 1/smoothness)
+    C   = 1
+
+Fewer epochs at small epsilon mean fewer, less noisy steps; the cap
+``eta_max`` keeps each step stable (a step above ``2/beta`` diverges).
+``alpha`` (the L2 strength) defaults to ``1 / n``, scikit-learn's
+``C = 1``, so that ``epsilon = inf`` fits scikit-learn's default model.
+
+Everything here is a pure function: no data, no randomness.
+"""
+
+import math
+
+__all__ = ["default_alpha", "dpsgd_defaults", "MAX_LEARNING_RATE"]
+
+#: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
+#: 1/beta for the squared loss (beta = 1), and 4 for the non-smooth hinge loss.
+MAX_LEARNING_RATE = {"logistic": 8.0, "multinomial": 8.0, "hinge": 4.0, "squared": 1.0}
+
+_BATCH = 256
+_LARGE_N = 65536
+_STEP_FRACTION = 0.3
+
+
+def default_alpha(n_samples):
+    """``1 / n``: scikit-learn's default ``C = 1`` in fastdp's 1/n-averaged objective."""
+    return 1.0 / float(n_samples)
+
+
+def default_batch_size(n_samples):
+    """Expected lot size L: 256, at most ``n // 4`` (and >= 1), ``sqrt(n)`` above 65 536."""
+    n = int(n_samples)
+    if n > _LARGE_N:
+        return int(math.isqrt(n))
+    return max(1, min(_BATCH, n // 4))
+
+
+def dpsgd_defaults(n_samples, epsilon, loss):
+    """The DP-SGD defaults for ``n_samples`` public examples at ``epsilon``.
+
+    Parameters
+    ----------
+    n_samples : int
+        n (public).
+    epsilon : float
+        The target epsilon (> 0; ``inf`` gives the epsilon -> inf limit of the rule).
+    loss : {"logistic", "multinomial", "hinge", "squared"}
+
+    Returns
+    -------
+    dict
+        ``batch_size`` (int), ``epochs`` (float), ``learning_rate`` (float),
+        ``clip`` (float).
+    """
+    n = int(n_samples)
+    L = default_batch_size(n)
+    eps = float(epsilon)
+    epochs = float(min(20, max(5, round(20.0 * eps)))) if math.isfinite(eps) else 20.0
+    eta_max = MAX_LEARNING_RATE[loss]
+    eta = min(_STEP_FRACTION * eps * L / epochs, eta_max) if math.isfinite(eps) else eta_max
+    return {"batch_size": L, "epochs": epochs, "learning_rate": eta, "clip": 1.0}
