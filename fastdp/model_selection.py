@@ -252,38 +252,58 @@ class DPHyperparameterSearch(BaseEstimator):
         return RepeatedSelectionEvent.of(unique, reps), sigma
 
     def _calibrate(self, epsilon, delta, grid, reps, shape, labels, cache):
-        """Largest per-candidate ε_c (relative tolerance 5e-3) with total ε <= epsilon.
+        """Largest per-candidate ε_c (to a relative 5e-3) whose search total is <= epsilon.
 
-        ``cache`` maps (grid index, ε_c) to the candidate's planned training event.
+        Illinois (modified regula falsi) on log total(ε_c) − log ε in log ε_c,
+        on a bracket [lo, hi] with total(lo) <= epsilon < total(hi); only a
+        feasible ε_c (total evaluated, <= epsilon) is ever returned. ``cache``
+        maps (grid index, ε_c) to the candidate's planned training event.
         """
         accountant = RdpAccountant()
 
         def total(eps_c):
             event, sigma = self._plan(eps_c, delta, grid, reps, shape, labels, cache)
-            return accountant.epsilon(event, delta), event, sigma
+            eps = accountant.epsilon(event, delta)
+            return math.log(eps / epsilon) if eps > 0 else -math.inf, (eps_c, eps, event, sigma)
 
-        lo, hi = epsilon * 1e-3, epsilon
-        best = None
+        hi = epsilon
         try:
-            eps_hi, event, sigma = total(hi)
+            f_hi, best = total(hi)
         except (ValidationError, PrivacyAnalysisError) as exc:
             raise ValidationError(f"cannot plan the candidates at epsilon={hi:g}: {exc}") from exc
-        if eps_hi <= epsilon:
-            return hi, eps_hi, event, sigma
-        eps_lo, event, sigma = total(lo)
-        if eps_lo > epsilon:
-            raise ValidationError(
-                f"epsilon={epsilon:g} is too small for this search: even per-candidate "
-                f"epsilon {lo:g} costs {eps_lo:.4g} in total. Raise epsilon, lower "
-                "expected_repetitions, or use a smaller grid of cheaper settings.")
-        best = (lo, eps_lo, event, sigma)
-        while hi / lo > 1.0 + 5e-3:
-            mid = math.sqrt(lo * hi)
-            eps_mid, event, sigma = total(mid)
-            if eps_mid <= epsilon:
-                lo, best = mid, (mid, eps_mid, event, sigma)
+        if f_hi <= 0:
+            return best
+        lo = hi
+        while True:   # step down until feasible
+            lo = lo * max(math.exp(-2.0 * f_hi), 1e-2)
+            if lo < epsilon * 1e-4:
+                raise ValidationError(
+                    f"epsilon={epsilon:g} is too small for this search: even per-candidate "
+                    f"epsilon {lo:.3g} is over budget. Raise epsilon, lower "
+                    "expected_repetitions, or use a smaller grid of cheaper settings.")
+            f_lo, best_lo = total(lo)
+            if f_lo <= 0:
+                break
+            hi, f_hi = lo, f_lo
+        best = best_lo
+        a, fa, b, fb, side = math.log(lo), f_lo, math.log(hi), f_hi, 0
+        while b - a > 5e-3 and fa < -1e-4:
+            if math.isinf(fa):
+                c = 0.5 * (a + b)
             else:
-                hi = mid
+                c = b - fb * (b - a) / (fb - fa)
+                c = min(max(c, a + 1e-4 * (b - a)), b - 1e-4 * (b - a))
+            fc, result = total(math.exp(c))
+            if fc <= 0:
+                a, fa, best = c, fc, result
+                if side == -1:
+                    fb *= 0.5
+                side = -1
+            else:
+                b, fb = c, fc
+                if side == 1:
+                    fa *= 0.5
+                side = 1
         return best
 
     # -------------------------------------------------------------------- fit
