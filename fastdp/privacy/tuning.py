@@ -41,9 +41,9 @@ curve of Q, E[K] the mean of K):
 * ``"geometric"`` with γ ∈ (0, 1]: Liu & Talwar's random stopping (STOC
   2019): after every run, stop with probability γ and release the best so far;
   K is geometric on {1, 2, ...}, the η = 1 case above (whose RDP bound is
-  used). If Q is ε-DP (pure), Liu & Talwar's random-stopping theorem (§3) gives 3ε-DP for the
-  selection; fastdp then takes the smaller of the two RDP curves (the pure
-  bound through the randomized-response curve at 3ε). Their approximate-DP
+  used). If Q is ε-DP (pure), Liu & Talwar's random-stopping theorem (§3)
+  gives 3ε-DP for the selection; fastdp then takes the smaller of the two RDP
+  curves (the pure bound through the randomized-response curve at 3ε). Their approximate-DP
   variant ((ε, δ) candidates) is not implemented: fastdp's search accounts
   approximate candidates through their RDP curves instead.
 
