@@ -16,6 +16,8 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import softmax
 
@@ -52,7 +54,7 @@ def _poisson_batches(rng, n, q, n_steps):
 def _run(X, y, theta, ptr, idx, *, clip, rho, kappa, noise_std, lazy, seed, num_threads=1,
          parallel_min_rows=16, check_structure=True):
     """Run the kernel from Theta = theta (K x d); returns (Theta, n_draws)."""
-    w = np.ascontiguousarray(np.asarray(theta, dtype=np.float64).T)
+    w = np.array(np.asarray(theta, dtype=np.float64).T, order="C")   # a copy, always
     K = w.shape[1]
     largest = max(int(np.diff(ptr).max(initial=0)), 1)
     draws = _multinomial.run_multinomial_sgd(
@@ -264,3 +266,80 @@ def test_wrong_layout_is_a_python_error_not_a_crash(rng):
         _call(X, y, np.zeros((3, 6)).T, ptr, idx)            # not C-contiguous
     with pytest.raises((ValueError, TypeError)):
         _call(X, y.astype(np.int32), np.zeros((6, 3)), ptr, idx)   # labels must be int64
+
+
+# --------------------------------------------------------------------------
+# hypothesis: small random problems (empty rows, one row or column, extreme
+# magnitudes, both dtypes) against the reference; corrupted CSR refused
+# --------------------------------------------------------------------------
+
+FUZZ = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def _small_problem(draw):
+    n, d, K = draw(st.integers(1, 7)), draw(st.integers(1, 6)), draw(st.integers(2, 5))
+    mask = np.array(draw(st.lists(st.booleans(), min_size=n * d, max_size=n * d)), bool)
+    values = np.array(draw(st.lists(st.floats(-3, 3, allow_subnormal=False), min_size=n * d,
+                                    max_size=n * d)))
+    scale = draw(st.sampled_from([1e-100, 1e-3, 1.0, 1e3, 1e100]))
+    value_dtype = draw(st.sampled_from([np.float64, np.float32]))
+    if value_dtype == np.float32:
+        scale = min(max(scale, 1e-20), 1e20)
+    X = sp.csr_matrix(np.where(mask, values, 0.0).reshape(n, d) * scale, dtype=value_dtype)
+    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    y = np.array(draw(st.lists(st.integers(0, K - 1), min_size=n, max_size=n)), np.int64)
+    steps = draw(st.integers(0, 5))
+    parts = [sorted(draw(st.sets(st.integers(0, n - 1), max_size=n))) for _ in range(steps)]
+    ptr = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+    idx = np.array([j for p in parts for j in p], np.int64)
+    return X, y, K, ptr, idx
+
+
+@FUZZ
+@given(problem=_small_problem(), lazy=st.booleans(), clip=st.sampled_from([0.3, np.inf]),
+       seed=st.integers(0, 2**32 - 1))
+def test_fuzz_kernel_matches_reference(problem, lazy, clip, seed):
+    X, y, K, ptr, idx = problem
+    params = dict(clip=clip, rho=0.9, kappa=0.5, noise_std=0.7)
+    theta0 = np.zeros((K, X.shape[1]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        theta, draws = _run(X, y, theta0, ptr, idx, lazy=lazy, seed=seed, num_threads=2,
+                            parallel_min_rows=1, **params)
+        ref, ref_draws = _reference(X, y, theta0, ptr, idx, lazy=lazy, seed=seed, **params)
+    np.testing.assert_allclose(theta, ref, rtol=1e-8, atol=1e-10)
+    assert draws == ref_draws
+
+
+@FUZZ
+@given(problem=_small_problem(), where=st.integers(0, 10**6),
+       kind=st.sampled_from(["column_high", "column_negative", "repeat", "pointer"]))
+def test_fuzz_corrupted_csr_is_refused(problem, where, kind):
+    X, y, K, ptr, idx = problem
+    indices, indptr = X.indices.copy(), X.indptr.copy()
+    if kind == "pointer":
+        if len(indptr) < 3:
+            return
+        k = 1 + where % (len(indptr) - 2)
+        indptr[k] = indptr[-1] + 1
+    else:
+        if X.nnz == 0:
+            return
+        k = where % X.nnz
+        if kind == "repeat":                    # an entry repeats its predecessor in its row
+            row_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            inner = np.flatnonzero(row_of[1:] == row_of[:-1]) + 1
+            if inner.size == 0:
+                return
+            k = inner[where % inner.size]
+            indices[k] = indices[k - 1]
+        else:
+            indices[k] = X.shape[1] + 3 if kind == "column_high" else -1
+    w = np.zeros((X.shape[1], K))
+    with pytest.raises(ValidationError):
+        _multinomial.run_multinomial_sgd(
+            X.data, indices, indptr, y, np.zeros(len(y)), w, ptr, idx,
+            np.zeros(K * max(len(y), 1)), np.zeros(X.shape[1], np.int32), 1.0, 0.9, 0.5, 0.7,
+            True, np.random.PCG64(0), 1, 16)
