@@ -249,7 +249,7 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
                 f"learning_rate (now {eta:g}) or normalise the rows.")
         if record_history:
             history.append({"epoch": epoch, "n_iter": done,
-                            "objective": multinomial_objective(w.T, X, y, lam)})
+                            "primal_objective": multinomial_objective(w.T, X, y, lam)})
         if callback is not None:
             released = w.T.view()
             released.flags.writeable = False
@@ -307,7 +307,7 @@ def dp_multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size, clip, noise_
         Seeds two independent streams (sampling and noise).  Same seed, same
         bits, for any ``num_threads``.
     record_history : bool, default=False
-        Per-epoch objective :func:`multinomial_objective` (non-private).
+        Per-epoch ``primal_objective`` (:func:`multinomial_objective`; non-private).
     callback : callable or None
         Called after every epoch with ``{"epoch", "n_iter", "coef"}`` (coef a
         (K, d) read-only view of the flushed, released iterate).

@@ -222,7 +222,7 @@ def test_history_and_callback(rng):
                           learning_rate=0.5, random_state=0, record_history=True,
                           callback=callback)
     assert [e for e, _ in seen] == [1, 2, 3, 4] and np.array_equal(seen[-1][1], res.coef)
-    values = [h["objective"] for h in res.history]
+    values = [h["primal_objective"] for h in res.history]
     assert values[-1] < values[0] < math.log(4)
     assert values[-1] == pytest.approx(multinomial_objective(res.coef, X, y, 1e-2), rel=1e-14)
 
