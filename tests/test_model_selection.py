@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from fastdp.exceptions import BudgetExceededError, ValidationError
 from fastdp.linear_model import DPLogisticRegression, DPRidge
@@ -200,3 +201,78 @@ def test_phishing_search_is_not_worse_than_a_default_fit():
                                     random_state=0).fit(Xtr, ytr)
     assert search.epsilon_ <= 1.0
     assert search.score(Xte, yte) >= default.score(Xte, yte) - 0.03
+
+
+class NoisySumClassifier(ClassifierMixin, BaseEstimator):
+    """A tiny DP estimator on the public estimator protocol (for audits of the search).
+
+    Releases s = Σ y_i (labels ±1, add/remove sensitivity 1) + N(0, σ²), σ from the
+    classic Gaussian calibration to (epsilon, delta); predicts sign(s + shift).
+    """
+
+    def __init__(self, epsilon=1.0, delta=1e-5, shift=0.0, ledger=None, random_state=None):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.shift = shift
+        self.ledger = ledger
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        sigma = math.sqrt(2 * math.log(1.25 / self.delta)) / self.epsilon
+        event = GaussianEvent(sigma)
+        reservation = None if self.ledger is None else self.ledger.reserve(event)
+        self.noisy_sum_ = float(np.sum(y)) + sigma * np.random.default_rng(
+            self.random_state).normal()
+        if reservation is not None:
+            reservation.commit()
+        self.classes_ = np.array([-1.0, 1.0])
+        self.privacy_event_ = event
+        return self
+
+    def predict(self, X):
+        label = 1.0 if self.noisy_sum_ + self.shift > 0 else -1.0
+        return np.full(np.shape(X)[0], label)
+
+
+def _audit_search(n_runs, rng):
+    """Best model's released noisy sum on D (without) and D' = D + canary (with)."""
+    X = np.zeros((30, 1))
+    y = np.array([1.0, -1.0] * 15)
+    Xc, yc = np.zeros((31, 1)), np.append(y, 1.0)
+    grid = {"shift": [-3.0, 0.0, 3.0]}
+    stats_, events = ([], []), []
+    for side, (XX, yy) in enumerate(((X, y), (Xc, yc))):
+        for _ in range(n_runs):
+            search = DPHyperparameterSearch(
+                NoisySumClassifier(), grid, epsilon=2.0, delta=1e-5,
+                repetitions="poisson", expected_repetitions=3.0, validation_fraction=0.3,
+                random_state=rng).fit(XX, yy)
+            best = search.best_estimator_
+            stats_[side].append(-1e9 if best is None else best.noisy_sum_)
+            events.append(search.privacy_event_)
+    return np.array(stats_[0]), np.array(stats_[1]), events
+
+
+@pytest.mark.filterwarnings("ignore:the search drew K = 0")
+def test_search_audit_smoke():
+    """Clopper–Pearson audit of the whole search (confidence 0.95) at its claimed ε:
+    the empirical lower bound does not exceed the claim (a smoke test with few runs;
+    the slow variant has power)."""
+    from fastdp.privacy.audit import audit_scores
+
+    without, with_, events = _audit_search(60, np.random.default_rng(0))
+    claimed = max(get_accountant("rdp").epsilon(e, 0.1) for e in events)
+    result = audit_scores(without, with_, delta=0.1, confidence=0.95, claimed_epsilon=claimed)
+    assert not result.violation, str(result)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:the search drew K = 0")
+def test_search_audit():
+    from fastdp.privacy.audit import audit_scores
+
+    without, with_, events = _audit_search(3000, np.random.default_rng(1))
+    claimed = max(get_accountant("rdp").epsilon(e, 0.1) for e in events)
+    result = audit_scores(without, with_, delta=0.1, confidence=0.99, claimed_epsilon=claimed)
+    assert not result.violation, str(result)
+    assert result.epsilon_lower > 0.0, str(result)

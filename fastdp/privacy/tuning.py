@@ -68,6 +68,7 @@ __all__ = [
     "tnb_expected_repetitions",
     "rdp_truncated_negative_binomial",
     "rdp_poisson_repetitions",
+    "deltas_from_rdp",
     "rdp_repeated_selection",
     "liu_talwar_pure_epsilon",
 ]
@@ -345,24 +346,42 @@ def rdp_poisson_repetitions(orders, base_rdp, mu, hat_orders=None, hat_rdp=None,
     ε' = ε(λ) + μδ̂ + log(μ)/(λ−1), and the result is
     max(0, log(e^{−μ} + e^{(λ−1)ε'})/(λ−1)) (see the module docstring).
     """
-    from fastdp.privacy.rdp import delta_from_rdp
-
     mu = _check_mu(mu)
     orders, base_rdp = _as_curve(orders, base_rdp, "base curve")
     if hat_orders is None:
         hat_orders, hat_rdp = orders, base_rdp
     hat_orders, hat_rdp = _as_curve(hat_orders, hat_rdp, "second-order curve")
-    out = np.empty_like(orders)
-    for i, lam in enumerate(orders):
-        if not math.isfinite(base_rdp[i]):
-            out[i] = math.inf
-            continue
-        eps_hat = -math.log1p(-1.0 / lam)
-        delta_hat = delta_from_rdp(hat_orders, hat_rdp, eps_hat, conversion)[0]
-        eps_prime = base_rdp[i] + mu * delta_hat + math.log(mu) / (lam - 1.0)
-        total = np.logaddexp(-mu, (lam - 1.0) * eps_prime) / (lam - 1.0)
-        out[i] = max(0.0, float(total))
-    return out
+    eps_hat = -np.log1p(-1.0 / orders)
+    delta_hat = deltas_from_rdp(hat_orders, hat_rdp, eps_hat, conversion)
+    with np.errstate(invalid="ignore", over="ignore"):
+        eps_prime = base_rdp + mu * delta_hat + math.log(mu) / (orders - 1.0)
+        total = np.logaddexp(-mu, (orders - 1.0) * eps_prime) / (orders - 1.0)
+    total = np.where(np.isfinite(base_rdp), total, np.inf)
+    return np.maximum(total, 0.0)
+
+
+def deltas_from_rdp(orders, rdp, epsilons, conversion="improved") -> np.ndarray:
+    """δ of an RDP curve at each of several ε, minimised over the orders.
+
+    The vectorised form of :func:`fastdp.privacy.rdp.delta_from_rdp` (same
+    formulas: Mironov's classic conversion, or the improved one of Balle et
+    al. 2020 / Canonne-Kamath-Steinke with the KL route), one row per ε.
+    """
+    if conversion not in ("improved", "classic"):
+        raise ValidationError(f"conversion must be 'improved' or 'classic', got {conversion!r}.")
+    a = np.asarray(orders, dtype=float)[None, :]
+    r = np.maximum(np.asarray(rdp, dtype=float), 0.0)[None, :]
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))[:, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if conversion == "classic":
+            log_delta = (a - 1.0) * (r - eps)
+        else:
+            kl = np.where(r > 0, 0.5 * np.log1p(-np.exp(-r)), -np.inf)
+            bound = (a - 1.0) * (r - eps + np.log1p(-1.0 / a)) - np.log(a)
+            log_delta = np.where(a > 1.01, np.minimum(kl, bound), kl)
+    log_delta = np.where(np.isnan(log_delta), np.inf, log_delta)
+    best = np.min(log_delta, axis=1)
+    return np.minimum(np.exp(np.minimum(best, 0.0)), 1.0)
 
 
 def liu_talwar_pure_epsilon(epsilon: float, gamma: float = 0.5) -> float:

@@ -27,9 +27,10 @@ from fastdp.privacy.events import (
     SelfComposedEvent,
     event_from_dict,
 )
-from fastdp.privacy.rdp import DEFAULT_ORDERS, epsilon_from_rdp
+from fastdp.privacy.rdp import DEFAULT_ORDERS, delta_from_rdp, epsilon_from_rdp
 from fastdp.privacy.tuning import (
     Repetitions,
+    deltas_from_rdp,
     liu_talwar_pure_epsilon,
     rdp_poisson_repetitions,
     rdp_repeated_selection,
@@ -161,6 +162,15 @@ def test_poisson_bound_by_hand_classic_conversion():
         with_bottom = math.log(math.exp(-mu) + math.exp((lam - 1) * eps_prime)) / (lam - 1)
         assert curve[ORDERS == lam][0] == pytest.approx(with_bottom, rel=1e-10)
         assert with_bottom - eps_prime < 1e-4       # the ⊥ term is tiny at μ = 10
+
+
+@pytest.mark.parametrize("conversion", ["improved", "classic"])
+def test_vectorised_delta_matches_the_accountants(conversion):
+    eps = np.array([0.01, 0.1, 0.5, 1.0, 3.0])
+    for curve in (ORDERS / 8.0, np.minimum(ORDERS * 0.02, 0.7), np.zeros(ORDERS.shape)):
+        ref = [delta_from_rdp(ORDERS, curve, e, conversion)[0] for e in eps]
+        np.testing.assert_allclose(deltas_from_rdp(ORDERS, curve, eps, conversion), ref,
+                                   rtol=1e-12, atol=0)
 
 
 def test_gamma_one_is_the_base_mechanism():
