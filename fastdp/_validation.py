@@ -22,7 +22,9 @@ error messages name row indices and counts of offending rows: they are meant
 for the data owner, not for publication. No function here spends privacy.
 """
 
+import itertools
 import numbers
+import weakref
 
 import numpy as np
 import scipy.sparse as sp
@@ -30,6 +32,8 @@ import scipy.sparse as sp
 from fastdp.exceptions import ValidationError
 
 __all__ = [
+    "check_sparse_structure",
+    "structure_token",
     "check_X",
     "row_norms",
     "check_labels",
@@ -126,35 +130,367 @@ def _reject_empty(shape):
         )
 
 
+# --------------------------------------------------------------------------
+# sparse structure, checked before scipy converts anything
+# --------------------------------------------------------------------------
+#
+# scipy's format conversions (coo -> csr, csc -> csr, bsr -> csr, dia -> csr,
+# lil -> csr, dok -> coo) run compiled loops that trust the index arrays: an
+# index edited after construction (``X.row[0] = 10**6``) makes them write out
+# of bounds (a segfault, or silent heap corruption).  These checks look only
+# at the arrays, vectorised and O(nnz), and never call a scipy method that
+# reads the indices.
+
+_REBUILD = (
+    "Rebuild the matrix from valid arrays (e.g. scipy.sparse.csr_matrix((data, indices, "
+    "indptr), shape=...) or scipy.sparse.coo_matrix((data, (row, col)), shape=...)); do not "
+    "edit its index arrays in place."
+)
+
+
+def _malformed(fmt, what):
+    return ValidationError(f"Malformed {fmt.upper()} matrix: {what}. {_REBUILD}")
+
+
+def _sparse_shape(X):
+    shape = getattr(X, "shape", None)
+    if (not isinstance(shape, tuple) or len(shape) != 2
+            or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0
+                       for d in shape)):
+        ndim = len(shape) if isinstance(shape, tuple) else "?"
+        raise ValidationError(
+            f"X must be 2-D (n_samples, n_features); got a {ndim}-D sparse array with shape "
+            f"{shape!r}. Reshape it, e.g. X.reshape(1, -1) for a single example."
+        )
+    return int(shape[0]), int(shape[1])
+
+
+def _index_array(fmt, name, array):
+    """``array`` if it is a 1-D integer ndarray, else a clear error."""
+    if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype.kind not in "iu":
+        what = (f"a {array.ndim}-D array of dtype {array.dtype}" if isinstance(array, np.ndarray)
+                else f"a {type(array).__name__}")
+        raise _malformed(fmt, f"{name} must be a 1-D integer array, got {what}")
+    return array
+
+
+def _value_array(fmt, array, ndim=1):
+    if not isinstance(array, np.ndarray) or array.ndim != ndim:
+        what = (f"{array.ndim}-D" if isinstance(array, np.ndarray) else type(array).__name__)
+        raise _malformed(fmt, f"data must be a {ndim}-D array, got {what}")
+    return array
+
+
+def _check_index_range(fmt, name, values, upper):
+    """Every entry of ``values`` (integers) lies in ``[0, upper)``."""
+    if values.size == 0:
+        return
+    low, high = int(values.min()), int(values.max())
+    if low < 0 or high >= upper:
+        raise _malformed(
+            fmt, f"{name} must lie in [0, {upper}), found values in [{low}, {high}]")
+
+
+def _check_compressed(fmt, indptr, indices, n_data, n_major, n_minor, major, minor):
+    """The arrays of a compressed format (CSR: major = rows; CSC: columns; BSR: block rows).
+
+    ``indptr`` has ``n_major + 1`` entries, starts at 0, never decreases and
+    ends at most at ``len(indices)`` and ``n_data``; the indices it covers lie
+    in ``[0, n_minor)``.  Unsorted or duplicate indices are allowed (check_X
+    canonicalises them).
+    """
+    indptr = _index_array(fmt, "indptr", indptr)
+    indices = _index_array(fmt, "indices", indices)
+    if indptr.shape[0] != n_major + 1:
+        raise _malformed(fmt, f"indptr has length {indptr.shape[0]}, expected n_{major} + 1 = "
+                              f"{n_major + 1}")
+    if indptr[0] != 0 or (n_major > 0 and np.any(indptr[1:] < indptr[:-1])):
+        raise _malformed(fmt, "indptr must start at 0 and never decrease")
+    nnz = int(indptr[-1])
+    if nnz > indices.shape[0] or nnz > n_data:
+        raise _malformed(fmt, f"indptr[-1] = {nnz} but indices has {indices.shape[0]} and data "
+                              f"has {n_data} entries (the indptr must not point past them)")
+    _check_index_range(fmt, f"{minor} indices", indices[:nnz], n_minor)
+
+
+def _check_csr_arrays(X, n_rows, n_cols):
+    data = _value_array("csr", X.data)
+    _check_compressed("csr", X.indptr, X.indices, data.shape[0], n_rows, n_cols, "rows",
+                      "column")
+
+
+def _check_csc_arrays(X, n_rows, n_cols):
+    data = _value_array("csc", X.data)
+    _check_compressed("csc", X.indptr, X.indices, data.shape[0], n_cols, n_rows, "cols", "row")
+
+
+def _check_bsr_arrays(X, n_rows, n_cols):
+    data = _value_array("bsr", X.data, ndim=3)
+    r, c = int(data.shape[1]), int(data.shape[2])
+    if r < 1 or c < 1 or n_rows % r or n_cols % c:
+        raise _malformed("bsr", f"blocks of shape ({r}, {c}) do not tile the shape "
+                                f"({n_rows}, {n_cols})")
+    blocksize = getattr(X, "blocksize", (r, c))
+    if tuple(blocksize) != (r, c):
+        raise _malformed("bsr", f"blocksize {tuple(blocksize)} differs from the data blocks "
+                                f"({r}, {c})")
+    _check_compressed("bsr", X.indptr, X.indices, data.shape[0], n_rows // r, n_cols // c,
+                      "block_rows", "block column")
+
+
+def _check_coo_arrays(X, n_rows, n_cols):
+    data = _value_array("coo", X.data)
+    coords = getattr(X, "coords", None)
+    if coords is None:  # older scipy: row and col attributes
+        coords = (X.row, X.col)
+    if not isinstance(coords, tuple) or len(coords) != 2:
+        raise _malformed("coo", "a 2-D matrix needs exactly two coordinate arrays (row, col)")
+    for name, index, upper in (("row", coords[0], n_rows), ("col", coords[1], n_cols)):
+        index = _index_array("coo", name, index)
+        if index.shape[0] != data.shape[0]:
+            raise _malformed("coo", f"{name} has {index.shape[0]} entries but data has "
+                                    f"{data.shape[0]}; they must have the same length")
+        _check_index_range("coo", f"{name} indices", index, upper)
+
+
+def _check_dia_arrays(X, n_rows, n_cols):
+    data = _value_array("dia", X.data, ndim=2)
+    offsets = _index_array("dia", "offsets", X.offsets)
+    if offsets.shape[0] != data.shape[0]:
+        raise _malformed("dia", f"offsets has {offsets.shape[0]} entries but data has "
+                                f"{data.shape[0]} diagonals")
+    if offsets.size:
+        low, high = int(offsets.min()), int(offsets.max())
+        if low <= -max(n_rows, 1) or high >= max(n_cols, 1):
+            raise _malformed("dia", f"offsets must lie in ({-n_rows}, {n_cols}), found values "
+                                    f"in [{low}, {high}]")
+        if np.unique(offsets).size != offsets.size:
+            raise _malformed("dia", "offsets must not repeat")
+
+
+def _flat_integers(fmt, name, lists, total):
+    """The integers of a sequence of lists, as one int64 array (exactly ``total`` of them)."""
+    try:
+        flat = np.array(list(itertools.chain.from_iterable(lists)))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise _malformed(fmt, f"{name} must hold lists of integers ({exc})") from None
+    if flat.shape != (total,) or (total and flat.dtype.kind not in "iu"):
+        raise _malformed(fmt, f"{name} must hold lists of integers (found dtype {flat.dtype})")
+    return flat
+
+
+def _check_lil_arrays(X, n_rows, n_cols):
+    rows, data = X.rows, X.data
+    for name, array in (("rows", rows), ("data", data)):
+        if not isinstance(array, np.ndarray) or array.shape != (n_rows,):
+            got = array.shape if isinstance(array, np.ndarray) else type(array).__name__
+            raise _malformed("lil", f"{name} must be an object array of {n_rows} lists (one "
+                                    f"per row), got {got}")
+    try:
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=n_rows)
+        data_lengths = np.fromiter(map(len, data), dtype=np.int64, count=n_rows)
+    except TypeError:
+        raise _malformed("lil", "every entry of rows and data must be a list") from None
+    if np.any(lengths != data_lengths):
+        bad = int(np.flatnonzero(lengths != data_lengths)[0])
+        raise _malformed("lil", f"row {bad} has {lengths[bad]} column indices but "
+                                f"{data_lengths[bad]} values")
+    columns = _flat_integers("lil", "rows", rows, int(lengths.sum()))
+    _check_index_range("lil", "column indices", columns, n_cols)
+
+
+def _check_dok_keys(X, n_rows, n_cols):
+    keys = list(dict.keys(X)) if isinstance(X, dict) else list(X.keys())
+    try:
+        coords = np.array(keys)
+    except (TypeError, ValueError, OverflowError):
+        coords = None
+    if keys and (coords is None or coords.shape != (len(keys), 2)
+                 or coords.dtype.kind not in "iu"):
+        raise _malformed("dok", "every key must be a pair of integers (row, column)")
+    if keys:
+        _check_index_range("dok", "row indices", coords[:, 0], n_rows)
+        _check_index_range("dok", "column indices", coords[:, 1], n_cols)
+
+
+_STRUCTURE_CHECKS = {
+    "csr": _check_csr_arrays,
+    "csc": _check_csc_arrays,
+    "bsr": _check_bsr_arrays,
+    "coo": _check_coo_arrays,
+    "dia": _check_dia_arrays,
+    "lil": _check_lil_arrays,
+    "dok": _check_dok_keys,
+}
+
+
+def check_sparse_structure(X):
+    """Refuse a scipy.sparse matrix whose index arrays are inconsistent, before any conversion.
+
+    scipy trusts the index arrays of a sparse matrix when it converts it to
+    another format (``tocsr``, ``tocsc``, ``tocoo``, ``asformat``; also inside
+    scikit-learn's ``validate_data``): an index edited after construction
+    (``X.row[0] = 10**6`` on a COO matrix, out-of-range ``X.indices`` on a
+    CSC matrix) makes scipy's compiled code write out of bounds and crash the
+    process or corrupt its memory.  Call this first, on the object the user
+    passed.
+
+    Parameters
+    ----------
+    X : object
+        Any input.  scipy.sparse matrices and arrays of every format (csr,
+        csc, coo, bsr, dia, lil, dok, ``*_matrix`` and ``*_array``) are
+        checked; anything else is returned untouched.
+
+    Returns
+    -------
+    X : object
+        The input itself (never copied or modified).
+
+    Raises
+    ------
+    ValidationError
+        If X is sparse and not 2-D, or its arrays could make a conversion read
+        or write out of bounds: index arrays that are not 1-D integer arrays,
+        index pointers that do not start at 0, decrease, or point past the
+        index/data arrays, coordinate arrays whose length differs from the
+        data, indices outside the shape, BSR blocks that do not tile the
+        shape, DIA offsets that do not match the data or lie outside the
+        shape, LIL rows and values of different lengths, DOK keys that are not
+        integer pairs in range.
+
+    Notes
+    -----
+    Cost: O(nnz), vectorised (one pass of min/max over the index arrays); for
+    LIL and DOK, whose indices are Python objects, one conversion of them to
+    an array.  Unsorted and duplicate indices are accepted (they are valid
+    scipy input; :func:`check_X` canonicalises them).
+
+    Privacy: reads only the positions of the stored entries; releases nothing.
+    """
+    if not sp.issparse(X):
+        return X
+    n_rows, n_cols = _sparse_shape(X)
+    fmt = getattr(X, "format", None)
+    check = _STRUCTURE_CHECKS.get(fmt)
+    if check is None:
+        raise ValidationError(
+            f"X is a scipy.sparse object of unknown format {fmt!r}; convert it to CSR first.")
+    check(X, n_rows, n_cols)
+    return X
+
+
+# --------------------------------------------------------------------------
+# proof for the compiled kernels that a CSR structure was checked
+# --------------------------------------------------------------------------
+#
+# The kernels of fastdp._kernels scan the CSR structure of the rows they read
+# (O(nnz)) unless the caller passes, as ``check_structure``, a token made
+# here for exactly the arrays it passes.  check_X registers the index arrays
+# of every sparse matrix it returns (weakly: nothing is kept alive), so a
+# solver that validated X with check_X gets its token in O(1).
+
+
+class _StructureToken:
+    """Proof that ``indices``/``indptr`` form canonical CSR with ``n_features`` columns.
+
+    Private: made only by :func:`structure_token`.  It holds the two arrays,
+    so their memory stays valid while the token exists; a kernel compares
+    their addresses and lengths with the arrays it is given.
+    """
+
+    __slots__ = ("indices", "indptr", "n_features")
+
+    def __init__(self, indices, indptr, n_features):
+        self.indices = indices
+        self.indptr = indptr
+        self.n_features = int(n_features)
+
+    def __reduce__(self):
+        raise TypeError("a CSR structure token is valid in this process only; make a new one "
+                        "with fastdp._validation.structure_token(X)")
+
+    def __repr__(self):
+        return (f"<CSR structure checked: {self.indptr.shape[0] - 1} rows, "
+                f"{self.n_features} columns, {self.indices.shape[0]} entries>")
+
+
+_CHECKED_STRUCTURES = {}  # id(indices) -> (weakref(indices), weakref(indptr), n_features)
+
+
+def _forget_structure(key):
+    _CHECKED_STRUCTURES.pop(key, None)
+
+
+def _remember_structure(indices, indptr, n_features):
+    """Register canonical CSR index arrays as checked (weakly)."""
+    key = id(indices)
+    try:
+        entry = (weakref.ref(indices, lambda _, key=key: _forget_structure(key)),
+                 weakref.ref(indptr), int(n_features))
+    except TypeError:  # not weak-referenceable: never registered, scanned when used
+        return
+    _CHECKED_STRUCTURES[key] = entry
+
+
+def _known_structure(indices, indptr, n_features):
+    entry = _CHECKED_STRUCTURES.get(id(indices))
+    return (entry is not None and entry[0]() is indices and entry[1]() is indptr
+            and entry[2] == n_features)
+
+
+def structure_token(X):
+    """Token telling the kernels that the CSR structure of ``X`` is valid (private).
+
+    Pass it as ``check_structure=`` to a kernel of :mod:`fastdp._kernels`
+    together with ``X.data, X.indices, X.indptr`` to skip the kernel's O(nnz)
+    scan of the structure.  For a matrix returned by :func:`check_X` (the
+    same ``indices`` and ``indptr`` objects) it costs O(1); for any other CSR
+    matrix it checks the structure first (O(nnz)): ``indptr`` non-decreasing
+    from 0 to ``len(indices)``, column indices strictly increasing within
+    every row and within ``[0, n_features)``.
+
+    Parameters
+    ----------
+    X : scipy.sparse CSR matrix or array
+
+    Returns
+    -------
+    token : object
+        Valid only with these very ``indices`` and ``indptr`` arrays, in this
+        process; a kernel given other arrays with it raises ValidationError.
+
+    Raises
+    ------
+    ValidationError
+        If X is not CSR or its structure is not canonical CSR.
+
+    Notes
+    -----
+    The token is a promise that nothing modifies the arrays afterwards:
+    fastdp's solvers use it for the matrix ``check_X`` returned to them.
+    """
+    if not (sp.issparse(X) and X.format == "csr"):
+        raise ValidationError("structure_token needs a CSR matrix (use check_X first).")
+    n_rows, n_cols = _sparse_shape(X)
+    indices, indptr = X.indices, X.indptr
+    if not _known_structure(indices, indptr, n_cols):
+        _check_csr_arrays(X, n_rows, n_cols)
+        if (indices.dtype not in _INDEX_DTYPES or indptr.dtype != indices.dtype
+                or indices.shape[0] != int(indptr[-1]) or not indices.flags.c_contiguous
+                or not indptr.flags.c_contiguous or not _csr_is_canonical(X)):
+            raise ValidationError(
+                "structure_token needs canonical CSR (column indices strictly increasing in "
+                "every row, int32/int64 indices and indptr of one dtype, no spare storage): "
+                "pass the matrix through check_X first.")
+        _remember_structure(indices, indptr, n_cols)
+    return _StructureToken(indices, indptr, n_cols)
+
+
 def _check_csr_structure(X):
     """Reject CSR matrices whose index arrays could make a kernel read out of bounds."""
-    n_rows, n_cols = X.shape
-    indptr, indices = X.indptr, X.indices
-    rebuild = (
-        "Rebuild it with scipy.sparse.csr_matrix((data, indices, indptr), "
-        "shape=(n_samples, n_features)) and check the index arrays."
-    )
-    if indptr.ndim != 1 or indptr.shape[0] != n_rows + 1:
-        raise ValidationError(
-            f"Malformed CSR matrix: indptr has length {indptr.shape[0]}, expected "
-            f"n_rows + 1 = {n_rows + 1}. {rebuild}"
-        )
-    if indptr[0] != 0 or (n_rows > 0 and np.any(np.diff(indptr) < 0)):
-        raise ValidationError(
-            f"Malformed CSR matrix: indptr must start at 0 and never decrease. {rebuild}"
-        )
-    nnz = int(indptr[-1])
-    if indices.shape[0] < nnz or X.data.shape[0] < nnz:
-        raise ValidationError(
-            f"Malformed CSR matrix: indptr[-1] = {nnz} but indices has "
-            f"{indices.shape[0]} and data has {X.data.shape[0]} entries. {rebuild}"
-        )
-    used = indices[:nnz]
-    if nnz and (used.min() < 0 or used.max() >= n_cols):
-        raise ValidationError(
-            f"Malformed CSR matrix: column indices must lie in [0, {n_cols}), found "
-            f"values in [{int(used.min())}, {int(used.max())}]. {rebuild}"
-        )
+    n_rows, n_cols = _sparse_shape(X)
+    _check_csr_arrays(X, n_rows, n_cols)
 
 
 def _csr_is_canonical(X):
@@ -202,15 +538,11 @@ def _canonical_csr_copy(X, value_dtype, index_dtype):
 
 
 def _check_sparse(X, accepted, copy):
-    if X.ndim != 2:
-        raise ValidationError(
-            f"X must be 2-D (n_samples, n_features); got a {X.ndim}-D sparse array. "
-            "Reshape it, e.g. X.reshape(1, -1) for a single example."
-        )
+    check_sparse_structure(X)  # before scipy converts anything (its converters trust the indices)
     if X.format != "csr":
         X = X.tocsr()  # a new object: the user's matrix is not modified
         copy = False  # already a private copy
-    _check_csr_structure(X)
+        _check_csr_structure(X)
     value_dtype = _target_dtype(X.data.dtype, accepted)
     if X.indices.dtype == X.indptr.dtype and X.indices.dtype in _INDEX_DTYPES:
         index_dtype = X.indices.dtype
@@ -221,6 +553,8 @@ def _check_sparse(X, accepted, copy):
         or value_dtype != X.data.dtype
         or index_dtype != X.indices.dtype
         or index_dtype != X.indptr.dtype
+        or not (X.data.flags.c_contiguous and X.indices.flags.c_contiguous
+                and X.indptr.flags.c_contiguous)
         or not _csr_is_canonical(X)
     )
     if needs_copy:
@@ -268,7 +602,8 @@ def row_norms(X, squared=False):
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features) or scipy.sparse matrix
-        Dense array or sparse matrix (any scipy format; non-CSR formats are
+        Dense array or sparse matrix (any scipy format; its structure is
+        checked by :func:`check_sparse_structure`, then non-CSR formats are
         converted to CSR). Duplicate entries of a non-canonical CSR matrix are
         treated as separate terms, so pass canonical input (see
         :func:`check_X`) for the norm of the summed entries.
@@ -285,6 +620,7 @@ def row_norms(X, squared=False):
     Privacy: reads every example; the result is private data, not a release.
     """
     if sp.issparse(X):
+        check_sparse_structure(X)  # before any conversion
         if X.format != "csr":
             X = X.tocsr()
         n_rows = X.shape[0]
@@ -307,21 +643,99 @@ def row_norms(X, squared=False):
     return sq if squared else np.sqrt(sq)
 
 
+def _scaled_sq_norms(X, bound, rows=None):
+    """``sum_j (x_ij / bound)**2`` for every row (or ``rows``), accumulated in float64.
+
+    Dividing by the bound first keeps the squares representable whenever the
+    row norm is within a few orders of magnitude of the bound (whatever the
+    bound's own magnitude); a row far above it overflows to ``inf`` (refused),
+    a row far below it underflows towards 0 (accepted), both correctly.
+    """
+    if sp.issparse(X):
+        if rows is not None:
+            X = X[rows]
+        data = np.asarray(X.data[: X.indptr[-1]], dtype=np.float64)
+        if bound != 1.0:
+            data = data / bound
+        starts = X.indptr[:-1]
+        nonempty = starts < X.indptr[1:]
+        sq = np.zeros(X.shape[0])
+        if data.size:  # consecutive non-empty row starts delimit exactly one row each
+            sq[nonempty] = np.add.reduceat(data * data, starts[nonempty])
+        return sq
+    Xf = np.asarray(X if rows is None else X[rows], dtype=np.float64)
+    if bound != 1.0:
+        Xf = Xf / bound
+    return np.einsum("ij,ij->i", Xf, Xf)
+
+
+def _norm_for_message(X, row, bound, sq):
+    """The L2 norm of one row, without overflow (for error messages only)."""
+    if np.isfinite(sq):
+        return float(np.sqrt(sq) * bound)
+    values = X[row].toarray().ravel() if sp.issparse(X) else np.asarray(X[row])
+    values = values.astype(np.float64)
+    scale = float(np.max(np.abs(values)))
+    return scale * float(np.linalg.norm(values / scale))
+
+
+def _shrink_rows(X, rows, bound):
+    """Copy of X with ``rows`` scaled down until ``_scaled_sq_norms <= 1`` (float64)."""
+    dtype = X.dtype
+    step = float(np.finfo(dtype).eps)
+    factors = 1.0 / np.sqrt(_scaled_sq_norms(X, bound, rows))
+    if sp.issparse(X):
+        data = X.data.copy()
+        starts = X.indptr[rows].astype(np.int64)
+        counts = X.indptr[rows + 1].astype(np.int64) - starts
+        owner = np.repeat(np.arange(rows.size), counts)
+        first = np.cumsum(counts) - counts  # position of each row's first entry in `positions`
+        positions = np.arange(int(counts.sum())) - first[owner] + starts[owner]
+        original = X.data[positions].astype(np.float64)
+        out = _csr_from_arrays(X, data, X.indices, X.indptr)
+    else:
+        out = X.copy()
+        original = X[rows].astype(np.float64)
+    todo = np.arange(rows.size)
+    for attempt in range(64):
+        if sp.issparse(X):
+            data[positions] = (original * factors[owner]).astype(dtype)
+        else:
+            out[rows[todo]] = (original[todo] * factors[todo, None]).astype(dtype)
+        over = _scaled_sq_norms(out, bound, rows[todo]) > 1.0
+        if not over.any():
+            return out
+        todo = todo[over]
+        factors[todo] *= 1.0 - step * 2.0**attempt  # rounding pushed them up: shrink a bit more
+    raise ValidationError("could not scale rows of X onto max_row_norm (internal error).")
+
+
 def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
+    """X itself if every row has norm <= bound; a copy with the rows in
+    (bound, bound (1 + tol)] scaled onto the bound; a ValidationError beyond."""
     bound = check_positive("max_row_norm", max_row_norm)
-    tol = float(row_norm_tol)
-    if not (np.isfinite(tol) and tol >= 0):
-        raise ValidationError(f"row_norm_tol must be a finite number >= 0; got {row_norm_tol!r}.")
-    norms = row_norms(X)
-    too_long = norms > bound * (1.0 + tol)
+    tol = check_real("row_norm_tol", row_norm_tol)
+    if not (0.0 <= tol <= 1e-3):
+        raise ValidationError(
+            f"row_norm_tol must lie in [0, 1e-3] (it absorbs rounding only); got {row_norm_tol!r}.")
+    with np.errstate(over="ignore"):
+        sq = _scaled_sq_norms(X, bound)
+    over = sq > 1.0
+    if not over.any():
+        return X
+    too_long = sq > (1.0 + tol) ** 2
     if too_long.any():
         count = int(too_long.sum())
-        worst = int(np.argmax(norms))
+        worst = int(np.argmax(sq))
+        norm = _norm_for_message(X, worst, bound, sq[worst])
         raise ValidationError(
             f"{count} of {X.shape[0]} rows of X have L2 norm above {bound:g} "
             f"(the bound this mechanism's privacy guarantee needs); the worst is "
-            f"row {worst} with norm {norms[worst]:.6g}. {_ROW_NORM_FIX}"
+            f"row {worst} with norm {norm:.6g}. {_ROW_NORM_FIX}"
         )
+    # rounding-level excess: scale those rows onto the bound (a per-example map with a
+    # public parameter, so private-safe), so that the bound holds exactly afterwards
+    return _shrink_rows(X, np.flatnonzero(over), bound)
 
 
 def check_X(
@@ -348,12 +762,19 @@ def check_X(
         first accepted dtype when float64 is not accepted). ``None`` keeps any
         real dtype.
     max_row_norm : float or None, default=None
-        When given, reject X if some row has L2 norm above
-        ``max_row_norm * (1 + row_norm_tol)``. Mechanisms whose sensitivity
+        When given, every row of the result has L2 norm at most
+        ``max_row_norm``, exactly: ``sum_j (x_ij / max_row_norm)**2 <= 1``
+        computed in float64 (the only slack left is the rounding of that sum,
+        below ``(k + 2) 2**-53`` relative for a row of k entries). Rows above
+        ``max_row_norm * (1 + row_norm_tol)`` are refused; rows between the
+        bound and that are scaled down onto the bound in the returned copy
+        (rounding-level excess, e.g. ``1 + 2e-16`` after normalising in
+        float64 or ``1 + 6e-8`` in float32). Mechanisms whose sensitivity
         analysis assumes ``||x_i|| <= 1`` pass ``max_row_norm=1``.
     row_norm_tol : float, default=1e-6
-        Relative slack for the row-norm check (rows normalised in floating
-        point can have norm ``1 + 1e-16``).
+        Relative excess, in [0, 1e-3], that is scaled away instead of refused;
+        0 refuses every row above the bound. The privacy guarantee needs no
+        slack for it: the returned rows satisfy the bound.
     copy : bool, default=False
         Always return a new array/matrix that shares no memory with ``X``.
 
@@ -363,24 +784,29 @@ def check_X(
         Sparse output is canonical: column indices sorted within each row,
         duplicate entries summed, ``indices`` and ``indptr`` of the same dtype
         (int32 or int64), ``len(data) == indptr[-1]``. Explicit zeros are kept.
-        When the input already has this form with float32/float64 values and
-        ``copy=False``, the input object itself is returned (no copy). The
-        user's matrix is never modified.
+        When the input already has this form with float32/float64 values,
+        ``copy=False`` and no row needs scaling onto ``max_row_norm``, the
+        input object itself is returned (no copy). The user's matrix is never
+        modified. The index arrays of sparse output are registered as checked
+        (see :func:`structure_token`).
 
     Raises
     ------
     ValidationError
         For NaN or infinite values (naming the first bad row), empty input
         (0 rows or 0 features), non-2-D input, complex or non-numeric values,
-        malformed CSR index arrays, sparse input when ``accept_sparse=False``,
-        and rows that exceed ``max_row_norm``.
+        malformed sparse index arrays (any scipy format, checked before any
+        conversion by :func:`check_sparse_structure`), sparse input when
+        ``accept_sparse=False``, and rows that exceed ``max_row_norm`` by more
+        than ``row_norm_tol``.
 
     Notes
     -----
-    Privacy: reads the private data; releases nothing. The row-norm check
-    only rejects input, it never alters it: rescaling rows is left to
-    ``fastdp.preprocessing``, where its (per-example, privacy-free) meaning is
-    documented.
+    Privacy: reads the private data; releases nothing. Scaling a row whose
+    norm exceeds the public bound by rounding only is a per-example map with
+    a public parameter, so it costs no privacy (as
+    ``fastdp.preprocessing.clip_rows``); larger excess is refused, never
+    silently clipped: rescaling rows is left to ``fastdp.preprocessing``.
     """
     accepted = _normalise_dtype_spec(dtype)
     if sp.issparse(X):
@@ -395,7 +821,9 @@ def check_X(
         X_checked = _check_dense(X, accepted, copy)
     _reject_empty(X_checked.shape)
     if max_row_norm is not None:
-        _check_row_norm_bound(X_checked, max_row_norm, row_norm_tol)
+        X_checked = _check_row_norm_bound(X_checked, max_row_norm, row_norm_tol)
+    if sp.issparse(X_checked):
+        _remember_structure(X_checked.indices, X_checked.indptr, X_checked.shape[1])
     return X_checked
 
 
