@@ -680,7 +680,7 @@ def _norm_for_message(X, row, bound, sq):
 
 
 def _shrink_rows(X, rows, bound):
-    """Copy of X with ``rows`` scaled down until ``_scaled_sq_norms <= 1`` (float64)."""
+    """Copy of X with ``rows`` scaled down until ``_scaled_sq_norms <= 1``."""
     dtype = X.dtype
     step = float(np.finfo(dtype).eps)
     factors = 1.0 / np.sqrt(_scaled_sq_norms(X, bound, rows))
@@ -711,8 +711,8 @@ def _shrink_rows(X, rows, bound):
 
 
 def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
-    """X itself if every row has norm <= bound; a copy with the rows in
-    (bound, bound (1 + tol)] scaled onto the bound; a ValidationError beyond."""
+    """X itself if every row provably has norm <= bound; a copy with the rows that
+    exceed it by at most ``tol`` (relative) scaled onto it; a ValidationError beyond."""
     bound = check_positive("max_row_norm", max_row_norm)
     tol = check_real("row_norm_tol", row_norm_tol)
     if not (0.0 <= tol <= 1e-3):
@@ -763,14 +763,17 @@ def check_X(
         real dtype.
     max_row_norm : float or None, default=None
         When given, every row of the result has L2 norm at most
-        ``max_row_norm``, exactly: ``sum_j (x_ij / max_row_norm)**2 <= 1``
-        computed in float64 (the only slack left is the rounding of that sum,
-        below ``(k + 2) 2**-53`` relative for a row of k entries). Rows above
-        ``max_row_norm * (1 + row_norm_tol)`` are refused; rows between the
-        bound and that are scaled down onto the bound in the returned copy
-        (rounding-level excess, e.g. ``1 + 2e-16`` after normalising in
-        float64 or ``1 + 6e-8`` in float32). Mechanisms whose sensitivity
-        analysis assumes ``||x_i|| <= 1`` pass ``max_row_norm=1``.
+        ``max_row_norm``, with no slack: the float64 sum
+        ``s = sum_j (x_ij / max_row_norm)**2`` of every row is at most 1 (the
+        only error left is the rounding of that sum itself, at most
+        ``(k + 2) 2**-53`` relative for a row of k entries, the order of
+        float64 arithmetic everywhere else, e.g. in the accountants). Rows
+        with ``s > (1 + row_norm_tol)**2`` are refused; rows between are
+        scaled down onto the bound in the returned copy (rounding-level
+        excess, e.g. unit rows from normalising in float64, norm up to
+        ``1 + 2e-16``, or in float32, ``1 + 6e-8``: they move by an ulp or
+        two). Mechanisms whose sensitivity analysis assumes
+        ``||x_i|| <= 1`` pass ``max_row_norm=1``.
     row_norm_tol : float, default=1e-6
         Relative excess, in [0, 1e-3], that is scaled away instead of refused;
         0 refuses every row above the bound. The privacy guarantee needs no

@@ -282,3 +282,95 @@ def test_estimators_on_hostile_input(problem, estimator, solver, normalize):
     if estimator is DPLogisticRegression:
         assert labels != "one_class"
         assert np.all(np.isfinite(model.predict_proba(X)))
+
+
+# ----------------------------------------------------------------------------
+# every scipy sparse format with randomly edited index arrays (in a child process:
+# scipy's converters used to write out of bounds on such input)
+# ----------------------------------------------------------------------------
+SPARSE_FORMATS_CHILD = r"""
+import json, sys
+import numpy as np
+import scipy.sparse as sp
+from fastdp._validation import check_X
+from fastdp.exceptions import ValidationError
+
+def dense_of(X, fmt):
+    # independent densification from the raw arrays (only for in-range input)
+    n, m = X.shape
+    out = np.zeros((n, m))
+    if fmt == "coo":
+        for i, j, v in zip(X.row, X.col, X.data):
+            out[i, j] += v
+    elif fmt in ("csr", "csc"):
+        for major in range(len(X.indptr) - 1):
+            for k in range(X.indptr[major], X.indptr[major + 1]):
+                i, j = (major, X.indices[k]) if fmt == "csr" else (X.indices[k], major)
+                out[i, j] += X.data[k]
+    return out
+
+rng = np.random.default_rng(int(sys.argv[1]))
+counts = {}
+for trial in range(int(sys.argv[2])):
+    n, m = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    fmt = str(rng.choice(["coo", "csc", "csr", "bsr", "lil", "dok", "dia"]))
+    array_api = bool(rng.integers(2))
+    base = sp.random(n, m, density=0.6, format="csr", random_state=int(rng.integers(1 << 30)))
+    X = (sp.csr_array(base) if array_api else base).asformat(fmt)
+    targets = {"coo": ["row", "col"], "csc": ["indices", "indptr"], "csr": ["indices", "indptr"],
+               "bsr": ["indices", "indptr"], "dia": ["offsets"], "lil": ["rows"],
+               "dok": ["keys"]}[fmt]
+    target = str(rng.choice(targets))
+    value = int(rng.choice([-2**40, -7, -1, 0, 1, n, m, n + m, 10**6, 2**31 - 1]))
+    edited = True
+    if target in ("row", "col", "indices", "indptr", "offsets"):
+        array = X.coords[0 if target == "row" else 1] if target in ("row", "col") else getattr(X, target)
+        if array.size == 0:
+            edited = False
+        else:
+            with np.errstate(over="ignore"):
+                array[int(rng.integers(array.size))] = np.array(value).astype(array.dtype)
+    elif target == "rows":
+        if X.nnz:
+            i = int(rng.integers(n))
+            X.rows[i] = X.rows[i] + [value]
+            X.data[i] = X.data[i] + [1.0] * int(rng.integers(0, 2))
+        else:
+            edited = False
+    else:
+        dict.__setitem__(X, (value, int(rng.integers(m))), 1.0)
+    try:
+        out = check_X(X)
+        outcome = "accepted"
+        if fmt in ("coo", "csr", "csc"):
+            arrays = [X.row, X.col] if fmt == "coo" else [X.indices]
+            in_range = all(a.size == 0 or (a.min() >= 0) for a in arrays)
+            if in_range and not np.array_equal(out.toarray(), dense_of(X, fmt)):
+                outcome = "wrong result"
+    except ValidationError:
+        outcome = "refused"
+    except Exception as exc:
+        outcome = f"{type(exc).__name__}"
+    key = f"{fmt}:{outcome}"
+    counts[key] = counts.get(key, 0) + 1
+print(json.dumps(counts))
+"""
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_sparse_format_with_edited_indices(seed):
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", SPARSE_FORMATS_CHILD, str(seed), "400"],
+                         capture_output=True, text=True, env=env, cwd=str(root), timeout=600)
+    assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-2000:]}"
+    counts = json.loads(out.stdout.strip().splitlines()[-1])
+    outcomes = {key.split(":", 1)[1] for key in counts}
+    assert outcomes <= {"accepted", "refused"}, counts
+    assert sum(v for k, v in counts.items() if k.endswith("refused")) > 100, counts

@@ -1,5 +1,13 @@
 """Tests for fastdp._validation: every kind of bad input, no-copy and canonical CSR."""
 
+import json
+import os
+import pathlib
+import pickle
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,9 +26,13 @@ from fastdp._validation import (
     check_random_state,
     check_X,
     check_X_y,
+    check_sparse_structure,
     row_norms,
+    structure_token,
 )
 from fastdp.exceptions import ValidationError
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 FLOATS = [np.float32, np.float64]
 INDEX = [np.int32, np.int64]
@@ -199,13 +211,168 @@ def test_stale_scipy_flag_is_not_trusted():
     np.testing.assert_array_equal(X.indices, [2, 0])
 
 
-@pytest.mark.parametrize("fmt", ["coo", "csc", "lil", "dok", "bsr"])
-def test_other_sparse_formats_become_csr(fmt):
+@pytest.mark.parametrize("fmt", ["coo", "csc", "lil", "dok", "bsr", "dia"])
+@pytest.mark.parametrize("array_api", [False, True])
+def test_other_sparse_formats_become_csr(fmt, array_api):
     ref = sp.random(12, 7, density=0.3, format="csr", random_state=2)
-    X = ref.asformat(fmt)
+    X = (sp.csr_array(ref) if array_api else ref).asformat(fmt)
+    assert check_sparse_structure(X) is X
     out = check_X(X)
     _assert_canonical(out)
     np.testing.assert_array_equal(out.toarray(), ref.toarray())
+
+
+def test_valid_unusual_sparse_input_is_accepted():
+    # COO with duplicates and unsorted entries, CSC with unsorted row indices, BSR 2x2
+    coo = sp.coo_matrix(([1.0, 2.0, 3.0], ([2, 0, 2], [1, 1, 1])), shape=(3, 2))
+    np.testing.assert_array_equal(check_X(coo).toarray(), [[0, 2], [0, 0], [0, 4]])
+    csc = sp.csc_matrix(([1.0, 2.0], [2, 0], [0, 2, 2]), shape=(3, 2))
+    np.testing.assert_array_equal(check_X(csc).toarray(), [[2, 0], [0, 0], [1, 0]])
+    bsr = sp.bsr_matrix(np.arange(16.0).reshape(4, 4), blocksize=(2, 2))
+    np.testing.assert_array_equal(check_X(bsr).toarray(), np.arange(16.0).reshape(4, 4))
+    dia = sp.dia_matrix((np.array([[1.0, 2.0, 3.0]]), [1]), shape=(3, 3))
+    np.testing.assert_array_equal(check_X(dia).toarray(), [[0, 2, 0], [0, 0, 3], [0, 0, 0]])
+    assert check_sparse_structure("not sparse") == "not sparse"
+
+
+# Matrices whose index arrays were edited after construction.  Converting them to
+# CSR (scipy's tocsr, also inside scikit-learn's validate_data) wrote out of bounds:
+# the process died with SIGSEGV (-11) or its heap was silently corrupted.
+HOSTILE_SPARSE = {
+    "coo_row_huge": "X = base.tocoo(); X.row[0] = 10**6",
+    "coo_row_negative": "X = base.tocoo(); X.row[0] = -5",
+    "coo_col_huge": "X = base.tocoo(); X.col[0] = 10**6",
+    "coo_col_negative": "X = base.tocoo(); X.col[-1] = -1",
+    "coo_short_row": "X = base.tocoo(); X.coords = (X.row[:-1], X.col)",
+    "coo_float_row": "X = base.tocoo(); X.coords = (X.row.astype(float), X.col)",
+    "coo_array_row_huge": "X = sp.coo_array(base); X.row[0] = 10**6",
+    "csc_index_huge": "X = base.tocsc(); X.indices[0] = 10**6",
+    "csc_index_negative": "X = base.tocsc(); X.indices[3] = -1",
+    "csc_indptr_huge": "X = base.tocsc(); X.indptr[3] = 10**6",
+    "csc_indptr_decreasing": "X = base.tocsc(); X.indptr[2] = X.indptr[4] + 1",
+    "csc_indptr_short": "X = base.tocsc(); X.indptr = X.indptr[:-1].copy()",
+    "csc_indptr_past_data": "X = base.tocsc(); X.indptr[-1] += 5",
+    "csc_array_index_huge": "X = sp.csc_array(base); X.indices[0] = 10**6",
+    "csr_index_huge": "X = base.copy(); X.indices[0] = 10**6",
+    "csr_indptr_huge": "X = base.copy(); X.indptr[2] = 10**6",
+    "bsr_index_huge": "X = base.tobsr(blocksize=(2, 2)); X.indices[0] = 10**6",
+    "bsr_indptr_huge": "X = base.tobsr(blocksize=(2, 2)); X.indptr[1] = 10**6",
+    "bsr_too_few_blocks": "X = base.tobsr(blocksize=(2, 2)); X.data = X.data[:-1].copy()",
+    "bsr_blocks_not_tiling": "X = base.tobsr(blocksize=(2, 2)); X.data = X.data[:, :, :1].repeat(7, 2)",
+    "dia_offsets_short": "X = base.todia(); X.offsets = X.offsets[:-1].copy()",
+    "dia_offset_huge": "X = base.todia(); X.offsets[0] = 10**6",
+    "lil_column_huge": "X = base.tolil(); X.rows[0].append(10**6); X.data[0].append(1.0)",
+    "lil_lengths_differ": "X = base.tolil(); X.rows[1].extend([1, 2, 3, 4, 5, 6])",
+    "lil_rows_short": "X = base.tolil(); X.rows = X.rows[:-1]",
+    "lil_column_not_int": "X = base.tolil(); X.rows[0].append('x'); X.data[0].append(1.0)",
+    "dok_key_huge": "X = base.todok(); dict.__setitem__(X, (10**6, 0), 1.0)",
+    "dok_key_negative": "X = base.todok(); dict.__setitem__(X, (-1, 0), 1.0)",
+    "dok_key_not_int": "X = base.todok(); dict.__setitem__(X, ('a', 0), 1.0)",
+    "dok_array_key_huge": "X = sp.dok_array(base); dict.__setitem__(X, (0, 10**9), 1.0)",
+    "one_dimensional": "X = sp.coo_array(np.ones(3))",
+}
+
+SPARSE_CHILD = r"""
+import json, sys
+import numpy as np
+import scipy.sparse as sp
+from fastdp._validation import check_sparse_structure, check_X, row_norms
+from fastdp.exceptions import ValidationError
+
+results = {}
+for name, setup in json.loads(sys.argv[1]).items():
+    # a fresh matrix each time: tocoo() and friends share arrays with their source
+    base = sp.random(40, 30, density=0.3, format="csr", random_state=0)
+    scope = {"np": np, "sp": sp, "base": base}
+    exec(setup, scope)
+    outcome = []
+    for check in (check_sparse_structure, check_X, row_norms):
+        try:
+            check(scope["X"])
+            outcome.append("accepted")
+        except ValidationError:
+            outcome.append("refused")
+        except Exception as exc:
+            outcome.append(f"{type(exc).__name__}: {exc}")
+    results[name] = outcome
+print(json.dumps(results))
+"""
+
+
+def _python_child(script, *args, timeout=300):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args],
+                          capture_output=True, text=True, env=env, cwd=str(REPO_ROOT),
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def hostile_sparse_outcomes():
+    out = _python_child(SPARSE_CHILD, json.dumps(HOSTILE_SPARSE))
+    # a crash inside scipy's converters shows as a negative return code (-11: SIGSEGV)
+    assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-2000:]}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_SPARSE))
+def test_edited_sparse_index_arrays_are_refused_before_conversion(hostile_sparse_outcomes, name):
+    assert hostile_sparse_outcomes[name] == ["refused"] * 3, hostile_sparse_outcomes[name]
+
+
+def test_sparse_structure_is_checked_before_scikit_learn_converts():
+    """The estimators call validate_data (which converts to CSR) before check_X: the
+    call they must make first is check_sparse_structure."""
+    script = """
+        import numpy as np, scipy.sparse as sp
+        from sklearn.utils.validation import check_array
+        from fastdp._validation import check_sparse_structure
+        from fastdp.exceptions import ValidationError
+        X = sp.random(40, 30, density=0.3, format="coo", random_state=0)
+        X.row[0] = 10**6
+        try:
+            check_array(check_sparse_structure(X), accept_sparse="csr")
+        except ValidationError as exc:
+            print("refused:", exc)
+    """
+    out = _python_child(script)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused: Malformed COO matrix: row indices must lie in [0, 40)" in out.stdout
+
+
+# ---------------------------------------------------------------------------
+# structure tokens (proof for the kernels that the CSR structure was checked)
+# ---------------------------------------------------------------------------
+
+
+def test_structure_token_of_check_X_output():
+    X = check_X(sp.random(30, 9, density=0.3, format="coo", random_state=5))
+    token = structure_token(X)
+    assert token.indices is X.indices and token.indptr is X.indptr and token.n_features == 9
+    with pytest.raises(TypeError, match="this process only"):
+        pickle.dumps(token)
+    with pytest.raises(ValidationError, match="CSR"):
+        structure_token(X.tocsc())
+    with pytest.raises(ValidationError, match="CSR"):
+        structure_token(X.toarray())
+
+
+def test_structure_token_checks_matrices_check_X_did_not_return():
+    X = _csr([1.0, 2.0, 3.0], [0, 2, 1], [0, 2, 3], (2, 3))
+    assert structure_token(X).n_features == 3
+    unsorted = _csr([1.0, 2.0], [2, 0], [0, 2, 2], (2, 3))
+    with pytest.raises(ValidationError, match="canonical"):
+        structure_token(unsorted)
+    bad = _csr([1.0, 2.0], [0, 7], [0, 1, 2], (2, 3))
+    with pytest.raises(ValidationError, match="column indices"):
+        structure_token(bad)
+    # a registered matrix whose index array is replaced is checked again
+    Y = check_X(sp.random(5, 4, density=0.5, format="csr", random_state=0))
+    Y.indices = Y.indices.copy()
+    Y.indices[:] = 9
+    with pytest.raises(ValidationError):
+        structure_token(Y)
+
 
 
 def test_sparse_dtype_conversion():
@@ -272,7 +439,7 @@ def test_row_norm_bound(sparse):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(10, 4))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    X[3] *= 1 + 1e-9  # rounding-level excess is tolerated
+    X[3] *= 1 + 1e-9  # rounding-level excess: scaled onto the bound, not refused
     as_input = sp.csr_matrix if sparse else np.asarray
     check_X(as_input(X), max_row_norm=1.0)
     X[2] *= 1.5
@@ -287,6 +454,56 @@ def test_row_norm_bound(sparse):
         check_X(as_input(X[[0, 7]]), max_row_norm=1.0, row_norm_tol=1e-3)
     with pytest.raises(ValidationError, match="max_row_norm"):
         check_X(as_input(X), max_row_norm=0.0)
+    for bad in (-1e-9, 0.5, np.nan, "1e-6"):
+        with pytest.raises(ValidationError, match="row_norm_tol"):
+            check_X(as_input(X), max_row_norm=2.0, row_norm_tol=bad)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype, bound", [(np.float64, 1.0), (np.float64, 3.0),
+                                          (np.float64, 1e-200), (np.float32, 1.0),
+                                          (np.float32, 1e-20)])
+def test_row_norm_bound_is_exact_after_check_X(sparse, dtype, bound):
+    """Rows above the bound by rounding only come out with norm <= bound up to the
+    rounding of the norm's own computation (the old check let 1 + 1e-6 through
+    unchanged while DP-SCD's sensitivity needs <= 1)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 7))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X[::3] *= 1 + 5e-7  # inside the default row_norm_tol
+    X = (X * bound).astype(dtype)
+    original = X.copy()
+    Xin = sp.csr_matrix(X) if sparse else X
+    out = check_X(Xin, max_row_norm=bound)
+    dense_out = out.toarray() if sparse else out
+    np.testing.assert_array_equal(X, original)  # the user's data is untouched
+    assert dense_out.dtype == dtype
+    # exact rational arithmetic: the squared norms exceed bound**2 by at most the
+    # rounding of a float64 sum of 7 squares, (7 + 2) * 2**-53 relative
+    limit = Fraction(bound) ** 2 * (1 + Fraction(9, 2**53))
+    exact = [sum(Fraction(float(v)) ** 2 for v in row) for row in dense_out]
+    assert max(exact) <= limit
+    scaled = np.asarray(dense_out, dtype=np.float64) / bound
+    assert np.all(np.einsum("ij,ij->i", scaled, scaled) <= 1.0 + 9 * 2.0**-53)
+    # rows only move by a rounding-level amount, and the result is a fixed point
+    np.testing.assert_allclose(dense_out, X, rtol=2e-6, atol=0)
+    assert check_X(out, max_row_norm=bound) is out
+    with pytest.raises(ValidationError, match="L2 norm above"):
+        check_X(Xin, max_row_norm=bound, row_norm_tol=0.0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_normalized_rows_pass_the_exact_bound(dtype):
+    from fastdp.preprocessing import normalize_rows
+
+    X = sp.random(2000, 50, density=0.2, format="csr", random_state=4, dtype=dtype)
+    unit = normalize_rows(X)
+    out = check_X(unit, max_row_norm=1.0)
+    assert np.all(row_norms(out, squared=True) <= 1.0)
+    np.testing.assert_allclose(out.toarray(), unit.toarray(), rtol=4 * np.finfo(dtype).eps)
+    assert check_X(out, max_row_norm=1.0) is out
 
 
 # ---------------------------------------------------------------------------
