@@ -266,7 +266,7 @@ class _DPLinearModel(BaseEstimator):
         classes = np.unique(y)
         if classes.shape[0] < 2:
             raise ValidationError(
-                f"{type(self).__name__} needs at least two classes in y; got {classes.tolist()}.")
+                f"{type(self).__name__} needs at least two classes in y; got 1 class: {classes.tolist()}.")
         if classes.shape[0] == 2:
             y, classes = check_labels(y, "binary", n_samples=n_samples)
             return y, classes, 1, self._loss
@@ -310,9 +310,10 @@ class _DPLinearModel(BaseEstimator):
             epochs = rule["epochs"] if rule is not None else _DEFAULT_EPOCHS
         else:
             epochs = self.epochs
-        if rule is not None and "learning_rate" in solver.options:
-            options.setdefault("learning_rate", rule["learning_rate"])
         alpha = default_alpha(n_samples) if isinstance(self.alpha, str) else float(self.alpha)
+        if rule is not None and "learning_rate" in solver.options:
+            # the rule's step, kept below 1 / (2 lam) so the decay stays in (1/2, 1)
+            options.setdefault("learning_rate", min(rule["learning_rate"], 0.5 / alpha))
         return {
             "lam": alpha,
             "batch_size": int(batch_size),
@@ -388,7 +389,13 @@ class _DPLinearModel(BaseEstimator):
             user_callback = config["callback"]
 
             def callback(state):
+                # the user sees the released state as the fitted model will show it
                 released_states.append(state["epoch"])
+                state = dict(state)
+                coef, intercept = row_map.split_coef(
+                    np.asarray(state["coef"]).reshape(-1, Xm.shape[1]))
+                state["coef"] = self._shape_coef(coef)
+                state["intercept"] = self._shape_intercept(intercept)
                 user_callback(state)
 
             config["callback"] = callback
