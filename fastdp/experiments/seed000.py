@@ -279,8 +279,9 @@ def fit(method, X, y, spec, config, sigma, seed, record_history=False):
         elif method == "SGD":
             result = sgd(X, y, batch_size=L, learning_rate=config["eta"], **common)
         elif method == "DP-SCD":
+            # the paper's Algorithm 1: noise on alpha and v (sensitivity sqrt(2) C)
             result = dual_dpscd(X, y, batch_size=L, clip=config["C"], noise_multiplier=sigma,
-                                sampler="poisson", **common)
+                                sampler="poisson", released="alpha_and_v", **common)
         elif method == "seqDP-SCD":
             result = seq_dpscd(X, y, batch_size=L, clip=config["C"], noise_multiplier=sigma,
                                sampler="fixed", **common)

@@ -97,20 +97,37 @@ _PARALLEL_MIN_ROWS = 64
 # --------------------------------------------------------------------------
 
 
-def dual_sensitivity(clip, adjacency="add_remove"):
-    """L2 sensitivity of one Algorithm-1 step on ``[alpha; v]`` (rows with norm <= 1).
+RELEASED_STATES = ("v", "alpha_and_v")
+"""What a DP-SCD step releases: ``"v"`` (fastdp's default) or the paper's ``(alpha, v)``."""
 
-    Add/remove (Lemma 1): the absent example's update ``zeta_k`` (``|zeta_k| <= C``)
-    moves ``alpha_k`` by at most C and ``v`` by at most ``C ||x_k|| <= C``; all
-    other updates read the same public state, so ``S = sqrt(2) C``.
-    Replace-one: ``zeta_k`` and ``zeta'_k`` differ by up to 2C, and
-    ``zeta_k x_k - zeta'_k x'_k`` by up to 2C, so ``S = 2 sqrt(2) C``.
+
+def dual_sensitivity(clip, adjacency="add_remove", released="v"):
+    """L2 sensitivity of one Algorithm-1 step (rows with norm <= 1).
+
+    ``released="v"`` (default): only ``v`` is released (``alpha`` is internal
+    state, never published: its coordinates would reveal the batches).  The
+    absent example's update ``zeta_k`` (``|zeta_k| <= C``) moves ``v`` by
+    ``zeta_k x_k``, of norm at most C; every other update reads the same
+    released ``v`` and its own ``alpha_j``, which depends on its own row, its
+    own sampling history and the released ``v`` only, so it is the same in
+    both datasets.  ``S = C``.  (The absent example's own ``zeta_k`` depends
+    on its hidden history, but every value it can take moves ``v`` by at most
+    C, and the Rényi divergence of a mixture of such shifted Gaussians is at
+    most that of the worst fixed shift, by joint convexity.)
+
+    ``released="alpha_and_v"`` (the paper's Lemma 1): the step also releases
+    ``alpha``, which moves by ``zeta_k`` too, so ``S = sqrt(2) C``.
+
+    Replace-one doubles either: ``zeta_k x_k - zeta'_k x'_k`` has norm up to 2C.
     """
     clip = float(clip)
+    if released not in RELEASED_STATES:
+        raise ValidationError(f"released must be one of {RELEASED_STATES}; got {released!r}.")
+    base = clip if released == "v" else math.sqrt(2.0) * clip
     if adjacency == "add_remove":
-        return math.sqrt(2.0) * clip
+        return base
     if adjacency == "replace_one":
-        return 2.0 * math.sqrt(2.0) * clip
+        return 2.0 * base
     raise ValidationError(f"adjacency must be 'add_remove' or 'replace_one'; got {adjacency!r}.")
 
 
@@ -156,7 +173,7 @@ def _history_entry(epoch, n_iter, alpha, v, X, y, loss, lam, private):
 
 def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, noise_multiplier,
          sensitivity_fn, sequential, lazy_noise, box_eps, random_state, num_threads,
-         record_history, callback, extra):
+         record_history, callback, extra, noise_alpha=True):
     loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip)
     private = sigma > 0.0
     box_eps = loss.check_box_eps(box_eps)
@@ -188,7 +205,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
             n_draws += _scd.run_dual_scd(
                 X.data, X.indices, X.indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
                 zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,
-                bool(sequential), noise_std, noise_std, bool(lazy_noise), bit_generator,
+                bool(sequential), noise_std if noise_alpha else 0.0, noise_std,
+                bool(lazy_noise), bit_generator,
                 num_threads, _PARALLEL_MIN_ROWS, column_splits,
                 check_structure=False,  # X from check_X: the O(nnz) scan is redundant
             )
@@ -231,7 +249,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
 
 def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
                sampler="poisson", lazy_noise=True, box_eps=1e-4, random_state=None,
-               num_threads=None, record_history=False, callback=None):
+               num_threads=None, record_history=False, callback=None, released="v"):
     """Dual DP-SCD (Algorithm 1 of spec 000): private SDCA with independent mini-batch updates.
 
     Each of ``T = floor(epochs * n / batch_size)`` steps samples a batch B,
@@ -239,8 +257,8 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     the local subproblem with constant ``sigma' = batch_size`` from the same
     (alpha, v), scales it to ``|zeta_j| <= clip``, adds ``zeta_j`` to
     ``alpha_j`` and ``zeta_j x_j`` to ``v``, then adds Gaussian noise of std
-    ``noise_multiplier * sensitivity`` to ``alpha_B`` and to every coordinate
-    of ``v``.  Returns ``coef = v / (lam n)``.
+    ``noise_multiplier * sensitivity`` to every coordinate of ``v`` (and, with
+    ``released="alpha_and_v"``, to ``alpha_B`` too).  Returns ``coef = v / (lam n)``.
 
     Parameters
     ----------
@@ -264,10 +282,11 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         C > 0, the bound on each coordinate update.  ``None`` (no scaling)
         only when ``noise_multiplier == 0``.
     noise_multiplier : float
-        sigma >= 0.  Noise std per coordinate = sigma * sqrt(2) C (the
-        add/remove sensitivity, :func:`dual_sensitivity`), whatever the
-        sampler; replace-one samplers' events account it as sigma / 2.  0 gives
-        non-private mini-batch SCD.
+        sigma >= 0.  Noise std per coordinate = sigma * S with S the add/remove
+        sensitivity (:func:`dual_sensitivity`: C, or sqrt(2) C with
+        ``released="alpha_and_v"``), whatever the sampler; replace-one
+        samplers' events account it as sigma / 2.  0 gives non-private
+        mini-batch SCD.
     sampler : {"poisson", "fixed", "shuffle"} or fastdp.sampling.Sampler, default="poisson"
         How batches are drawn (see :mod:`fastdp.sampling`); the returned event
         accounts for exactly this sampler.
@@ -287,6 +306,11 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     callback : callable or None
         Called after every epoch with a dict (``epoch``, ``n_iter``, ``coef``,
         ``v``) of the flushed, released state; must not modify it.
+    released : {"v", "alpha_and_v"}, default="v"
+        What the guarantee covers.  ``"v"``: the noisy ``v`` only (alpha is
+        internal state, gets no noise, and is never published), sensitivity C.
+        ``"alpha_and_v"``: the paper's Algorithm 1 (noise on alpha and v,
+        sensitivity sqrt(2) C), kept to reproduce the paper.
 
     Returns
     -------
@@ -305,9 +329,10 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     return _run(
         X, y, algorithm="dual_dpscd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
         sigma_prime=None, clip=clip, noise_multiplier=noise_multiplier,
-        sensitivity_fn=lambda c, s: dual_sensitivity(c), sequential=False,
+        sensitivity_fn=lambda c, s: dual_sensitivity(c, released=released), sequential=False,
         lazy_noise=lazy_noise, box_eps=box_eps, random_state=random_state,
-        num_threads=num_threads, record_history=record_history, callback=callback, extra={},
+        num_threads=num_threads, record_history=record_history, callback=callback,
+        extra={"released": released}, noise_alpha=released == "alpha_and_v",
     )
 
 
@@ -550,7 +575,7 @@ class _DualScdEstimatorSolver(EstimatorSolver):
     sampler's event of ``T`` Gaussian steps, exactly as the solver reports it.
     """
 
-    options = ("box_eps",)
+    options = ("box_eps", "released")
     supports_callback = True
 
     def __init__(self, name, sequential):

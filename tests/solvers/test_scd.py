@@ -164,7 +164,7 @@ def test_bookkeeping_T_q_and_event():
     assert res.n_iter == T and res.sample_rate == 30 / 400 and res.batch_size == 30
     assert res.event == events.SelfComposedEvent(
         events.PoissonSampledEvent(30 / 400, events.GaussianEvent(2.0)), T)
-    assert res.noise_std == pytest.approx(2.0 * math.sqrt(2) * 0.1, rel=1e-15)
+    assert res.noise_std == pytest.approx(2.0 * 0.1, rel=1e-15)  # only v released: S = C
     fixed = dual_dpscd(X, y, loss="ridge", lam=1e-2, epochs=1, batch_size=30, clip=0.1,
                        noise_multiplier=2.0, sampler="fixed", random_state=0)
     assert fixed.event == events.SelfComposedEvent(
@@ -180,8 +180,11 @@ def test_bookkeeping_T_q_and_event():
 
 
 def test_sensitivity_formulas():
-    assert dual_sensitivity(0.5) == pytest.approx(math.sqrt(2) * 0.5)
-    assert dual_sensitivity(0.5, "replace_one") == pytest.approx(2 * math.sqrt(2) * 0.5)
+    assert dual_sensitivity(0.5) == 0.5  # only v is released
+    assert dual_sensitivity(0.5, "replace_one") == 1.0
+    assert dual_sensitivity(0.5, released="alpha_and_v") == pytest.approx(math.sqrt(2) * 0.5)
+    assert dual_sensitivity(0.5, "replace_one", "alpha_and_v") == pytest.approx(
+        2 * math.sqrt(2) * 0.5)
     assert seq_sensitivity(1.0, 1, "repo") == pytest.approx(math.sqrt(2))
     assert seq_sensitivity(1.0, 3, "paper") == pytest.approx(2 * math.sqrt(12))
 
@@ -218,7 +221,7 @@ def test_solver_noise_std_one_step():
     y = rng.standard_normal(n)
     kw = dict(loss="ridge", lam=1e-2, epochs=40 / n, batch_size=40, clip=0.3, random_state=3,
               sampler="fixed")
-    noisy = dual_dpscd(X, y, noise_multiplier=1.7, **kw)
+    noisy = dual_dpscd(X, y, noise_multiplier=1.7, released="alpha_and_v", **kw)
     clean = dual_dpscd(X, y, noise_multiplier=0.0, **kw)
     assert noisy.n_iter == 1
     tau = 1.7 * math.sqrt(2) * 0.3
@@ -244,7 +247,8 @@ def test_consistency_in_expectation():
     diffs = []
     for seed in range(2000):
         res = dual_dpscd(X, y, loss="ridge", lam=0.1, epochs=epochs, batch_size=L, clip=C,
-                         noise_multiplier=sigma, random_state=seed, sampler="fixed")
+                         noise_multiplier=sigma, random_state=seed, sampler="fixed",
+                         released="alpha_and_v")
         diffs.append(res.v - X.T @ res.alpha)
     diffs = np.array(diffs)
     se = diffs.std(axis=0) / math.sqrt(len(diffs))
@@ -423,10 +427,36 @@ def test_eager_noise_path_and_draw_counts():
     X = sp.csr_matrix(X.multiply(1 / np.maximum(np.sqrt(X.multiply(X).sum(1)), 1e-12)))
     y = rng.standard_normal(300)
     kw = dict(loss="ridge", lam=1e-2, epochs=2, batch_size=10, clip=0.1, noise_multiplier=1.0,
-              random_state=1, sampler="fixed")
+              random_state=1, sampler="fixed", released="alpha_and_v")
     eager = dual_dpscd(X, y, lazy_noise=False, **kw)
     lazy = dual_dpscd(X, y, lazy_noise=True, **kw)
     T = eager.n_iter
     assert eager.diagnostics["n_noise_draws"] == T * 2000 + T * 10
     assert lazy.diagnostics["n_noise_draws"] <= 2 * (X.nnz + 2000) + T * 10
     assert lazy.diagnostics["n_noise_draws"] < eager.diagnostics["n_noise_draws"] / 5
+
+
+def test_released_v_only_noises_v_with_sensitivity_c():
+    """Default ``released="v"``: one step from alpha = v = 0 adds N(0, (sigma C)^2) to
+    every coordinate of v and no noise to alpha (second moment within 5 sqrt(2/k):
+    false alarm < 1e-6); the paper's mode noises both with sqrt(2) C."""
+    rng = np.random.default_rng(5)
+    X = sp.random(200, 3000, density=0.01, random_state=rng, format="csr")
+    X = sp.csr_matrix(X.multiply(1 / np.maximum(np.sqrt(X.multiply(X).sum(1)), 1e-12)))
+    y = rng.standard_normal(200)
+    kw = dict(loss="ridge", lam=1e-2, epochs=10 / 200, batch_size=10, clip=0.3,
+              random_state=3, sampler="fixed", lazy_noise=False)
+    noisy = dual_dpscd(X, y, noise_multiplier=1.7, **kw)
+    clean = dual_dpscd(X, y, noise_multiplier=0.0, **kw)
+    # add/remove sensitivity C (the fixed sampler's event doubles it for replace-one)
+    assert noisy.n_iter == 1 and noisy.sensitivity == 0.3
+    np.testing.assert_array_equal(noisy.alpha, clean.alpha)
+    eta = noisy.v - clean.v
+    tau = 1.7 * 0.3
+    assert abs(np.mean(eta**2) / tau**2 - 1) < 5 * math.sqrt(2 / eta.size)
+    # the event does not depend on the released state; the noise does
+    paper = dual_dpscd(X, y, noise_multiplier=1.7, released="alpha_and_v", **kw)
+    assert paper.event == noisy.event
+    assert paper.noise_std == pytest.approx(math.sqrt(2) * noisy.noise_std)
+    with pytest.raises(ValidationError, match="released"):
+        dual_dpscd(X, y, noise_multiplier=1.7, released="alpha", **kw)
