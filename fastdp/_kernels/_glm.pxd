@@ -290,10 +290,13 @@ cdef inline void gate_record(ParallelGate* g, int path, double seconds,
 # their ``nogil`` sections, so that no argument can make a kernel read or
 # write out of bounds.  O(1) checks (lengths, ``indptr[0] == 0``,
 # ``indptr[-1] == len(indices) <= len(data)``) and O(len(rows)) checks (row
-# and batch numbers in range) always run.  The scan of the CSR structure
-# (``check_structure``: row pointers, sorted in-range column indices) costs a
-# pass over the column indices read; the solvers skip it because
-# ``fastdp._validation.check_X`` already guarantees it.  Every refusal is a
+# and batch numbers in range, squared norms not NaN) always run.  The scan of
+# the CSR structure (row pointers, sorted in-range column indices) costs a
+# pass over the column indices read; it is skipped only when the caller's
+# ``check_structure`` is a token of ``fastdp._validation.structure_token``
+# made for the same arrays (:func:`structure_proven`), which the solvers get
+# in O(1) for the matrix ``check_X`` returned.  ``check_structure=False`` no
+# longer skips anything.  Every refusal is a
 # ``fastdp.exceptions.ValidationError`` whose message says what to pass.
 
 cdef enum:
@@ -482,6 +485,54 @@ cdef inline int check_all_rows(str caller, const index_t[::1] indices, const ind
     if j < 0:
         return 0
     return _raise_row_flaw(caller, "", indptr, nnz, j, j, flaw, n_features, features_name)
+
+
+cdef inline bint structure_proven(str caller, object token, object token_class,
+                                  const index_t[::1] indices, const index_t[::1] indptr,
+                                  int64_t n_features) except -1:
+    """True when ``token`` proves that these very arrays form canonical CSR whose column
+    indices are all below ``n_features``, so the O(nnz) structure scan can be skipped.
+
+    ``token`` is the kernel's ``check_structure`` argument; only a token made by
+    ``fastdp._validation.structure_token`` (class ``token_class``) for the same
+    memory (addresses, lengths and index width of ``indices`` and ``indptr``)
+    proves anything.  ``True``, ``False`` or anything else: False (scan).  A
+    token for a matrix with more columns than ``n_features``: False (scan; the
+    scan tells whether a column index reaches the short array).  A token for
+    other arrays: ValidationError (a caller's mistake).
+    """
+    cdef object tok_indices, tok_indptr
+    if type(token) is not token_class:
+        return False
+    tok_indices = token.indices
+    tok_indptr = token.indptr
+    if (tok_indices.dtype.itemsize != sizeof(index_t) or tok_indptr.dtype.itemsize != sizeof(index_t)
+            or tok_indices.shape[0] != indices.shape[0] or tok_indptr.shape[0] != indptr.shape[0]
+            or (indices.shape[0] > 0 and <size_t>&indices[0] != <size_t>tok_indices.ctypes.data)
+            or (indptr.shape[0] > 0 and <size_t>&indptr[0] != <size_t>tok_indptr.ctypes.data)):
+        return raise_invalid(
+            f"{caller}: the check_structure token was made for other CSR arrays; pass "
+            f"fastdp._validation.structure_token(X) with X.data, X.indices, X.indptr of the "
+            f"same X (or check_structure=True).")
+    return n_features >= <int64_t>token.n_features
+
+
+cdef inline int check_sq_norms(str caller, const double[::1] sq_norms) except -1:
+    """O(N): every squared row norm is >= 0 and not NaN (a NaN would turn clipping off:
+    ``NaN > clip`` is false).  ``inf`` is allowed: such a row's clipped update is 0."""
+    cdef Py_ssize_t n = sq_norms.shape[0]
+    cdef Py_ssize_t i
+    cdef Py_ssize_t bad = -1
+    with nogil:
+        for i in range(n):
+            if not (sq_norms[i] >= 0.0):
+                bad = i
+                break
+    if bad >= 0:
+        return raise_invalid(
+            f"{caller}: sq_norms[{bad}] = {sq_norms[bad]}; squared row norms must be >= 0 "
+            f"and not NaN (pass _scd.row_squared_norms(X.data, X.indptr)).")
+    return 0
 
 
 cdef inline int check_length(str caller, str name, Py_ssize_t actual, Py_ssize_t expected,

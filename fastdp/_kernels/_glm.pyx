@@ -28,12 +28,14 @@ Every entry point refuses, with ``fastdp.exceptions.ValidationError``, any
 argument that could make it read or write out of bounds (``_glm.pxd``,
 "argument checks").  Always (O(1) or O(len(rows))): the array lengths,
 ``indptr[0] == 0``, ``indptr[-1] == len(indices) <= len(data)``, every row
-number in range, ``1 <= num_threads <= 1024``.  With ``check_structure=True``
-(the default) also the CSR structure of the rows read, one pass over their
-column indices: ``0 <= indptr[j] <= indptr[j + 1] <= nnz`` and column indices
-strictly increasing within ``[0, n_features)``.  Callers that validated X
-once (``fastdp._validation.check_X``; the fastdp solvers) pass
-``check_structure=False`` and skip that pass.
+number in range, ``1 <= num_threads <= 1024``; and the CSR structure of the
+rows read, one pass over their column indices:
+``0 <= indptr[j] <= indptr[j + 1] <= nnz`` and column indices strictly
+increasing within ``[0, n_features)``.  Only that pass can be skipped, and only
+with proof: ``check_structure=fastdp._validation.structure_token(X)`` for the
+arrays of that very X (O(1) for a matrix ``check_X`` returned; the fastdp
+solvers).  ``check_structure=True`` or ``False`` both scan (``False`` used to
+skip the scan, which let a bad column index crash the process).
 
 Threads
 -------
@@ -54,6 +56,8 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
 import numpy as np
+
+from fastdp._validation import _StructureToken
 
 LOSS_SQUARED = GLM_SQUARED
 LOSS_LOGISTIC = GLM_LOGISTIC
@@ -110,13 +114,17 @@ cdef int _threads(str caller, num_threads, Py_ssize_t count) except -1:
 
 
 cdef int _check_arrays(str caller, const real_t[::1] data, const index_t[::1] indices,
-                       const index_t[::1] indptr, const int64_t[::1] rows, bint structure,
+                       const index_t[::1] indptr, const int64_t[::1] rows, object check_structure,
                        Py_ssize_t n_features, str features_name) except -1:
-    """The CSR arrays (O(1)), the row numbers (O(len(rows))) and, with ``structure``,
-    the CSR structure of the rows read (O(their nnz)); see the module docstring."""
+    """The CSR arrays (O(1)), the row numbers (O(len(rows))) and, unless
+    ``check_structure`` is a token proving it, the CSR structure of the rows read
+    (O(their nnz)); see the module docstring."""
+    cdef bint proven
     check_csr(caller, data.shape[0], indices, indptr)
+    proven = structure_proven(caller, check_structure, _StructureToken, indices, indptr,
+                              n_features)
     check_rows(caller, "rows", indices, indptr, &rows[0] if rows.shape[0] > 0 else NULL,
-               rows.shape[0], structure, n_features, features_name)
+               rows.shape[0], not proven, n_features, features_name)
     return 0
 
 
@@ -137,7 +145,7 @@ cdef void _scatter(const double* coefs, const real_t* dp, const index_t* ip, con
 
 def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
             const int64_t[::1] rows, const double[::1] theta, double[::1] out, num_threads=1, *,
-            bint check_structure=True):
+            check_structure=True):
     """``out[k] = x_{rows[k]}^T theta`` for every k (overwrites ``out``).
 
     Parameters
@@ -148,9 +156,10 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     out : float64 array of length ``len(rows)``.
     num_threads : int, default=1
         Rows are independent: any thread count gives the same bits.
-    check_structure : bool, default=True
-        Also check the CSR structure of the rows read (one pass over their
-        column indices); pass False for arrays from ``check_X``.
+    check_structure : True or a structure token, default=True
+        The CSR structure of the rows read is checked (one pass over their
+        column indices) unless this is ``fastdp._validation.structure_token(X)``
+        for these arrays; ``False`` checks too.
 
     Raises
     ------
@@ -189,7 +198,7 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, const double[::1] y,
                          const int64_t[::1] rows, const double[::1] theta, int loss_code,
                          double clip, double[::1] out, num_threads=1, *,
-                         bint check_structure=True):
+                         check_structure=True):
     """``out += sum_{i in rows} clip(loss'(x_i^T theta, y_i) x_i, C)``; returns None.
 
     ``clip(g, C) = g / max(1, ||g|| / C)``; ``clip = inf`` means no clipping.
@@ -207,9 +216,10 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     out : float64 dense accumulator of length n_features (added to, not reset).
     num_threads : int, default=1
         Same bits for any value.
-    check_structure : bool, default=True
-        Also check the CSR structure of the rows read (one pass over their
-        column indices); pass False for arrays from ``check_X``.
+    check_structure : True or a structure token, default=True
+        The CSR structure of the rows read is checked (one pass over their
+        column indices) unless this is ``fastdp._validation.structure_token(X)``
+        for these arrays; ``False`` checks too.
 
     Raises
     ------
@@ -276,7 +286,7 @@ cdef inline double _row_coefficient(const real_t* dp, const index_t* ip, const i
 
 def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                  const double[::1] y, const int64_t[::1] rows, const double[::1] theta,
-                 int loss_code, double[::1] out, num_threads=1, *, bint check_structure=True):
+                 int loss_code, double[::1] out, num_threads=1, *, check_structure=True):
     """``out += sum_{i in rows} loss'(x_i^T theta, y_i) x_i`` (no clipping); returns None.
 
     Same contract and checks as :func:`clipped_gradient_sum` with
@@ -289,7 +299,7 @@ def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index
 def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
                      const index_t[::1] indptr, const int64_t[::1] rows,
                      const double[::1] weights, double[::1] out, num_threads=1, *,
-                     bint check_structure=True):
+                     check_structure=True):
     """``out += sum_k weights[k] x_{rows[k]}`` (i.e. ``X_rows^T weights``); returns None.
 
     The scatter half of a gradient, for callers that already have the
@@ -304,9 +314,10 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     out : float64 accumulator of length n_features (added to).
     num_threads : int, default=1
         Same bits for any value.
-    check_structure : bool, default=True
-        Also check the CSR structure of the rows read (one pass over their
-        column indices); pass False for arrays from ``check_X``.
+    check_structure : True or a structure token, default=True
+        The CSR structure of the rows read is checked (one pass over their
+        column indices) unless this is ``fastdp._validation.structure_token(X)``
+        for these arrays; ``False`` checks too.
 
     Raises
     ------

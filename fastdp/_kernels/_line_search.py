@@ -29,10 +29,20 @@ code               loss(z, y)                stable form used
 
 Every per-example value is clipped to ``min(loss, c_obj)`` (objective
 clipping, spec 003 §1.3); ``c_obj = inf`` disables clipping.
+
+Argument checks
+---------------
+No argument can make a kernel read or write out of bounds: every entry point
+checks the lengths of its arrays first (O(1)) and raises
+:class:`fastdp.exceptions.ValidationError` when they disagree (``u`` and
+``y`` as long as ``z``; ``out``/``sums`` one longer than ``etas``; ``nu`` and
+the queries as long as ``etas``).
 """
 
 import numpy as np
 from numba import njit
+
+from fastdp.exceptions import ValidationError
 
 __all__ = [
     "LOSS_SQUARED",
@@ -93,8 +103,18 @@ def clipped_loss_sums(z, u, y, etas, loss_code, c_obj, out):
         Clipping threshold of the per-example loss (> 0, may be inf).
     out : float64 array of shape (K + 1,)
         Overwritten.
+
+    Raises
+    ------
+    ValidationError
+        Unless ``len(u) == len(y) == len(z)`` and ``len(out) == len(etas) + 1``.
     """
     n_cand = etas.shape[0]
+    if u.shape[0] != z.shape[0] or y.shape[0] != z.shape[0]:
+        raise ValidationError("clipped_loss_sums: z, u and y need one entry per batch row "
+                              "(the same length).")
+    if out.shape[0] != n_cand + 1:
+        raise ValidationError("clipped_loss_sums: out needs len(etas) + 1 entries.")
     for k in range(n_cand + 1):
         out[k] = 0.0
     for i in range(z.shape[0]):
@@ -113,8 +133,12 @@ def armijo_queries(sums, etas, slope, curvature, out):
     ``out[k] = sums[0] − sums[k + 1] − slope·etas[k] − curvature·etas[k]²``.
     ``slope`` and ``curvature`` are public given the released gradient (the
     Armijo term and the exact regulariser difference), so the query's
-    sensitivity is that of the clipped sums.
+    sensitivity is that of the clipped sums.  Raises ValidationError unless
+    ``len(sums) == len(etas) + 1`` and ``len(out) == len(etas)``.
     """
+    if sums.shape[0] != etas.shape[0] + 1 or out.shape[0] != etas.shape[0]:
+        raise ValidationError("armijo_queries: need len(sums) == len(etas) + 1 and "
+                              "len(out) == len(etas).")
     for k in range(etas.shape[0]):
         eta = etas[k]
         out[k] = sums[0] - sums[k + 1] - slope * eta - curvature * eta * eta
@@ -123,7 +147,11 @@ def armijo_queries(sums, etas, slope, curvature, out):
 @njit(cache=True)
 def first_above(queries, lam, nu):
     """AboveThreshold with pre-drawn noise: the first ``k`` with
-    ``queries[k] + nu[k] >= lam`` (ties accept), or −1 if there is none."""
+    ``queries[k] + nu[k] >= lam`` (ties accept), or −1 if there is none.
+    Raises ValidationError unless ``len(nu) == len(queries)`` (one noise per query)."""
+    if nu.shape[0] != queries.shape[0]:
+        raise ValidationError("first_above: nu needs one noise value per query "
+                              "(len(nu) == len(queries)).")
     for k in range(queries.shape[0]):
         if queries[k] + nu[k] >= lam:
             return k
@@ -137,7 +165,8 @@ def noisy_backtracking(z, u, y, etas, loss_code, c_obj, slope, curvature, lam, n
 
     Returns the index of the first accepted candidate (−1: failure). The
     intermediate ``sums_out`` (K + 1) and ``queries_out`` (K) are filled for
-    tests and diagnostics; they are **not** private outputs.
+    tests and diagnostics; they are **not** private outputs.  Every length is
+    checked (ValidationError), see the module docstring.
     """
     clipped_loss_sums(z, u, y, etas, loss_code, c_obj, sums_out)
     armijo_queries(sums_out, etas, slope, curvature, queries_out)

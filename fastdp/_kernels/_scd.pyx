@@ -88,10 +88,13 @@ from fastdp._kernels._glm cimport (
     real_t, index_t, prefetch_row, collect_pending, FASTDP_GLM_PREFETCH,
     ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
     raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
+    structure_proven, check_sq_norms,
     check_batches, first_bad_pointer,
 )
 
 import numpy as np
+
+from fastdp._validation import _StructureToken
 
 # Serial-or-parallel choice for batches (speed only; see ``_glm.ParallelGate``),
 # one per thread count (2..8; more threads share the last).  Copied into each
@@ -255,11 +258,11 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                  double box_eps, bint sequential, double noise_std_alpha,
                  double noise_std_v, bint lazy_noise, object bit_generator,
                  int num_threads, Py_ssize_t parallel_min_rows,
-                 const int64_t[::1] column_splits=None, *, bint check_structure=True):
+                 const int64_t[::1] column_splits=None, *, check_structure=True):
     """Run ``len(batch_ptr) - 1`` mini-batch steps of (DP-)SCD in place.
 
     The safe way in is ``fastdp.solvers.scd`` (``dual_dpscd`` and friends),
-    which validates X once and passes ``check_structure=False``.  This
+    which validates X once and passes its structure token.  This
     function refuses every argument that could make it read or write out of
     bounds, or silently drop the noise (see ``Raises``).
 
@@ -290,10 +293,12 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         Column ranges of the threads in the parallel apply of Delta v (balance
         them by column counts); default: equal ranges.  The parallel apply
         needs column indices sorted within rows (canonical CSR).
-    check_structure : bool, default=True
-        Also check the CSR structure of X: one sequential pass over
-        ``indices`` (row pointers non-decreasing, column indices strictly
-        increasing within ``[0, len(v))``).  Pass False for ``check_X`` output.
+    check_structure : True or a structure token, default=True
+        The CSR structure of X is checked (one sequential pass over
+        ``indices``: row pointers non-decreasing, column indices strictly
+        increasing within ``[0, len(v))``) unless this is
+        ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
+        ``check_X`` output); ``False`` checks too.
 
     Returns
     -------
@@ -310,7 +315,8 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         ``[0, len(batch_idx)]``, every row number read in ``[0, N)``), the
         loss code, ``lam_n > 0``, ``clip > 0``, ``0 <= box_eps < 0.5``,
         noise stds ``>= 0`` (not NaN), ``num_threads <= 1024``, the
-        bit generator; with ``check_structure`` the CSR structure.
+        bit generator, every squared norm >= 0 and not NaN; and, unless
+        ``check_structure`` is a token for these arrays, the CSR structure.
     """
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t n_features = v.shape[0]
@@ -481,7 +487,7 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
                               double[::1] zeta_buffer, int32_t[::1] last_noised, int loss,
                               double lam_n, double clip, double box_eps, bint sequential,
                               double noise_std_alpha, double noise_std_v, bint lazy_noise,
-                              int num_threads, bint check_structure) except -1:
+                              int num_threads, object check_structure) except -1:
     """Every check of :func:`run_dual_scd` (see its ``Raises``)."""
     cdef str caller = "run_dual_scd"
     cdef int64_t n_rows, largest
@@ -489,6 +495,7 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
     n_rows = indptr.shape[0] - 1
     check_length(caller, "y", y.shape[0], n_rows, "one label per row of X")
     check_length(caller, "sq_norms", sq_norms.shape[0], n_rows, "one squared norm per row of X")
+    check_sq_norms(caller, sq_norms)
     check_length(caller, "alpha", alpha.shape[0], n_rows, "one dual variable per row of X")
     if lazy_noise:
         check_min_length(caller, "last_noised", last_noised.shape[0], v.shape[0],
@@ -507,7 +514,8 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
         raise_invalid(f"{caller}: the noise stds must be >= 0 (0 for none); got "
                       f"noise_std_alpha={noise_std_alpha}, noise_std_v={noise_std_v}.")
     check_threads(caller, num_threads)
-    if check_structure:
+    if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
+                            v.shape[0]):
         check_all_rows(caller, indices, indptr, v.shape[0], "v")
     return 0
 

@@ -78,10 +78,13 @@ from fastdp._kernels._glm cimport (
     scatter_rows, collect_pending, FASTDP_GLM_PREFETCH,
     ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
     raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
+    structure_proven, check_sq_norms,
     check_batches, GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE,
 )
 
 import numpy as np
+
+from fastdp._validation import _StructureToken
 
 # Serial-or-parallel choice for batches (speed only; see ``_glm.ParallelGate``),
 # one per thread count (2..8; more threads share the last).  Copied into each
@@ -124,13 +127,13 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
             int loss, double clip, double rho, double kappa, double noise_std,
             bint lazy_noise, object bit_generator, int num_threads,
             Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None, *,
-            bint check_structure=True):
+            check_structure=True):
     """Run ``len(batch_ptr) - 1`` (DP-)SGD steps in place on ``w`` (= theta on entry and exit).
 
     The safe way in is ``fastdp.solvers.sgd`` (``dpsgd``, ``sgd``), which
-    validates X once and passes ``check_structure=False``.  This function
-    refuses every argument that could make it read or write out of bounds,
-    or silently drop the noise (see ``Raises``).
+    validates X once and passes its structure token.  This function refuses
+    every argument that could make it read or write out of bounds, or
+    silently drop the noise or the clipping (see ``Raises``).
 
     Parameters
     ----------
@@ -154,10 +157,12 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     parallel_min_rows : smallest batch processed in parallel.
     column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
         Column ranges of the threads in the scatter (default: equal ranges).
-    check_structure : bool, default=True
-        Also check the CSR structure of X: one sequential pass over
-        ``indices`` (row pointers non-decreasing, column indices strictly
-        increasing within ``[0, len(w))``).  Pass False for ``check_X`` output.
+    check_structure : True or a structure token, default=True
+        The CSR structure of X is checked (one sequential pass over
+        ``indices``: row pointers non-decreasing, column indices strictly
+        increasing within ``[0, len(w))``) unless this is
+        ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
+        ``check_X`` output); ``False`` checks too.
 
     Returns
     -------
@@ -169,12 +174,14 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     ValidationError
         Always checked: the CSR arrays (``indptr[0] == 0``, ``indptr[-1] ==
         len(indices) <= len(data)``), the lengths of y and (when clipping)
-        sq_norms (N), last_noised (>= M in lazy noisy mode), coef_buffer
+        sq_norms (N; when clipping also every entry >= 0 and not NaN, which
+        would turn the clipping off), last_noised (>= M in lazy noisy mode), coef_buffer
         (>= the largest batch), the batches (``batch_ptr`` non-decreasing
         within ``[0, len(batch_idx)]``, every row number read in ``[0, N)``),
         the loss code, ``0 < rho <= 1``, ``kappa > 0``, ``clip > 0``,
         ``noise_std >= 0`` (not NaN), ``num_threads <= 1024``, the bit
-        generator; with ``check_structure`` the CSR structure.
+        generator; and, unless ``check_structure`` is a token for these
+        arrays, the CSR structure.
     """
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t m = w.shape[0]
@@ -320,7 +327,7 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
                               const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
                               double[::1] coef_buffer, int32_t[::1] last_noised, int loss,
                               double clip, double rho, double kappa, double noise_std,
-                              bint lazy, int num_threads, bint check_structure) except -1:
+                              bint lazy, int num_threads, object check_structure) except -1:
     """Every check of :func:`run_sgd` (see its ``Raises``)."""
     cdef str caller = "run_sgd"
     cdef int64_t n_rows, largest
@@ -330,6 +337,7 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
     if clip < INFINITY:
         check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
                      "one squared norm per row of X")
+        check_sq_norms(caller, sq_norms)
     if lazy:
         check_min_length(caller, "last_noised", last_noised.shape[0], w.shape[0],
                          "one per coefficient of w, in lazy noisy mode")
@@ -344,7 +352,8 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
                       f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
                       f"noise_std={noise_std}.")
     check_threads(caller, num_threads)
-    if check_structure:
+    if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
+                            w.shape[0]):
         check_all_rows(caller, indices, indptr, w.shape[0], "w")
     return 0
 

@@ -7,10 +7,12 @@
 2. The non-private solvers on extreme magnitudes return finite models or a
    clear fastdp error.
 3. Hostile arguments to the kernels' entry points (arrays of the wrong
-   length, broken CSR structure, batch indices out of range, buffers too
-   small, NaN noise) must raise ``fastdp.exceptions.ValidationError``, never
-   corrupt memory.  Each call runs in a forked child of a helper process, so a
-   crash is reported instead of killing the test run.
+   length, broken CSR structure, also with ``check_structure=False`` or a
+   structure token made for other arrays, batch indices out of range, buffers
+   too small, NaN noise, NaN or negative squared norms, short line-search
+   arrays) must raise ``fastdp.exceptions.ValidationError``, never corrupt
+   memory.  Each call runs in a forked child of a helper process, so a crash
+   is reported instead of killing the test run.
 4. Random corruptions of valid arguments (hypothesis): a ValidationError or a
    result equal to the intact call's, never a crash.
 
@@ -289,13 +291,63 @@ HOSTILE_CALLS = {
     "sgd_column_too_big": "sgd_call(indices=I_BIG)",
     "sgd_repeated_column": "sgd_call(indices=I_REPEATED)",
     "sgd_pending_scales_bad_rho": "_sgd.pending_noise_scales(1.5, 3)",
+    # check_structure=False no longer skips the scan (a bad column index used to crash)
+    "glm_margins_unchecked_bad_column": "_glm.margins(D, I_BIG, P, rows, np.zeros(5), np.zeros(6), check_structure=False)",
+    "glm_margins_unchecked_negative_column": "_glm.margins(D, I_NEG, P, rows, np.zeros(5), np.zeros(6), check_structure=False)",
+    "glm_margins_unchecked_bad_indptr": "_glm.margins(D, I, P_UP, rows, np.zeros(5), np.zeros(6), check_structure=False)",
+    "glm_clipped_unchecked_bad_column": "_glm.clipped_gradient_sum(D, I_BIG, P, y, rows, np.zeros(5), 1, 1.0, np.zeros(5), check_structure=False)",
+    "glm_gradient_unchecked_bad_column": "_glm.gradient_sum(D, I_BIG, P, y, rows, np.zeros(5), 1, np.zeros(5), check_structure=False)",
+    "glm_weighted_sum_unchecked_bad_column": "_glm.weighted_row_sum(D, I_BIG, P, rows, np.ones(6), np.zeros(5), check_structure=False)",
+    "scd_unchecked_bad_column": "scd_call(indices=I_BIG, check=False)",
+    "scd_unchecked_bad_indptr": "scd_call(indptr=P_UP, check=False)",
+    "sgd_unchecked_bad_column": "sgd_call(indices=I_BIG, check=False)",
+    "sgd_unchecked_negative_column": "sgd_call(indices=I_NEG, check=False)",
+    # a structure token proves the structure of its own arrays only
+    "glm_margins_token_of_other_arrays": "_glm.margins(D, I_BIG, P, rows, np.zeros(5), np.zeros(6), check_structure=TOKEN)",
+    "glm_margins_token_with_short_theta": "_glm.margins(D, I, P, rows, np.zeros(1), np.zeros(6), check_structure=TOKEN)",
+    "glm_weighted_sum_token_with_short_out": "_glm.weighted_row_sum(D, I, P, rows, np.ones(6), np.zeros(2), check_structure=TOKEN)",
+    "glm_margins_token_other_index_width": "_glm.margins(D, I.astype(np.int32), P.astype(np.int32), rows, np.zeros(5), np.zeros(6), check_structure=TOKEN)",
+    "glm_margins_forged_token": "_glm.margins(D, I_BIG, P, rows, np.zeros(5), np.zeros(6), check_structure=FORGED)",
+    "scd_token_of_other_arrays": "scd_call(indices=I_BIG, check=TOKEN)",
+    "scd_token_with_short_v": "scd_call(v=np.zeros(2), last=np.zeros(2, np.int32), check=TOKEN)",
+    "sgd_token_of_other_arrays": "sgd_call(indices=I_BIG, check=TOKEN)",
+    "sgd_token_with_short_w": "sgd_call(w=np.zeros(2), last=np.zeros(2, np.int32), check=TOKEN)",
+    # squared norms: NaN or negative would silently turn clipping off
+    "sgd_nan_sq_norms": "sgd_call(sq=np.where(rows == 3, np.nan, SQ))",
+    "sgd_negative_sq_norms": "sgd_call(sq=-SQ)",
+    "scd_nan_sq_norms": "scd_call(sq=np.full(6, np.nan))",
+    "scd_negative_sq_norms": "scd_call(sq=np.where(rows == 0, -1.0, SQ))",
+    # line-search kernels (numba): every array length is checked
+    "ls_first_above_short_nu": "_line_search.first_above(np.zeros(5), 0.0, np.zeros(2))",
+    "ls_sums_short_u": "_line_search.clipped_loss_sums(np.zeros(9), np.zeros(3), np.zeros(9), np.ones(2), 1, 1.0, np.zeros(3))",
+    "ls_sums_short_y": "_line_search.clipped_loss_sums(np.zeros(9), np.zeros(9), np.zeros(1), np.ones(2), 1, 1.0, np.zeros(3))",
+    "ls_sums_short_out": "_line_search.clipped_loss_sums(np.zeros(9), np.zeros(9), np.zeros(9), np.ones(8), 1, 1.0, np.zeros(3))",
+    "ls_queries_short_sums": "_line_search.armijo_queries(np.zeros(2), np.ones(8), 0.0, 0.0, np.zeros(8))",
+    "ls_queries_short_out": "_line_search.armijo_queries(np.zeros(9), np.ones(8), 0.0, 0.0, np.zeros(1))",
+    "ls_backtracking_short_nu": "_line_search.noisy_backtracking(np.zeros(9), np.zeros(9), np.ones(9), np.ones(8), 1, 1.0, 0.0, 0.0, 0.0, np.zeros(1), np.zeros(9), np.zeros(8))",
+    "ls_backtracking_short_queries": "_line_search.noisy_backtracking(np.zeros(9), np.zeros(9), np.ones(9), np.ones(8), 1, 1.0, 0.0, 0.0, 0.0, np.zeros(8), np.zeros(9), np.zeros(1))",
+}
+
+# the same calls with valid arguments must run (the checks refuse only what is wrong)
+VALID_CALLS = {
+    "glm_margins_token": "_glm.margins(D, I, P, rows, np.zeros(5), np.zeros(6), check_structure=TOKEN)",
+    "glm_margins_token_long_theta": "_glm.margins(D, I, P, rows, np.zeros(9), np.zeros(6), check_structure=TOKEN)",
+    "glm_margins_unchecked": "_glm.margins(D, I, P, rows, np.zeros(5), np.zeros(6), check_structure=False)",
+    "glm_clipped_token": "_glm.clipped_gradient_sum(D, I, P, y, rows, np.zeros(5), 1, 1.0, np.zeros(5), check_structure=TOKEN)",
+    "scd_token": "scd_call(check=TOKEN)",
+    "sgd_token": "sgd_call(check=TOKEN)",
+    "sgd_infinite_sq_norm": "sgd_call(sq=np.where(rows == 3, np.inf, SQ))",
+    "sgd_nan_sq_norms_without_clipping": "sgd_call(sq=np.full(6, np.nan), clip=np.inf)",
+    "ls_first_above": "_line_search.first_above(np.zeros(5), 0.0, np.zeros(5))",
+    "ls_backtracking": "_line_search.noisy_backtracking(np.zeros(9), np.zeros(9), np.ones(9), np.ones(8), 1, 1.0, 0.0, 0.0, 0.0, np.zeros(8), np.zeros(9), np.zeros(8))",
 }
 
 CHILD = r"""
 import json, os, sys
 import numpy as np
 import scipy.sparse as sp
-from fastdp._kernels import _glm, _scd, _sgd
+from fastdp._kernels import _glm, _line_search, _scd, _sgd
+from fastdp._validation import structure_token
 from fastdp.exceptions import ValidationError
 
 dense = np.arange(1.0, 31.0).reshape(6, 5) * (np.arange(30).reshape(6, 5) % 3 != 1)
@@ -314,22 +366,33 @@ y, rows = np.ones(6), np.arange(6, dtype=np.int64)
 BIG_ROWS = np.zeros(300, np.int64)
 SQ = _scd.row_squared_norms(D, P)
 FULL = np.array([0, 6], np.int64)
+X64 = sp.csr_matrix((6, 5))
+X64.data, X64.indices, X64.indptr = D, I, P
+TOKEN = structure_token(X64)
+
+class _StructureToken:  # a look-alike: the kernels must not trust it
+    def __init__(self):
+        self.indices, self.indptr, self.n_features = I_BIG, P, 5
+FORGED = _StructureToken()
 
 def scd_call(alpha=None, v=None, ptr=FULL, idx=rows, buffer=None, sq=SQ, labels=y,
-             last=None, loss=0, noise=0.1, bitgen=None, threads=1, indices=I, indptr=P):
+             last=None, loss=0, noise=0.1, bitgen=None, threads=1, indices=I, indptr=P,
+             check=True):
     _scd.run_dual_scd(D, indices, indptr, labels, sq, np.zeros(6) if alpha is None else alpha,
                       np.zeros(5) if v is None else v, ptr, idx,
                       np.zeros(6) if buffer is None else buffer,
                       np.zeros(5, np.int32) if last is None else last, loss, 6.0,
                       1.0, 1.0, 1e-4, False, 0.1, noise, True,
-                      np.random.PCG64(0) if bitgen is None else bitgen, threads, 64)
+                      np.random.PCG64(0) if bitgen is None else bitgen, threads, 64,
+                      check_structure=check)
 
 def sgd_call(w=None, ptr=FULL, idx=rows, buffer=None, sq=SQ, labels=y, last=None, loss=0,
-             noise=0.1, bitgen=None, threads=1, indices=I, indptr=P):
+             noise=0.1, bitgen=None, threads=1, indices=I, indptr=P, check=True, clip=1.0):
     _sgd.run_sgd(D, indices, indptr, labels, sq, np.zeros(5) if w is None else w, ptr, idx,
                  np.zeros(6) if buffer is None else buffer,
-                 np.zeros(5, np.int32) if last is None else last, loss, 1.0, 1.0, 0.1, noise,
-                 True, np.random.PCG64(0) if bitgen is None else bitgen, threads, 64)
+                 np.zeros(5, np.int32) if last is None else last, loss, clip, 1.0, 0.1, noise,
+                 True, np.random.PCG64(0) if bitgen is None else bitgen, threads, 64,
+                 check_structure=check)
 
 results = {}
 for name, call in json.loads(sys.argv[1]).items():
@@ -358,7 +421,8 @@ def hostile_outcomes():
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["OMP_NUM_THREADS"] = "1"
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD), json.dumps(HOSTILE_CALLS)],
+    calls = dict(HOSTILE_CALLS, **VALID_CALLS)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD), json.dumps(calls)],
                          capture_output=True, text=True, env=env, cwd=str(REPO_ROOT), timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -367,6 +431,11 @@ def hostile_outcomes():
 @pytest.mark.parametrize("name", sorted(HOSTILE_CALLS))
 def test_hostile_kernel_arguments_raise(hostile_outcomes, name):
     assert hostile_outcomes[name] == "raised", f"{name}: {hostile_outcomes[name]}"
+
+
+@pytest.mark.parametrize("name", sorted(VALID_CALLS))
+def test_valid_kernel_arguments_run(hostile_outcomes, name):
+    assert hostile_outcomes[name] == "returned", f"{name}: {hostile_outcomes[name]}"
 
 
 # ----------------------------------------------------------------------------
@@ -428,8 +497,10 @@ def corrupted(draw):
 
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(corrupted(), st.sampled_from(["margins", "weighted_row_sum", "run_sgd", "run_dual_scd"]))
-def test_corrupted_arguments_are_refused_exactly_when_invalid(case, kernel):
+@given(corrupted(), st.sampled_from(["margins", "weighted_row_sum", "run_sgd", "run_dual_scd"]),
+       st.booleans())
+def test_corrupted_arguments_are_refused_exactly_when_invalid(case, kernel, check):
+    """``check`` is the check_structure flag: False must not let anything through."""
     X, indices, indptr, rows, n_theta = case
     n, m = X.shape
     theta = np.linspace(-1.0, 1.0, n_theta)
@@ -439,9 +510,10 @@ def test_corrupted_arguments_are_refused_exactly_when_invalid(case, kernel):
 
         def call():
             if kernel == "margins":
-                _glm.margins(X.data, indices, indptr, rows, theta, out)
+                _glm.margins(X.data, indices, indptr, rows, theta, out, check_structure=check)
             else:
-                _glm.weighted_row_sum(X.data, indices, indptr, rows, np.ones(rows.size), out)
+                _glm.weighted_row_sum(X.data, indices, indptr, rows, np.ones(rows.size), out,
+                                      check_structure=check)
     else:
         ptr = np.array([0, rows.size], np.int64)
         readable = (_rows_readable(indices, indptr, np.arange(max(len(indptr) - 1, 0)), n_theta)
@@ -453,12 +525,13 @@ def test_corrupted_arguments_are_refused_exactly_when_invalid(case, kernel):
             if kernel == "run_sgd":
                 _sgd.run_sgd(X.data, indices, indptr, y, sq, theta.copy(), ptr, rows,
                              np.zeros(rows.size), np.zeros(n_theta, np.int32), 1, 1.0, 0.9, 0.1,
-                             0.3, True, np.random.PCG64(0), 1, 64)
+                             0.3, True, np.random.PCG64(0), 1, 64, check_structure=check)
             else:
                 _scd.run_dual_scd(X.data, indices, indptr, y, sq, np.zeros(n, X.dtype),
                                   np.zeros(n_theta, X.dtype), ptr, rows, np.zeros(rows.size),
                                   np.zeros(n_theta, np.int32), 1, 0.5 * n, 2.0, 1.0, 1e-4,
-                                  False, 0.1, 0.1, True, np.random.PCG64(0), 1, 64)
+                                  False, 0.1, 0.1, True, np.random.PCG64(0), 1, 64,
+                                  check_structure=check)
     outcome = _in_child(call)
     assert outcome == ("returned" if readable else "raised"), (kernel, outcome)
     if readable and kernel == "margins":  # accepted: the result is the matrix's
