@@ -23,8 +23,8 @@ import bz2
 import contextlib
 import gzip
 import lzma
-import mmap
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -88,12 +88,41 @@ def _read_bytes(source):
         return bytes(_decompress_if_needed(f.read()))
 
 
+def _changed_while_reading(path, detail):
+    return ValidationError(
+        f"{path} changed while it was being read ({detail}); another program is writing, "
+        "truncating or replacing it. Load it again once it is complete (or load a copy).")
+
+
+def _read_whole_file(handle, path):
+    """The whole content of an open regular file, read into memory (bytes).
+
+    The file is read, not memory-mapped: a memory-mapped file that another
+    process truncates kills the reader with SIGBUS when it touches the missing
+    pages.  The size is taken before reading and checked again afterwards (one
+    byte more is asked for, which must not exist), so a file that grows,
+    shrinks or is rewritten while it is read gives a clear error instead of a
+    silently partial dataset.
+    """
+    before = os.fstat(handle.fileno())
+    if not stat.S_ISREG(before.st_mode):  # a pipe or device: no size to check
+        return handle.read()
+    size = before.st_size
+    content = handle.read(size + 1)
+    after = os.fstat(handle.fileno())
+    if len(content) != size:
+        raise _changed_while_reading(path, f"{len(content)} bytes read, {size} expected")
+    if after.st_size != size or after.st_mtime_ns != before.st_mtime_ns:
+        raise _changed_while_reading(path, "its size or modification time changed")
+    return content
+
+
 @contextlib.contextmanager
 def _file_content(source):
     """Yield the (decompressed) content as a bytes-like object.
 
-    An uncompressed file on disk is memory-mapped read-only instead of copied:
-    the parser reads it straight from the page cache.
+    A file on disk is read into memory once (see :func:`_read_whole_file`
+    for why it is not memory-mapped); compressed content is decompressed.
     """
     path = None
     if not hasattr(source, "read"):
@@ -105,20 +134,8 @@ def _file_content(source):
         yield _read_bytes(source)
         return
     with open(path, "rb") as f:
-        head = f.read(8)
-        compressed = any(head.startswith(magic) for magic, _ in _MAGIC_DECOMPRESSORS)
-        if compressed or os.fstat(f.fileno()).st_size == 0:
-            f.seek(0)
-            yield bytes(_decompress_if_needed(f.read()))
-            return
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        yield mapped
-    finally:
-        try:
-            mapped.close()
-        except BufferError:  # a view is still alive (e.g. in a traceback): let GC unmap it
-            pass
+        content = _read_whole_file(f, path)
+    yield _decompress_if_needed(content)
 
 
 def _check_loader_arguments(n_features, zero_based, dtype):
@@ -205,9 +222,12 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     by content (scikit-learn reads ``.gz``/``.bz2`` by file suffix); every
     malformed line raises :class:`LibsvmParseError` (a ``ValueError``) with its
     line number, including an index above 2**31 - 1 (an ``OverflowError`` in
-    scikit-learn); qids are returned one per row. Plain files are
-    memory-mapped rather than copied. scikit-learn's ``multilabel``,
-    ``offset`` and ``length`` options are not supported.
+    scikit-learn); qids are returned one per row. A file that another program
+    truncates, extends or replaces while it is read gives a
+    :class:`~fastdp.exceptions.ValidationError` (the file is read into memory,
+    never memory-mapped: a truncated memory map would kill the process with
+    SIGBUS). scikit-learn's ``multilabel``, ``offset`` and ``length`` options
+    are not supported.
 
     Raises
     ------
@@ -217,7 +237,8 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
         ``zero_based=False``, unsorted or repeated indices in a row). The
         error's ``line_number`` is the 1-based line in the decompressed file.
     ValidationError
-        On bad arguments, or when ``n_features`` is smaller than the file needs.
+        On bad arguments, when ``n_features`` is smaller than the file needs,
+        or when the file changes while it is read.
     """
     dtype = _check_loader_arguments(n_features, zero_based, dtype)
     with _file_content(path) as raw:
@@ -279,7 +300,7 @@ def _parse_content(raw, zero_based, return_qid):
     if return_qid and qid_err_line:
         raise LibsvmParseError("a 'qid:' value is not a 64-bit integer", qid_err_line)
 
-    del buf  # no view of a memory map may outlive it
+    del buf  # the row arrays below must not keep the raw content alive
     if nnz < max_entries:  # qid tokens or colons inside comments
         indices = indices[:nnz].copy()
         data = data[:nnz].copy()

@@ -10,6 +10,11 @@ import bz2
 import gzip
 import io
 import lzma
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -225,8 +230,8 @@ def test_index_overflow_is_a_parse_error():
         load_libsvm(io.BytesIO(b"1 3000000000:1\n"))
 
 
-def test_files_on_disk_memory_mapped(tmp_path):
-    # plain files are memory-mapped: results, errors and empty files as with bytes
+def test_files_on_disk(tmp_path):
+    # plain files are read from disk: results, errors and empty files as with bytes
     path = tmp_path / "plain.svm"
     path.write_bytes(QUIRKS["special_values"])
     assert_same_as_sklearn(load_libsvm(path), load_svmlight_file(str(path)))
@@ -237,6 +242,136 @@ def test_files_on_disk_memory_mapped(tmp_path):
         assert info.value.line_number == 2
     path.write_bytes(b"")
     assert load_libsvm(path)[0].shape == (0, 1)
+
+
+# ---------------------------------------------------------------------------
+# a file that changes while it is loaded: an error, never a crash (SIGBUS)
+# ---------------------------------------------------------------------------
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _run_child(script, *args, timeout=600):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
+                          capture_output=True, text=True, env=env, cwd=str(REPO_ROOT),
+                          timeout=timeout)
+
+
+def _write_big_file(path, n_rows=20000):
+    rng = np.random.default_rng(0)
+    X = sp.random(n_rows, 500, density=0.05, format="csr", random_state=rng)
+    dump_svmlight_file(X, rng.choice([-1.0, 1.0], n_rows), str(path))
+    return n_rows
+
+
+TRUNCATED_WHILE_PARSED = """
+    import os, sys
+    import fastdp.datasets as datasets
+
+    path = sys.argv[1]
+    real_fill = datasets._kernel.fill_csr
+
+    def truncate_then_fill(buf, *args):  # between the parser's two passes
+        os.truncate(path, 0)
+        return real_fill(buf, *args)
+
+    datasets._kernel.fill_csr = truncate_then_fill
+    X, y = datasets.load_libsvm(path)
+    print(X.shape[0], flush=True)
+"""
+
+
+def test_file_truncated_between_the_parser_passes_does_not_crash(tmp_path):
+    """The loader memory-mapped plain files: a truncation under it killed the process
+    with SIGBUS (return code -7).  The content is now read before parsing starts."""
+    path = tmp_path / "big.svm"
+    n_rows = _write_big_file(path)
+    out = _run_child(TRUNCATED_WHILE_PARSED, path)
+    assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-2000:]}"
+    assert int(out.stdout) == n_rows  # the content as it was when it was read
+
+
+class _ChangingFile(io.FileIO):
+    """A file whose content changes (via another handle) just before it is read."""
+
+    def __init__(self, path, change):
+        super().__init__(path, "rb")
+        self._path, self._change = path, change
+
+    def read(self, size=-1):
+        if self._change is not None:
+            change, self._change = self._change, None
+            change(self._path)
+        return super().read(size)
+
+
+@pytest.mark.parametrize("change", ["truncate", "append", "rewrite_same_size"])
+def test_file_changed_while_read_is_an_error(tmp_path, change):
+    from fastdp.datasets import _read_whole_file
+
+    path = tmp_path / "data.svm"
+    path.write_bytes(b"1 1:0.5 3:2\n-1 2:1\n" * 1000)
+    size = path.stat().st_size
+
+    def edit(p):
+        if change == "truncate":
+            os.truncate(p, size // 2)
+        elif change == "append":
+            with open(p, "ab") as handle:
+                handle.write(b"1 1:1\n")
+        else:
+            os.utime(p, ns=(0, 0))  # same size, other content (mtime changes)
+    with _ChangingFile(str(path), edit) as handle:
+        with pytest.raises(ValidationError, match="changed while it was being read"):
+            _read_whole_file(handle, str(path))
+    with _ChangingFile(str(path), None) as handle:  # unchanged: the whole content
+        assert _read_whole_file(handle, str(path)) == path.read_bytes()
+
+
+REWRITTEN_WHILE_LOADED = """
+    import os, sys, threading, time
+    import numpy as np
+    from fastdp.datasets import load_libsvm
+    from fastdp.exceptions import ValidationError
+
+    path, rows = sys.argv[1], int(sys.argv[2])
+    original = open(path, "rb").read()
+    stop = threading.Event()
+
+    def vandal():  # truncates and restores the file as fast as it can
+        with open(path, "r+b") as handle:
+            while not stop.is_set():
+                handle.truncate(len(original) // 3)
+                handle.seek(0)
+                handle.write(original)
+                handle.flush()
+
+    thread = threading.Thread(target=vandal)
+    thread.start()
+    outcomes = {"loaded": 0, "refused": 0}
+    try:
+        for _ in range(int(sys.argv[3])):
+            try:
+                X, y = load_libsvm(path)
+            except ValidationError:  # "changed while read" or a cut line
+                outcomes["refused"] += 1
+            else:
+                assert X.shape[0] <= rows
+                outcomes["loaded"] += 1
+    finally:
+        stop.set()
+        thread.join()
+    print(outcomes, flush=True)
+"""
+
+
+def test_file_rewritten_while_loaded_never_crashes(tmp_path):
+    path = tmp_path / "big.svm"
+    n_rows = _write_big_file(path, n_rows=5000)
+    out = _run_child(REWRITTEN_WHILE_LOADED, path, n_rows, 40)
+    assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-2000:]}"
+    assert "loaded" in out.stdout
 
 
 def test_first_error_in_file_order_wins():
