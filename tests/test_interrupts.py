@@ -59,7 +59,7 @@ def test_keyboard_interrupt_charges_and_releases_nothing(monkeypatch, tmp_path, 
     ledger = PrivacyLedger(5.0, 1e-5, path=path)
     X, y = _data()
     seen = _interrupt_after_epochs(monkeypatch, 2, KeyboardInterrupt())
-    model = DPRidge(epsilon=1.0, epochs=5, ledger=ledger, random_state=0)
+    model = DPRidge(solver="dpscd", epsilon=1.0, epochs=5, ledger=ledger, random_state=0)
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, y)
     assert seen == [1, 2]                       # training really started, then stopped
@@ -78,7 +78,7 @@ def test_other_failures_during_training_keep_the_charge(monkeypatch):
     ledger = PrivacyLedger(5.0, 1e-5)
     X, y = _data()
     _interrupt_after_epochs(monkeypatch, 1, FloatingPointError("diverged"))
-    model = DPRidge(epsilon=1.0, epochs=3, ledger=ledger, random_state=0)
+    model = DPRidge(solver="dpscd", epsilon=1.0, epochs=3, ledger=ledger, random_state=0)
     with pytest.raises(FloatingPointError) as info:
         model.fit(X, y)
     assert any("keeps this fit's charge" in note for note in info.value.__notes__)
@@ -91,7 +91,7 @@ def test_refused_fit_trains_nothing(monkeypatch):
     ledger = PrivacyLedger(0.5, 1e-5)
     X, y = _data()
     seen = _interrupt_after_epochs(monkeypatch, 99, RuntimeError("never"))
-    model = DPLogisticRegression(epsilon=1.0, epochs=2, ledger=ledger, random_state=0)
+    model = DPLogisticRegression(solver="dpscd", epsilon=1.0, epochs=2, ledger=ledger, random_state=0)
     from fastdp.exceptions import BudgetExceededError
 
     with pytest.raises(BudgetExceededError):
@@ -124,7 +124,7 @@ LONG_FIT = """
     X = rng.normal(size=(3000, 40))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = X @ rng.normal(size=40)
-    model = DPRidge(noise_multiplier=50.0, epochs=100000, batch_size=100, ledger=ledger,
+    model = DPRidge(solver="dpscd", noise_multiplier=50.0, epochs=100000, batch_size=100, ledger=ledger,
                     random_state=0)
     try:
         model.fit(X, y)
@@ -191,7 +191,7 @@ def test_interrupt_after_a_callback_saw_released_states_keeps_the_charge(monkeyp
     X, y = _data()
     _interrupt_after_epochs(monkeypatch, 3, KeyboardInterrupt())
     seen = []
-    model = DPRidge(epsilon=1.0, epochs=5, ledger=ledger, random_state=0, callback=seen.append)
+    model = DPRidge(solver="dpscd", epsilon=1.0, epochs=5, ledger=ledger, random_state=0, callback=seen.append)
     with pytest.raises(KeyboardInterrupt):
         model.fit(X, y)
     assert len(seen) == 2

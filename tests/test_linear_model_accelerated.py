@@ -27,7 +27,7 @@ def _data(n=1500, d=8, seed=0, task="binary"):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_pure_accountant_spends_exactly_the_budget(solver):
     X, y = _data()
-    model = DPLogisticRegression(solver=solver, epsilon=0.8, alpha=0.01, sampler="fixed",
+    model = DPLogisticRegression(solver=solver, epsilon=0.8, alpha=0.01, sampler="fixed", fit_intercept=False, normalize=False,
                                  batch_size=300, epochs=4, accountant="pure",
                                  random_state=0).fit(X, y)
     assert model.epsilon_ == pytest.approx(0.8, rel=1e-12) and model.epsilon_ <= 0.8 + 1e-12
@@ -61,7 +61,7 @@ def test_rdp_accountant_calibrates_a_larger_pure_budget(solver):
 def test_non_private_limit_reaches_scikit_learn_logistic_optimum():
     X, y = _data()
     lam = 0.01
-    model = DPLogisticRegression(solver="dp_nesterov", epsilon=np.inf, alpha=lam,
+    model = DPLogisticRegression(solver="dp_nesterov", epsilon=np.inf, alpha=lam, fit_intercept=False, normalize=False,
                                  sampler="fixed", batch_size=X.shape[0],
                                  solver_options={"n_iter": 600}).fit(X, y)
     ref = LogisticRegression(C=1.0 / (lam * X.shape[0]), fit_intercept=False, tol=1e-12,
@@ -74,7 +74,7 @@ def test_non_private_limit_reaches_scikit_learn_logistic_optimum():
 def test_non_private_limit_reaches_scikit_learn_ridge_optimum(solver):
     X, y = _data(task="regression")
     lam = 0.05
-    model = DPRidge(solver=solver, epsilon=np.inf, alpha=lam, clip=np.inf, sampler="fixed",
+    model = DPRidge(solver=solver, epsilon=np.inf, alpha=lam, clip=np.inf, sampler="fixed", fit_intercept=False, normalize=False,
                     batch_size=X.shape[0], solver_options={"n_iter": 3000}).fit(X, y)
     ref = Ridge(alpha=lam * X.shape[0], fit_intercept=False).fit(X, y)
     assert np.allclose(model.coef_, ref.coef_, atol=1e-8)

@@ -59,7 +59,7 @@ def test_sklearn_compatible(estimator, check):
 def test_sgd_full_batch_ridge_matches_sklearn(regression_data):
     X, y = regression_data
     lam, n = 1e-2, X.shape[0]
-    est = DPRidge(epsilon=np.inf, solver="sgd", alpha=lam, batch_size=n, sampler="shuffle",
+    est = DPRidge(epsilon=np.inf, solver="sgd", alpha=lam, batch_size=n, sampler="shuffle", fit_intercept=False, normalize=False,
                   clip=None, epochs=400, solver_options={"learning_rate": 1.5},
                   random_state=0).fit(sp.csr_matrix(X), y)
     ref = Ridge(alpha=lam * n, fit_intercept=False).fit(X, y)
@@ -71,7 +71,7 @@ def test_sgd_full_batch_ridge_matches_sklearn(regression_data):
 def test_perturbation_solvers_nonprivate_limit_is_the_exact_optimum(binary_data, solver):
     X, y = binary_data
     lam, n = 1e-2, X.shape[0]
-    est = DPLogisticRegression(epsilon=np.inf, solver=solver, alpha=lam).fit(X, y)
+    est = DPLogisticRegression(epsilon=np.inf, solver=solver, alpha=lam, fit_intercept=False, normalize=False).fit(X, y)
     ref = LogisticRegression(C=1.0 / (lam * n), fit_intercept=False, tol=1e-14,
                              max_iter=100000).fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-5, atol=1e-7)
@@ -160,7 +160,7 @@ def test_bad_settings_are_rejected(binary_data, regression_data):
     with pytest.raises(ValidationError, match="solver_options"):
         DPLogisticRegression(solver="dpsgd", solver_options={"momentum": 0.9}).fit(X, y)
     with pytest.raises(ValidationError, match="norm"):
-        DPLogisticRegression(solver="objective").fit(X * 2, y)
+        DPLogisticRegression(solver="objective", normalize=False).fit(X * 2, y)
     with pytest.raises(ValidationError, match="learning"):
         DPLogisticRegression(solver="dpsgd", alpha=0.5,
                              solver_options={"learning_rate": 10.0}).fit(X, y)
