@@ -206,6 +206,17 @@ def _open_ledger(path, budget, budget_delta, delta):
 # ---------------------------------------------------------------------------
 # subcommands
 # ---------------------------------------------------------------------------
+_ROW_BOUNDS = {"auto": "auto", "normalize": "normalize", "clip": "clip", "reject": "reject"}
+
+
+def _auto_or(convert):
+    """argparse type: the word 'auto' or ``convert(text)``."""
+    def parse(text):
+        return "auto" if text == "auto" else convert(text)
+    parse.__name__ = getattr(convert, "__name__", "value")
+    return parse
+
+
 def _cmd_train(args):
     from fastdp import linear_model
 
@@ -226,11 +237,11 @@ def _cmd_train(args):
     model = cls(epsilon=args.epsilon, delta=delta, alpha=args.alpha, solver=args.solver,
                 batch_size=args.batch_size, clip=args.clip, epochs=args.epochs,
                 sampler=args.sampler, accountant=args.accountant,
-                solver_options=options or None, normalize=args.normalize, ledger=ledger,
-                random_state=args.seed)
+                solver_options=options or None, normalize=_ROW_BOUNDS[args.normalize],
+                fit_intercept=not args.no_intercept, ledger=ledger, random_state=args.seed)
     model.fit(X, y)
     elapsed = time.perf_counter() - started
-    print(f"fastdp train: {cls.__name__} (solver {args.solver}) on {where}: "
+    print(f"fastdp train: {cls.__name__} (solver {model.solver_}) on {where}: "
           f"{X.shape[0]} rows, {X.shape[1]} features")
     _print_privacy(model, target=None if math.isinf(args.epsilon) else args.epsilon,
                    accountant=args.accountant)
@@ -434,14 +445,17 @@ def build_parser():
     p.add_argument("data", metavar="DATA", help="LIBSVM file or dataset:NAME[:SUBSET]")
     p.add_argument("--model", required=True, choices=sorted(_MODELS),
                    help="ridge (squared loss), logistic, or svm (hinge loss)")
-    p.add_argument("--solver", default="dpscd",
-                   help="solver name (default dpscd; see fastdp.solvers.registry)")
+    p.add_argument("--solver", default="auto",
+                   help="solver name (default auto: DP-SGD with fastdp's documented defaults, "
+                   "the exact optimum at --epsilon inf; see fastdp.solvers.registry)")
     p.add_argument("--epsilon", type=_epsilon, default=1.0,
                    help="target epsilon > 0 (inf: non-private); default 1")
     p.add_argument("--delta", type=_probability, default=None,
                    help="target delta in (0, 1); default min(1e-5, 1/(10 n))")
-    p.add_argument("--alpha", type=_positive_float, default=1e-4, help="L2 strength lambda")
-    p.add_argument("--epochs", type=_positive_float, default=10.0)
+    p.add_argument("--alpha", type=_auto_or(_positive_float), default="auto",
+                   help="L2 strength lambda (default auto: 1/n)")
+    p.add_argument("--epochs", type=_auto_or(_positive_float), default="auto",
+                   help="passes over the data (default auto: the solver's rule)")
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--clip", type=_clip, default="auto", help="update/gradient bound C or auto")
     p.add_argument("--sampler", choices=("poisson", "fixed", "shuffle"), default=None)
@@ -450,8 +464,13 @@ def build_parser():
                    help="step size (dpsgd and sgd solvers)")
     p.add_argument("--solver-option", type=_option, action="append", metavar="KEY=VALUE",
                    help="solver-specific option (repeatable), e.g. box_eps=1e-4")
-    p.add_argument("--normalize", action="store_true",
-                   help="scale every row to unit L2 norm first (per example: no privacy cost)")
+    p.add_argument("--normalize", nargs="?", const="normalize", default="auto",
+                   choices=sorted(_ROW_BOUNDS),
+                   help="how rows are bounded to norm 1 (per example: no privacy cost): "
+                   "normalize (the flag alone), clip, reject (refuse rows above 1), or auto "
+                   "(default: normalize for classifiers, clip for ridge)")
+    p.add_argument("--no-intercept", action="store_true",
+                   help="fit no intercept (default: a private intercept in the same mechanism)")
     p.add_argument("--seed", type=int, default=None, help="random seed (same seed, same bits)")
     p.add_argument("--ledger", metavar="FILE", help="privacy ledger JSON file to charge")
     p.add_argument("--budget", type=_positive_float, default=None,

@@ -23,7 +23,10 @@ Format (``"format": "fastdp.model"``, ``"version": 1``)
                             "delta": ..., "accountant": "rdp", "adjacency": "add_remove"},
                  "sampler": "poisson", "sample_rate": 0.03, "clip": 1.0, "n_iter": 310,
                  "seed": 0},                         # random_state if it was an int, else null
-     "fit": {"n_features_in": 68, "feature_names_in": null, "fit_time": 0.2},
+     "fit": {"n_features_in": 68, "feature_names_in": null, "fit_time": 0.2,
+             "row_map": {"bound": "normalize", "fit_intercept": true,
+                         "intercept_scaling": 1.0},       # applied again at prediction
+             "solver": "dpsgd", "multi_class": null},     # "multinomial"/"ovr" for K > 2
      "arrays": {"file": "model.npz", "sha256": "...", "names": ["coef", "intercept", "classes"]}}
 
 Non-finite numbers are written as the strings ``"inf"``, ``"-inf"``,
@@ -65,7 +68,8 @@ __all__ = ["save_model", "load_model", "model_paths", "read_model_metadata",
            "MODEL_FORMAT", "MODEL_VERSION"]
 
 MODEL_FORMAT = "fastdp.model"
-MODEL_VERSION = 1
+MODEL_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 
 _ARRAY_NAMES = ("coef", "intercept", "classes")
 
@@ -256,6 +260,9 @@ def save_model(estimator, path):
             "n_features_in": int(estimator.n_features_in_),
             "feature_names_in": None if feature_names is None else [str(f) for f in feature_names],
             "fit_time": _number(getattr(estimator, "fit_time_", None)),
+            "row_map": estimator.row_map_.to_dict(),
+            "solver": getattr(estimator, "solver_", None),
+            "multi_class": getattr(estimator, "multi_class_", None),
         },
         "arrays": {"file": npz_path.name, "sha256": _sha256(payload), "names": sorted(arrays)},
     }
@@ -282,10 +289,72 @@ def read_model_metadata(path):
     required = {"format", "version", "estimator", "params", "privacy", "fit", "arrays"}
     if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT or not required <= set(data):
         raise ValidationError(f"{json_path} is not a fastdp model file.")
-    if data["version"] != MODEL_VERSION:
+    if data["version"] not in _READABLE_VERSIONS:
         raise ValidationError(f"{json_path} has model format version {data['version']!r}; this "
-                              f"fastdp reads version {MODEL_VERSION}.")
+                              f"fastdp reads versions {list(_READABLE_VERSIONS)}.")
+    for key in ("params", "privacy", "fit", "arrays"):
+        if not isinstance(data[key], dict):
+            raise ValidationError(f"{json_path}: '{key}' must be a JSON object.")
     return data
+
+
+def _row_map_from_file(json_path, data):
+    """The saved row map; version-1 files (no intercept) had normalise-or-reject rows."""
+    from fastdp.preprocessing import RowMap
+
+    saved = data["fit"].get("row_map")
+    try:
+        if saved is None:
+            normalize = data["params"].get("normalize") is True
+            return RowMap("normalize" if normalize else "reject", False, 1.0)
+        return RowMap(bound=saved["bound"], fit_intercept=bool(saved["fit_intercept"]),
+                      intercept_scaling=float(saved["intercept_scaling"]))
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise ValidationError(f"{json_path}: invalid row map {saved!r}: {exc}") from exc
+
+
+def _check_shapes(json_path, name, coef, intercept, classes):
+    """coef, intercept and classes must describe one model."""
+    if name == "DPRidge":
+        ok = coef.ndim == 1 and intercept.shape == (1,)
+    else:
+        k = 0 if classes is None else classes.shape[0]
+        rows = 1 if k == 2 else k
+        ok = (classes is not None and classes.ndim == 1 and k >= 2
+              and len(np.unique(classes)) == k and coef.ndim == 2
+              and coef.shape[0] == rows and intercept.shape == (rows,))
+    if not ok:
+        raise ValidationError(
+            f"{json_path}: inconsistent arrays (coef {coef.shape}, intercept {intercept.shape}, "
+            f"classes {None if classes is None else classes.shape}).")
+
+
+def _checked_epsilon(json_path, privacy, event, delta):
+    """epsilon recomputed from the saved event (never trusted from the file).
+
+    The JSON's ``epsilon`` must agree with the accountant's epsilon of the
+    saved ``event`` at the saved ``delta`` (to 1e-9 relative); a file whose
+    number was edited is refused.
+    """
+    from fastdp.privacy.accountants import get_accountant
+    from fastdp.privacy.events import NonPrivateEvent
+
+    stored = _from_number(privacy["epsilon"], "epsilon")
+    if isinstance(event, NonPrivateEvent):
+        if not math.isinf(stored):
+            raise ValidationError(f"{json_path}: a non-private event with epsilon {stored}.")
+        return math.inf
+    try:
+        accountant = get_accountant(privacy.get("accountant", "rdp"))
+        computed = float(accountant.epsilon(event, delta))
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise ValidationError(f"{json_path}: cannot recompute epsilon from the saved event: "
+                              f"{exc}") from exc
+    if not math.isclose(computed, stored, rel_tol=1e-9, abs_tol=1e-12):
+        raise ValidationError(
+            f"{json_path}: the stored epsilon {stored!r} is not the accountant's epsilon "
+            f"{computed!r} of the stored event: the file was modified.")
+    return computed
 
 
 def load_model(path):
@@ -346,11 +415,17 @@ def load_model(path):
     if coef.shape[-1] != n_features:
         raise ValidationError(f"{json_path}: coef has {coef.shape[-1]} features, the metadata "
                               f"says {n_features}.")
-    estimator.coef_ = coef
     intercept = np.asarray(arrays["intercept"], dtype=np.float64)
+    if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+        raise ValidationError(f"{npz_path}: non-finite coefficients; not a usable model.")
+    _check_shapes(json_path, name, coef, intercept, arrays.get("classes"))
+    estimator.coef_ = coef
     estimator.intercept_ = float(intercept[0]) if name == "DPRidge" else intercept
     if "classes" in arrays:
         estimator.classes_ = arrays["classes"]
+    estimator.row_map_ = _row_map_from_file(json_path, data)
+    estimator.solver_ = fit.get("solver", data["params"].get("solver"))
+    estimator.multi_class_ = fit.get("multi_class")
     estimator.n_features_in_ = n_features
     if fit.get("feature_names_in") is not None:
         estimator.feature_names_in_ = np.asarray(fit["feature_names_in"], dtype=object)
@@ -358,8 +433,9 @@ def load_model(path):
         estimator.privacy_event_ = event_from_dict(privacy["event"])
     except (TypeError, KeyError, ValueError) as exc:
         raise ValidationError(f"{json_path}: invalid privacy event: {exc}") from exc
-    estimator.epsilon_ = _from_number(privacy["epsilon"], "epsilon")
     estimator.delta_ = _from_number(privacy["delta"], "delta")
+    estimator.epsilon_ = _checked_epsilon(json_path, privacy, estimator.privacy_event_,
+                                          estimator.delta_)
     estimator.noise_multiplier_ = _from_number(privacy["noise_multiplier"], "noise_multiplier")
     estimator.noise_name_ = privacy.get("noise_name", "noise_multiplier")
     estimator.privacy_report_ = _report_from_dict(privacy.get("report"))

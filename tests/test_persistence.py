@@ -58,7 +58,7 @@ def test_file_is_plain_json_with_version_seed_and_event(tmp_path, data):
     model = _fit(DPLogisticRegression, data, random_state=5)
     save_model(model, tmp_path / "m.json")
     meta = json.loads((tmp_path / "m.json").read_text())
-    assert meta["format"] == "fastdp.model" and meta["version"] == 1
+    assert meta["format"] == "fastdp.model" and meta["version"] == 2
     assert meta["fastdp_version"] == fastdp.__version__
     privacy = meta["privacy"]
     assert privacy["seed"] == 5 and privacy["delta"] == 1e-5
@@ -131,3 +131,91 @@ def test_model_paths():
     for name in ("dir/model", "dir/model.json", "dir/model.npz"):
         j, n = model_paths(name)
         assert (str(j), str(n)) == ("dir/model.json", "dir/model.npz")
+
+
+# --------------------------------------------------- the model's own row map
+@pytest.mark.parametrize("normalize", ["auto", "clip", True])
+def test_row_map_and_intercept_survive_a_round_trip(tmp_path, normalize):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 5)) * 4.0       # raw rows, far above norm 1
+    y = (X[:, 0] + 2.0 > 0).astype(int)
+    model = DPLogisticRegression(epsilon=1.0, normalize=normalize, intercept_scaling=0.7,
+                                 random_state=0).fit(X, y)
+    save_model(model, tmp_path / "m")
+    loaded = load_model(tmp_path / "m")
+    assert loaded.row_map_ == model.row_map_ and loaded.intercept_[0] != 0.0
+    np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+def test_multiclass_models_round_trip(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((600, 6))
+    y = np.argmax(X[:, :3], axis=1)
+    for model in (DPLogisticRegression(epsilon=2.0, random_state=0).fit(X, y),
+                  DPLinearSVC(epsilon=2.0, random_state=0).fit(X, y)):
+        save_model(model, tmp_path / "m")
+        loaded = load_model(tmp_path / "m")
+        assert loaded.multi_class_ == model.multi_class_ and loaded.epsilon_ == model.epsilon_
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def _edit(tmp_path, change):
+    meta = json.loads((tmp_path / "m.json").read_text())
+    change(meta)
+    (tmp_path / "m.json").write_text(json.dumps(meta))
+
+
+def test_forged_epsilon_is_refused(tmp_path, data):
+    save_model(_fit(DPLogisticRegression, data), tmp_path / "m")
+    _edit(tmp_path, lambda meta: meta["privacy"].update(epsilon=0.001))
+    with pytest.raises(ValidationError, match="modified"):
+        load_model(tmp_path / "m")
+
+
+def test_forged_delta_or_event_is_refused(tmp_path, data):
+    save_model(_fit(DPLogisticRegression, data), tmp_path / "m")
+    _edit(tmp_path, lambda meta: meta["privacy"].update(delta=0.5))
+    with pytest.raises(ValidationError, match="modified"):
+        load_model(tmp_path / "m")
+
+
+def test_nan_coefficients_and_inconsistent_classes_are_refused(tmp_path, data):
+    import io
+
+    model = _fit(DPLogisticRegression, data)
+    for arrays in ({"coef": np.full_like(model.coef_, np.nan)},
+                   {"classes": np.array(["a", "b", "c"])},
+                   {"classes": np.array(["a", "a"])}):
+        save_model(model, tmp_path / "m")
+        with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:
+            content = {k: npz[k] for k in npz.files}
+        content.update(arrays)
+        buffer = io.BytesIO()
+        np.savez(buffer, **content)
+        (tmp_path / "m.npz").write_bytes(buffer.getvalue())
+        import hashlib
+
+        _edit(tmp_path, lambda meta: meta["arrays"].update(
+            sha256=hashlib.sha256(buffer.getvalue()).hexdigest()))
+        with pytest.raises(ValidationError, match="non-finite|inconsistent"):
+            load_model(tmp_path / "m")
+
+
+def test_version_1_files_load_with_their_row_rule(tmp_path, data):
+    """A file written before the row map existed: normalise-or-reject, no intercept."""
+    X = data[0]
+    model = _fit(DPLogisticRegression, data, normalize=True, fit_intercept=False)
+    save_model(model, tmp_path / "m")
+
+    def to_v1(meta):
+        meta["version"] = 1
+        for key in ("row_map", "solver", "multi_class"):
+            meta["fit"].pop(key)
+        for key in ("fit_intercept", "intercept_scaling"):
+            meta["params"].pop(key)
+        meta["params"]["normalize"] = True
+    _edit(tmp_path, to_v1)
+    loaded = load_model(tmp_path / "m")
+    assert loaded.row_map_.bound == "normalize" and not loaded.row_map_.fit_intercept
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
