@@ -27,8 +27,11 @@ model saturates:
 
 Fewer epochs at small epsilon mean fewer, less noisy steps; the cap
 ``eta_max`` keeps each step stable (a step above ``2/beta`` diverges).
-``alpha`` (the L2 strength) defaults to ``1 / n``, scikit-learn's
-``C = 1``, so that ``epsilon = inf`` fits scikit-learn's default model.
+``alpha`` (the L2 strength) defaults to ``0.1 / n`` (scikit-learn's ``C = 10``):
+on rows of norm <= 1 with the intercept column, ``1 / n`` (``C = 1``)
+over-regularises (phishing 93.0 % vs 93.7 %, mushrooms 99.3 % vs 100 % at
+epsilon = inf), and a private fit at large epsilon must not beat the
+non-private one, or accuracy would fall as epsilon grows.
 
 Everything here is a pure function: no data, no randomness.
 """
@@ -47,8 +50,8 @@ _STEP_FRACTION = 0.3
 
 
 def default_alpha(n_samples):
-    """``1 / n``: scikit-learn's default ``C = 1`` in fastdp's 1/n-averaged objective."""
-    return 1.0 / float(n_samples)
+    """``0.1 / n``: scikit-learn's ``C = 10`` in fastdp's 1/n-averaged objective."""
+    return 0.1 / float(n_samples)
 
 
 def default_batch_size(n_samples):

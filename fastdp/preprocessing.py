@@ -440,7 +440,7 @@ class RowMap:
 
     bound: str = "normalize"
     fit_intercept: bool = True
-    intercept_scaling: float = 1.0
+    intercept_scaling: float = 0.5
 
     def __post_init__(self):
         if self.bound not in ROW_BOUNDS:

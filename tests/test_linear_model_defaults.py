@@ -90,9 +90,9 @@ def test_prediction_applies_the_training_row_map(Est, normalize, solver):
     bound = est.row_map_.bound
     assert bound == {"auto": "clip" if Est is DPRidge else "normalize", True: "normalize",
                      "clip": "clip"}[normalize]
-    Xb, Xm = _by_hand(X, bound, True)
-    theta = np.hstack([est.coef_.reshape(-1) / est.row_map_.scale,
-                       np.ravel(est.intercept_) / est.row_map_.scale])
+    Xb, Xm = _by_hand(X, bound, True, c=est.intercept_scaling)
+    a, c = est.row_map_.scale, est.intercept_scaling
+    theta = np.hstack([est.coef_.reshape(-1) / a, np.ravel(est.intercept_) / (a * c)])
     if Est is DPRidge:
         np.testing.assert_allclose(est.predict(X), Xb @ est.coef_ + est.intercept_, rtol=1e-10)
         np.testing.assert_allclose(est.predict(X), Xm @ theta, rtol=1e-9, atol=1e-12)
@@ -162,7 +162,7 @@ def test_eps_inf_reaches_the_non_private_optimum(Est, loss):
     assert est.solver_ == "exact" and est.epsilon_ == math.inf
     n = X.shape[0]
     lam = default_alpha(n)
-    _, Xm = _by_hand(X, est.row_map_.bound, True)
+    _, Xm = _by_hand(X, est.row_map_.bound, True, c=est.intercept_scaling)
     ypm = y if task == "regression" else np.where(y == 1, 1.0, -1.0)
     if loss == "squared":
         ref = Ridge(alpha=lam * n, fit_intercept=False).fit(Xm, y).coef_
@@ -172,7 +172,8 @@ def test_eps_inf_reaches_the_non_private_optimum(Est, loss):
     else:
         ref = LinearSVC(C=1.0 / (lam * n), loss="hinge", fit_intercept=False, tol=1e-12,
                         max_iter=1000000).fit(Xm, y).coef_[0]
-    theta = np.hstack([est.coef_.reshape(-1), np.ravel(est.intercept_)]) / est.row_map_.scale
+    a, c = est.row_map_.scale, est.intercept_scaling
+    theta = np.hstack([est.coef_.reshape(-1) / a, np.ravel(est.intercept_) / (a * c)])
     p_est = primal_objective(theta, Xm, ypm, loss, lam)
     p_ref = primal_objective(ref, Xm, ypm, loss, lam)
     assert (p_est - p_ref) / p_ref <= 1e-6
@@ -183,7 +184,7 @@ def test_multinomial_eps_inf_matches_sklearn():
     X, y = _data(task="multiclass", k=4, n=400)
     est = DPLogisticRegression(epsilon=np.inf).fit(X, y)
     assert est.multi_class_ == "multinomial" and est.coef_.shape == (4, 6)
-    _, Xm = _by_hand(X, "normalize", True)
+    _, Xm = _by_hand(X, "normalize", True, c=est.intercept_scaling)
     lam = default_alpha(X.shape[0])
     ref = LogisticRegression(C=1.0 / (lam * X.shape[0]), fit_intercept=False, tol=1e-12,
                              max_iter=100000).fit(Xm, y)
@@ -234,6 +235,7 @@ def test_defaults_depend_on_public_quantities_only():
 
 
 def test_dpsgd_rule_values():
+    assert default_alpha(1000) == 1e-4
     rule = dpsgd_defaults(10_000, 1.0, "logistic")
     assert rule == {"batch_size": 256, "epochs": 20.0, "learning_rate": 0.3 * 256 / 20,
                     "clip": 1.0}
