@@ -31,35 +31,82 @@ same directory, which is flushed and ``fsync``-ed and then renamed over the
 ledger with ``os.replace`` (and the directory is ``fsync``-ed), so a crash at
 any point leaves either the previous or the new ledger, never a torn one.  A
 crash can leave a stray ``.<name>.*.tmp`` file beside the ledger; it is never
-read and may be deleted.
+read and may be deleted.  The file keeps the permission bits it had (a new
+file is created with mode 0600).
+
+The path is resolved (``os.path.realpath``) before every use, so every name
+of one file (through symbolic links, relative paths, ...) reaches the same
+file and the same lock, and a symbolic link stays a link.  A ledger file with
+several *hard* links is refused: replacing it under one name would leave the
+other names on the old content, splitting one budget in two.
 
 Several processes may share one ledger file: every charge takes an exclusive
-POSIX ``flock`` on the side file ``<path>.lock``, reloads the ledger from disk,
-checks the budget, appends and writes, then unlocks; reads take a shared lock.
-So concurrent charges are serialised and can never jointly exceed the budget,
-and no charge is lost.  (On platforms without ``fcntl`` the ledger works but
-does not lock, and says so with a warning.)
+POSIX ``flock`` on the side file ``<real path>.lock``, re-reads the ledger
+from disk, checks the budget, appends and writes, then unlocks.  So concurrent
+charges are serialised and can never jointly exceed the budget, and no charge
+is lost.  Reading takes no lock and writes nothing (the atomic replacement
+means a reader sees either the old or the new file), so a ledger in a
+read-only directory can be inspected.  (On platforms without ``fcntl`` the
+ledger works but does not lock, and says so with a warning.)
 
-File format (``"format": "fastdp.privacy_ledger"``, ``"version": 2``)::
+Tamper evidence
+---------------
+The file is an append-only log of *records* linked by a SHA-256 hash chain:
+every record stores the hash of the previous one (``prev``) and its own hash
+(``hash``, over its canonical JSON without ``hash``), and the file stores the
+hash of the last one (``head``).  The first record states the budget; a
+budget change is a record of its own, made only when the ledger is re-opened
+with ``change_budget=True``.  Reading verifies the whole chain, and that the
+budget in the file's header is the one the chain ends with, so a hand edit
+(an entry removed or altered, a count set to 0, the budget raised from 5 to
+1000, the last entries cut off) is refused with a
+:class:`~fastdp.exceptions.ValidationError` naming the file, as is any
+damaged or foreign content.  This is evidence against accidents and casual
+edits, not a security boundary: anyone who can write the file can also
+recompute the hashes.  Protect the file (and its directory) with permissions
+or append-only storage where that matters.
 
-    {"format": ..., "version": 2, "epsilon": 1.0, "delta": 1e-05,
+File format (``"format": "fastdp.privacy_ledger"``, ``"version": 3``)::
+
+    {"format": ..., "version": 3, "epsilon": 1.0, "delta": 1e-05,
      "accountant": "rdp", "accountant_options": {},
-     "entries": [{"event": {...event_to_dict...}, "label": "fit 1",
-                  "timestamp": 1763700000.123, "status": "committed"},
-                 {"event": {...}, "label": "fit 2", "timestamp": ...,
-                  "status": "reserved", "id": "3f2a..."}, ...]}
+     "records": [
+       {"seq": 0, "type": "open", "epsilon": 1.0, "delta": 1e-05, "accountant": "rdp",
+        "accountant_options": {}, "nonce": "9c0e...", "timestamp": 1763700000.1,
+        "prev": "000...0", "hash": "5d41..."},
+       {"seq": 1, "type": "charge", "event": {...event_to_dict...}, "label": "fit 1",
+        "timestamp": ..., "prev": "5d41...", "hash": "..."},
+       {"seq": 2, "type": "reserve", "id": "3f2a...", "event": {...}, "label": "fit 2", ...},
+       {"seq": 3, "type": "commit", "id": "3f2a...", "timestamp": ..., ...},
+       {"seq": 4, "type": "budget", "epsilon": 2.0, ..., "timestamp": ..., ...}],
+     "head": "<hash of the last record>"}
 
-Version 1 files (no ``status``: every entry committed) are read as well and
-rewritten as version 2 on the next charge.
+``cancel`` records remove a pending reservation.  Files of versions 1 and 2
+(no chain) are refused with a message: if their content is trusted,
+:meth:`PrivacyLedger.upgrade` converts them once.
+
+Copies and pickling
+-------------------
+A ledger is a live budget, never duplicated: ``copy.copy`` and
+``copy.deepcopy`` (hence ``sklearn.base.clone``, ``GridSearchCV``,
+``cross_val_score`` of an estimator holding it) return the ledger itself, so
+every fit of every clone charges the one budget.  A file-backed ledger
+pickles as a reference to its file (absolute path, budget, accountant); the
+unpickled ledger, in this or another process, charges that same file (its
+locks are made when it is used).  An in-memory ledger (no ``path``) cannot be
+pickled: the copy would be a second, independent budget; use a file-backed
+ledger to share a budget between processes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import math
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -85,8 +132,8 @@ __all__ = [
 ]
 
 LEDGER_FORMAT = "fastdp.privacy_ledger"
-LEDGER_VERSION = 2
-_READABLE_VERSIONS = (1, 2)
+LEDGER_VERSION = 3
+_LEGACY_VERSIONS = (1, 2)  # no hash chain: read only by PrivacyLedger.upgrade
 COMMITTED = "committed"
 RESERVED = "reserved"
 
@@ -110,12 +157,27 @@ def event_to_dict(event):
     return data
 
 
+def _short_repr(value, limit=200):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def event_from_dict(data):
-    """Rebuild an event from :func:`event_to_dict` output (validated again)."""
+    """Rebuild an event from :func:`event_to_dict` output (validated again).
+
+    Any malformed description (missing or unexpected fields, wrong types,
+    nesting too deep) raises :class:`~fastdp.exceptions.ValidationError`.
+    """
     try:
         return ev.event_from_dict(data)
-    except TypeError as exc:  # unexpected or missing fields
-        raise ValidationError(f"not a valid event description {data!r}: {exc}") from exc
+    except ValidationError:
+        raise
+    except RecursionError:
+        raise ValidationError("not a valid event description: nested too deeply") from None
+    except Exception as exc:  # unexpected or missing fields, wrong value types
+        raise ValidationError(
+            f"not a valid event description {_short_repr(data)}: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 # ----------------------------------------------------------------------------
@@ -224,7 +286,7 @@ class Reservation:
 
 
 # ----------------------------------------------------------------------------
-# files: atomic write, locking, reading
+# files: atomic write, locking
 # ----------------------------------------------------------------------------
 def _fsync_directory(directory):
     try:
@@ -239,13 +301,19 @@ def _fsync_directory(directory):
         os.close(fd)
 
 
-def _atomic_write_json(path, payload):
-    """Write ``payload`` to ``path`` so that readers see the old or the new file only."""
+def _atomic_write_json(path, payload, mode=None):
+    """Write ``payload`` to ``path`` so that readers see the old or the new file only.
+
+    ``mode``: permission bits of the new file (those of the file it replaces);
+    None keeps ``tempfile.mkstemp``'s 0600.
+    """
     text = json.dumps(payload, indent=1, allow_nan=False)
     directory = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
                                      suffix=".tmp", dir=directory)
     try:
+        if mode is not None and hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -262,49 +330,287 @@ _NO_LOCK_WARNED = False
 
 
 @contextlib.contextmanager
-def _locked(lock_path, exclusive):
-    """Hold a POSIX flock on ``lock_path`` (created if needed)."""
+def _exclusive_lock(lock_path):
+    """Hold an exclusive POSIX flock on ``lock_path`` (created if needed).
+
+    After the lock is granted the path is checked to still name the locked
+    file: if someone deleted or replaced the lock file meanwhile, another
+    process may hold a lock on the new one, so the lock is taken again.
+    """
     global _NO_LOCK_WARNED
     if fcntl is None:  # pragma: no cover
         if not _NO_LOCK_WARNED:
             warnings.warn("fcntl is unavailable: the privacy ledger file is not locked; "
-                          "do not share it between processes", RuntimeWarning, stacklevel=3)
+                          "do not share it between processes", RuntimeWarning, stacklevel=4)
             _NO_LOCK_WARNED = True
         yield
         return
-    with open(lock_path, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _read_ledger_file(path):
-    """Parse and validate a ledger file; returns its header dict and entries."""
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                named = os.stat(lock_path)
+            except FileNotFoundError:
+                named = None
+            held = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)  # the lock file was replaced while we waited: lock the new one
     try:
-        with open(path, "r", encoding="utf-8") as handle:
-            data = json.load(handle)
-    except json.JSONDecodeError as exc:
+        yield
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+# ----------------------------------------------------------------------------
+# the record chain: reading, verifying, replaying
+# ----------------------------------------------------------------------------
+_GENESIS = "0" * 64
+_BUDGET_KEYS = ("epsilon", "delta", "accountant", "accountant_options")
+_FILE_KEYS = frozenset(("format", "version", "records", "head") + _BUDGET_KEYS)
+_CHAIN_KEYS = frozenset(("seq", "type", "prev", "hash"))
+_RECORD_KEYS = {
+    "open": frozenset(_BUDGET_KEYS + ("nonce", "timestamp")),
+    "budget": frozenset(_BUDGET_KEYS + ("timestamp",)),
+    "charge": frozenset(("event", "label", "timestamp")),
+    "reserve": frozenset(("id", "event", "label", "timestamp")),
+    "commit": frozenset(("id", "timestamp")),
+    "cancel": frozenset(("id", "timestamp")),
+}
+_TRUST_ADVICE = (
+    "The budget it records cannot be trusted, so fastdp refuses to use it: restore the "
+    "file from a backup, or start a new ledger."
+)
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
+
+
+def _record_hash(record):
+    body = {key: value for key, value in record.items() if key != "hash"}
+    return hashlib.sha256(_canonical(body).encode("ascii")).hexdigest()
+
+
+def _damaged(path, reason):
+    return ValidationError(
+        f"privacy ledger {path} failed its integrity check: {reason}. It was edited or "
+        f"damaged outside fastdp. {_TRUST_ADVICE}")
+
+
+def _refuse_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _no_duplicate_keys(pairs):
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("an object has a repeated key")
+    return dict(pairs)
+
+
+def _check_link_count(path, info):
+    if info.st_nlink > 1:
         raise ValidationError(
-            f"{path} is not a fastdp privacy ledger (invalid JSON: {exc}); it was not "
-            "written by fastdp or was damaged outside fastdp") from exc
-    required = {"format", "version", "epsilon", "delta", "accountant", "accountant_options",
-                "entries"}
-    if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT or not required <= set(data):
+            f"privacy ledger {path} has {info.st_nlink} hard links: fastdp replaces the file "
+            "on every charge, which would leave the other names on the old content and split "
+            "one budget in two. Keep one name (remove the other links; use a symbolic link "
+            "if a second name is needed).")
+
+
+def _read_json(path, real):
+    """The parsed JSON of a ledger file and its permission bits (a clear
+    ValidationError for anything unreadable, not a regular file, or hard-linked)."""
+    try:
+        with open(real, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ValidationError(f"privacy ledger {path} is not a regular file")
+            _check_link_count(path, info)
+            mode = stat.S_IMODE(info.st_mode)
+            raw = handle.read()
+    except FileNotFoundError:
+        raise ValidationError(
+            f"no privacy ledger at {path} (it was moved or deleted); create one with "
+            "PrivacyLedger(epsilon, delta, path=...)") from None
+    except OSError as exc:
+        raise ValidationError(
+            f"cannot read privacy ledger {path}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant,
+                          object_pairs_hook=_no_duplicate_keys), mode
+    except RecursionError:
+        reason = "nested too deeply"
+    except (UnicodeDecodeError, ValueError, TypeError) as exc:
+        reason = f"{type(exc).__name__}: {exc}"
+    raise ValidationError(
+        f"{path} is not a fastdp privacy ledger (unreadable: {_short_repr(reason)}); it was "
+        "not written by fastdp or was damaged outside fastdp.")
+
+
+def _budget_of(record):
+    epsilon, delta = _check_budget(record["epsilon"], record["delta"])
+    accountant, options = record["accountant"], record["accountant_options"]
+    if not isinstance(accountant, str) or not isinstance(options, dict):
+        raise ValueError("the accountant must be a name and its options an object")
+    return {"epsilon": epsilon, "delta": delta, "accountant": accountant,
+            "accountant_options": options}
+
+
+def _timestamp(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"bad timestamp {value!r}")
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class _LedgerState:
+    """What a verified ledger file says."""
+
+    budget: dict           # the budget the chain ends with
+    header: dict           # the budget the file's header states
+    entries: tuple         # effective entries (committed and pending), oldest first
+    records: list          # every record, as read
+    head: str              # hash of the last record
+    mode: int              # permission bits of the file
+
+    @property
+    def header_matches(self):
+        return self.header == self.budget
+
+
+def _legacy_error(path, version):
+    return ValidationError(
+        f"{path} is a version-{version} fastdp privacy ledger, written before ledgers carried "
+        "tamper evidence; fastdp no longer uses it as it is, because an edit of it could not "
+        "be detected. If you trust its content, convert it once with "
+        "fastdp.privacy.ledger.PrivacyLedger.upgrade(path) (every entry is kept and a hash "
+        "chain is added).")
+
+
+def _replay(path, data):
+    """Verify the chain of a parsed version-3 file and fold its records into entries."""
+    if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
         raise ValidationError(f"{path} is not a fastdp privacy ledger file")
-    if data["version"] not in _READABLE_VERSIONS:
+    version = data.get("version")
+    if version in _LEGACY_VERSIONS and not isinstance(version, bool):
+        raise _legacy_error(path, version)
+    if version != LEDGER_VERSION or isinstance(version, bool):
         raise ValidationError(
-            f"{path} has ledger format version {data['version']!r}; this fastdp reads "
-            f"versions {_READABLE_VERSIONS}")
-    entries = tuple(LedgerEntry.from_dict(item) for item in data["entries"])
-    return data, entries
+            f"{path} has ledger format version {_short_repr(version)}; this fastdp reads "
+            f"version {LEDGER_VERSION} (and upgrades versions {_LEGACY_VERSIONS})")
+    if set(data) != _FILE_KEYS:
+        raise _damaged(path, f"its top-level fields are {sorted(data)}, expected "
+                             f"{sorted(_FILE_KEYS)}")
+    records = data["records"]
+    if not isinstance(records, list) or not records:
+        raise _damaged(path, "it has no records")
+    previous = _GENESIS
+    budget = None
+    entries = []            # None marks a cancelled reservation
+    pending = {}            # reservation id -> position in entries
+    for k, record in enumerate(records):
+        where = f"record {k}"
+        if not isinstance(record, dict) or not _CHAIN_KEYS <= set(record):
+            raise _damaged(path, f"{where} is not a ledger record")
+        seq = record["seq"]
+        if isinstance(seq, bool) or seq != k:
+            raise _damaged(path, f"{where} carries number {_short_repr(seq)}: records were "
+                                 "removed, added or reordered")
+        if record["prev"] != previous:
+            raise _damaged(path, f"{where} does not follow record {k - 1} in the hash chain "
+                                 "(a record was removed, replaced or reordered)")
+        try:
+            computed = _record_hash(record)
+        except (TypeError, ValueError):
+            computed = None
+        if record["hash"] != computed:
+            raise _damaged(path, f"{where} was modified (its content does not match its hash)")
+        previous = computed
+        kind = record["type"]
+        fields = _RECORD_KEYS.get(kind) if isinstance(kind, str) else None
+        if fields is None or set(record) != fields | _CHAIN_KEYS:
+            raise _damaged(path, f"{where} has an unknown type or fields")
+        if (kind == "open") != (k == 0):
+            raise _damaged(path, f"{where}: only the first record opens the ledger")
+        try:
+            timestamp = _timestamp(record["timestamp"])
+            if kind in ("open", "budget"):
+                budget = _budget_of(record)
+            elif kind in ("charge", "reserve"):
+                label = record["label"]
+                if not isinstance(label, str):
+                    raise ValueError("the label must be a string")
+                event = event_from_dict(record["event"])
+                if kind == "charge":
+                    entries.append(LedgerEntry(event, label, timestamp))
+                else:
+                    rid = record["id"]
+                    if not isinstance(rid, str) or not rid or rid in pending:
+                        raise ValueError("bad or repeated reservation id")
+                    pending[rid] = len(entries)
+                    entries.append(LedgerEntry(event, label, timestamp, RESERVED, rid))
+            else:
+                position = pending.pop(record["id"], None) if isinstance(record["id"], str) \
+                    else None
+                if position is None:
+                    raise ValueError("it finishes a reservation that is not pending")
+                entries[position] = (None if kind == "cancel" else dataclasses.replace(
+                    entries[position], status=COMMITTED, reservation_id=None))
+        except (ValidationError, ValueError, TypeError, KeyError) as exc:
+            raise _damaged(path, f"{where} ({kind}) is invalid: {exc}") from None
+    if data["head"] != previous:
+        raise _damaged(path, "its last records were removed (the head hash does not match "
+                             "the last record)")
+    try:
+        header = _budget_of(data)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise _damaged(path, f"its header is invalid: {exc}") from None
+    return _LedgerState(budget, header, tuple(e for e in entries if e is not None),
+                        records, previous, 0)
+
+
+def _read_state(path, real):
+    """Read and verify a ledger file; returns its :class:`_LedgerState`."""
+    data, mode = _read_json(path, real)
+    try:
+        state = _replay(path, data)
+    except RecursionError:
+        raise _damaged(path, "it is nested too deeply") from None
+    return dataclasses.replace(state, mode=mode)
+
+
+def _new_record(previous_records, kind, **fields):
+    """A record of type ``kind`` chained after ``previous_records``."""
+    record = {"seq": len(previous_records), "type": kind, **fields,
+              "prev": previous_records[-1]["hash"] if previous_records else _GENESIS}
+    record["hash"] = _record_hash(record)
+    return record
+
+
+def _file_payload(budget, records):
+    payload = {"format": LEDGER_FORMAT, "version": LEDGER_VERSION}
+    payload.update({key: budget[key] for key in _BUDGET_KEYS})
+    payload["records"] = records
+    payload["head"] = records[-1]["hash"]
+    return payload
 
 
 # ----------------------------------------------------------------------------
 # the ledger
 # ----------------------------------------------------------------------------
 def _check_budget(epsilon, delta):
+    if isinstance(epsilon, bool) or isinstance(delta, bool):
+        raise ValidationError(
+            f"the budget needs numbers; got epsilon={epsilon!r}, delta={delta!r}")
     try:
         epsilon, delta = float(epsilon), float(delta)
     except (TypeError, ValueError):
@@ -315,6 +621,24 @@ def _check_budget(epsilon, delta):
     if not (0.0 <= delta < 1.0):
         raise ValidationError(f"budget delta must lie in [0, 1); got {delta!r}")
     return epsilon, delta
+
+
+def _describe(budget, keys=_BUDGET_KEYS):
+    return ", ".join(f"{key}={budget[key]!r}" for key in keys)
+
+
+def _check_header(path, state):
+    """Refuse a file whose header states another budget than its hash chain."""
+    if state.header_matches:
+        return
+    differing = [k for k in _BUDGET_KEYS if state.header[k] != state.budget[k]]
+    raise ValidationError(
+        f"privacy ledger {path} states {_describe(state.header, differing)} in its header, "
+        f"but its hash chain records {_describe(state.budget, differing)}: the budget was "
+        "changed outside fastdp, and is refused. To change the budget of a ledger, open it "
+        "with PrivacyLedger(epsilon, delta, path=..., change_budget=True) (or "
+        "PrivacyLedger.load(path, epsilon=..., change_budget=True)), which records the change "
+        "in the chain.")
 
 
 class PrivacyLedger:
@@ -341,15 +665,29 @@ class PrivacyLedger:
         ``"pld"``, ``"pure"``, ``"moments"``) or an accountant instance (not
         allowed with ``path``, since the file must name its accountant).
     path : str or os.PathLike, optional
-        JSON file backing the ledger.  If it exists it is loaded and must
-        state the same budget, accountant and options (otherwise
-        :class:`~fastdp.exceptions.ValidationError`); if not, it is created.
+        JSON file backing the ledger (see the module docstring: atomic
+        replacement, locking, hash chain).  If it exists it is verified and
+        must state the same budget, accountant and options (otherwise
+        :class:`~fastdp.exceptions.ValidationError`, unless ``change_budget``);
+        if not, it is created.
     accountant_options : dict, optional
         Keyword arguments for the accountant (e.g.
         ``{"value_discretization_interval": 1e-4}`` for PLD); stored in the file.
     tolerance : float, default 1e-12
         Relative slack on the budget comparison, absorbing floating-point
         rounding only (e.g. ten charges of ε/10 summing to 1.0000000000000002·ε).
+    change_budget : bool, default False
+        With an existing ``path`` whose budget differs from the one given
+        here: record the new budget (a ``budget`` record in the hash chain)
+        instead of refusing the file.  The entries already recorded keep
+        counting against the new budget.  Also accepts a file whose header
+        was edited by hand to this budget.
+
+    Notes
+    -----
+    ``copy.copy``, ``copy.deepcopy`` and ``sklearn.base.clone`` return the
+    ledger itself (one budget is never duplicated); a file-backed ledger
+    pickles as a reference to its file; an in-memory one cannot be pickled.
 
     Examples
     --------
@@ -359,8 +697,10 @@ class PrivacyLedger:
     """
 
     def __init__(self, epsilon, delta, accountant="rdp", path=None, *,
-                 accountant_options=None, tolerance=1e-12):
+                 accountant_options=None, tolerance=1e-12, change_budget=False):
         self._epsilon, self._delta = _check_budget(epsilon, delta)
+        if accountant_options is not None and not isinstance(accountant_options, dict):
+            raise ValidationError("accountant_options must be a dict of keyword arguments")
         options = dict(accountant_options or {})
         if isinstance(accountant, str):
             self._accountant_name = accountant.lower()
@@ -385,11 +725,16 @@ class PrivacyLedger:
         self._entries = ()
         self._thread_lock = threading.RLock()
         self._path = None if path is None else os.fspath(path)
+        self._abspath = None if path is None else os.path.abspath(self._path)
+        state = None
         if self._path is not None and os.path.exists(self._path):
-            self.refresh()  # refuses a file with another budget before anything else
+            # refuses a damaged file or one with another budget before anything else
+            state = _read_state(self._path, self._real_path())
+            self._adopt(state, change_budget)
         self._accountant = self._make_accountant(accountant, options)
-        if self._path is not None:
-            self._create_file_if_missing()
+        if self._path is not None and (
+                state is None or (change_budget and self._budget_record_needed(state))):
+            self._create_or_update_file(change_budget)  # reading an existing file needs no lock
 
     # -- construction helpers ---------------------------------------------------
     @staticmethod
@@ -403,66 +748,177 @@ class PrivacyLedger:
                 f"accountant_options {options!r} do not fit accountant {accountant!r}: {exc}"
             ) from exc
 
-    def _header(self):
-        return {"format": LEDGER_FORMAT, "version": LEDGER_VERSION,
-                "epsilon": self._epsilon, "delta": self._delta,
+    def _budget(self):
+        return {"epsilon": self._epsilon, "delta": self._delta,
                 "accountant": self._accountant_name,
                 "accountant_options": self._accountant_options}
 
-    def _payload(self, entries):
-        payload = self._header()
-        payload["entries"] = [entry.to_dict() for entry in entries]
-        return payload
+    def _real_path(self):
+        """The file itself: symbolic links and relative parts resolved (every time)."""
+        return os.path.realpath(self._abspath)
 
-    def _check_header(self, data):
-        mine = self._header()
-        differing = [key for key in ("epsilon", "delta", "accountant", "accountant_options")
-                     if data[key] != mine[key]]
-        if differing:
-            found = ", ".join(f"{k}={data[k]!r}" for k in differing)
-            wanted = ", ".join(f"{k}={mine[k]!r}" for k in differing)
+    def _adopt(self, state, change_budget=False):
+        """Check a verified file against this ledger's budget; keep its entries."""
+        mine = self._budget()
+        if not change_budget:
+            _check_header(self._path, state)
+        if state.budget != mine and not change_budget:
+            differing = [k for k in _BUDGET_KEYS if state.budget[k] != mine[k]]
             raise ValidationError(
-                f"refusing ledger file {self._path}: it records {found} but this ledger "
-                f"was opened with {wanted}. Open it with PrivacyLedger.load(path) to use "
-                "its own budget, or choose another path.")
+                f"refusing ledger file {self._path}: it records "
+                f"{_describe(state.budget, differing)} but this ledger was opened with "
+                f"{_describe(mine, differing)}. Open it with PrivacyLedger.load(path) to use "
+                "its own budget, pass change_budget=True to record the new budget in it, or "
+                "choose another path.")
+        self._entries = state.entries
 
-    def _create_file_if_missing(self):
-        with self._thread_lock, _locked(self._lock_path, exclusive=True):
-            if os.path.exists(self._path):  # another process may have just created it
-                data, entries = _read_ledger_file(self._path)
-                self._check_header(data)
-                self._entries = entries
+    def _budget_record_needed(self, state):
+        return state.budget != self._budget() or not state.header_matches
+
+    def _create_or_update_file(self, change_budget):
+        with self._thread_lock, self._write_lock():
+            real = self._real_path()
+            if os.path.exists(real):  # another process may have just created it
+                state = _read_state(self._path, real)
+                self._adopt(state, change_budget)
+                if change_budget and self._budget_record_needed(state):
+                    records = state.records + [_new_record(
+                        state.records, "budget", **self._budget(), timestamp=time.time())]
+                    _atomic_write_json(real, _file_payload(self._budget(), records), state.mode)
             else:
-                _atomic_write_json(self._path, self._payload(()))
+                records = [_new_record([], "open", **self._budget(), nonce=uuid.uuid4().hex,
+                                       timestamp=time.time())]
+                _atomic_write_json(real, _file_payload(self._budget(), records))
+                self._entries = ()
+
+    @contextlib.contextmanager
+    def _write_lock(self):
+        try:
+            with _exclusive_lock(self._real_path() + ".lock"):
+                yield
+        except PermissionError as exc:
+            raise ValidationError(
+                f"cannot write privacy ledger {self._path}: {exc.strerror} ({exc.filename}); "
+                "charging a ledger needs write access to its directory") from None
 
     @classmethod
     def load(cls, path, epsilon=None, delta=None, accountant=None, *,
-             accountant_options=None, tolerance=1e-12):
+             accountant_options=None, tolerance=1e-12, change_budget=False):
         """Open an existing ledger file with the budget it records.
 
         Any of ``epsilon``, ``delta``, ``accountant``, ``accountant_options``
         that is given must equal the file's value, otherwise the file is
-        refused with :class:`~fastdp.exceptions.ValidationError`.
+        refused with :class:`~fastdp.exceptions.ValidationError`; with
+        ``change_budget=True`` the given values become the new budget
+        (recorded in the file's hash chain).  The whole file is verified
+        first (see "Tamper evidence" in the module docstring).  Reading needs
+        no write access.
         """
         path = os.fspath(path)
         if not os.path.exists(path):
             raise ValidationError(f"no privacy ledger at {path}; create one with "
                                   "PrivacyLedger(epsilon, delta, path=...)")
-        with _locked(path + ".lock", exclusive=False):
-            data, _ = _read_ledger_file(path)
+        state = _read_state(path, os.path.realpath(path))
+        if not change_budget:
+            _check_header(path, state)
         wanted = {"epsilon": epsilon, "delta": delta,
                   "accountant": None if accountant is None else str(accountant).lower(),
                   "accountant_options": accountant_options}
-        differing = {k: v for k, v in wanted.items()
-                     if v is not None and (float(v) if k in ("epsilon", "delta") else v) != data[k]}
-        if differing:
+        try:
+            wanted = {k: (float(v) if k in ("epsilon", "delta") and v is not None else v)
+                      for k, v in wanted.items()}
+        except (TypeError, ValueError):
+            raise ValidationError(
+                f"the budget needs numbers; got epsilon={epsilon!r}, delta={delta!r}") from None
+        differing = {k: v for k, v in wanted.items() if v is not None and v != state.budget[k]}
+        if differing and not change_budget:
             raise ValidationError(
                 f"refusing ledger file {path}: it records "
-                + ", ".join(f"{k}={data[k]!r}" for k in differing)
+                + ", ".join(f"{k}={state.budget[k]!r}" for k in differing)
                 + " but the caller expected "
-                + ", ".join(f"{k}={v!r}" for k, v in differing.items()))
-        return cls(data["epsilon"], data["delta"], data["accountant"], path,
-                   accountant_options=data["accountant_options"], tolerance=tolerance)
+                + ", ".join(f"{k}={v!r}" for k, v in differing.items())
+                + " (pass change_budget=True to record a new budget in it)")
+        budget = {k: (wanted[k] if wanted[k] is not None else state.budget[k])
+                  for k in _BUDGET_KEYS}
+        return cls(budget["epsilon"], budget["delta"], budget["accountant"], path,
+                   accountant_options=budget["accountant_options"], tolerance=tolerance,
+                   change_budget=change_budget)
+
+    @classmethod
+    def upgrade(cls, path, *, tolerance=1e-12):
+        """Convert a version-1 or -2 ledger file (no tamper evidence) to version 3, in place.
+
+        Every entry is kept (committed entries become ``charge`` records, pending
+        reservations ``reserve`` records with their ids), the budget becomes the
+        chain's ``open`` record, and the hash chain is computed.  Call it only
+        for a file whose content you trust: an old file carries no evidence of
+        edits.  A version-3 file is left as it is.
+
+        Returns
+        -------
+        PrivacyLedger
+            The upgraded ledger, opened with the budget it records.
+        """
+        path = os.fspath(path)
+        real = os.path.realpath(path)
+        with _exclusive_lock(real + ".lock"):
+            data, mode = _read_json(path, real)
+            if not (isinstance(data, dict) and data.get("format") == LEDGER_FORMAT
+                    and data.get("version") in _LEGACY_VERSIONS):
+                _replay(path, data)  # a valid version-3 file passes; anything else raises
+            else:
+                required = {"format", "version", "entries"} | set(_BUDGET_KEYS)
+                if not required <= set(data):
+                    raise ValidationError(f"{path} is not a fastdp privacy ledger file")
+                try:
+                    budget = _budget_of(data)
+                    entries = [LedgerEntry.from_dict(item) for item in data["entries"]]
+                except (ValidationError, ValueError, TypeError, KeyError) as exc:
+                    raise ValidationError(
+                        f"cannot upgrade privacy ledger {path}: {exc}") from None
+                records = [_new_record([], "open", **budget, nonce=uuid.uuid4().hex,
+                                       timestamp=time.time())]
+                for entry in entries:
+                    fields = {"event": event_to_dict(entry.event), "label": entry.label,
+                              "timestamp": entry.timestamp}
+                    if entry.pending:
+                        records.append(_new_record(records, "reserve", id=entry.reservation_id,
+                                                   **fields))
+                    else:
+                        records.append(_new_record(records, "charge", **fields))
+                _atomic_write_json(real, _file_payload(budget, records), mode)
+        return cls.load(path, tolerance=tolerance)
+
+    # -- copies and pickling ----------------------------------------------------
+    def __copy__(self):
+        return self  # one budget: a copy must charge it, not a fork of it
+
+    def __deepcopy__(self, memo):
+        memo[id(self)] = self
+        return self
+
+    def __getstate__(self):
+        if self._path is None:
+            raise TypeError(
+                "an in-memory PrivacyLedger cannot be pickled: the copy would be a second, "
+                "independent budget. Use a file-backed ledger, PrivacyLedger(epsilon, delta, "
+                "path=...), to share one budget between processes (it pickles as a reference "
+                "to its file).")
+        return {"path": self._path, "abspath": self._abspath, "epsilon": self._epsilon,
+                "delta": self._delta, "accountant": self._accountant_name,
+                "accountant_options": self._accountant_options, "tolerance": self._tolerance}
+
+    def __setstate__(self, state):
+        self._path = state["path"]
+        self._abspath = state["abspath"]
+        self._epsilon, self._delta = _check_budget(state["epsilon"], state["delta"])
+        self._accountant_name = state["accountant"]
+        self._accountant_options = dict(state["accountant_options"])
+        self._tolerance = float(state["tolerance"])
+        self._entries = ()
+        self._thread_lock = threading.RLock()  # locks are made here, files on use
+        self._accountant = self._make_accountant(self._accountant_name,
+                                                 self._accountant_options)
 
     # -- properties -------------------------------------------------------------
     @property
@@ -486,12 +942,8 @@ class PrivacyLedger:
 
     @property
     def path(self):
-        """The backing file, or None."""
+        """The backing file as given, or None."""
         return self._path
-
-    @property
-    def _lock_path(self):
-        return self._path + ".lock"
 
     @property
     def entries(self):
@@ -509,13 +961,15 @@ class PrivacyLedger:
 
     # -- accounting -------------------------------------------------------------
     def refresh(self):
-        """Re-read the entries from the backing file (no-op without a path)."""
+        """Re-read and verify the backing file (no-op without a path).
+
+        Needs no lock and no write access: the file is only ever replaced
+        atomically, so a reader sees a whole version of it.
+        """
         if self._path is None:
             return
-        with self._thread_lock, _locked(self._lock_path, exclusive=False):
-            data, entries = _read_ledger_file(self._path)
-            self._check_header(data)
-            self._entries = entries
+        with self._thread_lock:
+            self._adopt(_read_state(self._path, self._real_path()))
 
     def composed_event(self):
         """All recorded events as one ``ComposedEvent`` (None if nothing is recorded)."""
@@ -590,8 +1044,8 @@ class PrivacyLedger:
     def charge(self, event, label=""):
         """Record ``event`` if the budget allows it; call BEFORE releasing anything.
 
-        With a backing file this is atomic across processes: lock, reload,
-        check, append, write, unlock.
+        With a backing file this is atomic across processes: lock, reload and
+        verify, check, append, write, unlock.
 
         Returns
         -------
@@ -602,6 +1056,9 @@ class PrivacyLedger:
         ------
         BudgetExceededError
             If the composition would exceed the budget; nothing is recorded.
+        ValidationError
+            If the backing file fails its integrity check, states another
+            budget, or cannot be written.
         """
         return self._record(event, label, reserve=False)
 
@@ -627,6 +1084,24 @@ class PrivacyLedger:
         """Reservations not yet committed or cancelled (e.g. left by a killed process)."""
         return tuple(entry for entry in self.entries if entry.pending)
 
+    @contextlib.contextmanager
+    def _locked_state(self):
+        """Exclusive access to the verified file: yields its state and
+        ``append(kind, fields, new_entries)``, which chains one record to it and
+        writes the file atomically (before the lock is released)."""
+        with self._thread_lock, self._write_lock():
+            real = self._real_path()
+            state = _read_state(self._path, real)
+            self._adopt(state)
+
+            def append(kind, fields, entries):
+                chain = list(state.records)
+                chain.append(_new_record(chain, kind, **fields))
+                _atomic_write_json(real, _file_payload(self._budget(), chain), state.mode)
+                self._entries = entries
+
+            yield state, append
+
     def _record(self, event, label, reserve):
         if not isinstance(label, str):
             raise ValidationError(f"label must be a string, got {type(label).__name__}")
@@ -640,38 +1115,39 @@ class PrivacyLedger:
                 entry = LedgerEntry(event, label, time.time(), *entry_args)
                 self._entries = self._entries + (entry,)
                 return entry
-            with _locked(self._lock_path, exclusive=True):
-                data, entries = _read_ledger_file(self._path)
-                self._check_header(data)
-                self._entries = entries
-                self._checked(entries, event, label)
+            with self._locked_state() as (state, append):
+                self._checked(state.entries, event, label)
                 entry = LedgerEntry(event, label, time.time(), *entry_args)
-                new_entries = entries + (entry,)
-                _atomic_write_json(self._path, self._payload(new_entries))
-                self._entries = new_entries
+                fields = {"event": event_to_dict(event), "label": label,
+                          "timestamp": entry.timestamp}
+                if reserve:
+                    append("reserve", dict(fields, id=entry.reservation_id),
+                           state.entries + (entry,))
+                else:
+                    append("charge", fields, state.entries + (entry,))
                 return entry
 
     def _finish_reservation(self, reservation_id, commit):
         """Commit (mark committed) or cancel (remove) the pending entry ``reservation_id``."""
-        def update(entries):
+        def find(entries):
             for k, entry in enumerate(entries):
                 if entry.reservation_id == reservation_id and entry.pending:
-                    if commit:
-                        done = dataclasses.replace(entry, status=COMMITTED, reservation_id=None)
-                        return entries[:k] + (done,) + entries[k + 1:], done
-                    return entries[:k] + entries[k + 1:], None
+                    return k, entry
             raise ValidationError(
                 f"reservation {reservation_id} is not pending in this ledger (committed, "
                 "cancelled, or the ledger file was replaced).")
 
+        def finished(entries):
+            k, entry = find(entries)
+            done = dataclasses.replace(entry, status=COMMITTED, reservation_id=None)
+            return entries[:k] + ((done,) if commit else ()) + entries[k + 1:], done
+
         with self._thread_lock:
             if self._path is None:
-                self._entries, entry = update(self._entries)
-                return entry
-            with _locked(self._lock_path, exclusive=True):
-                data, entries = _read_ledger_file(self._path)
-                self._check_header(data)
-                new_entries, entry = update(entries)
-                _atomic_write_json(self._path, self._payload(new_entries))
-                self._entries = new_entries
-                return entry
+                self._entries, done = finished(self._entries)
+                return done if commit else None
+            with self._locked_state() as (state, append):
+                entries, done = finished(state.entries)
+                append("commit" if commit else "cancel",
+                       {"id": reservation_id, "timestamp": time.time()}, entries)
+                return done if commit else None

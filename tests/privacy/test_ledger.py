@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -34,7 +35,7 @@ def sgm(q, sigma, steps):
 def one_of_each_event():
     """An instance of every event type (checked for completeness below)."""
     gaussian = ev.GaussianEvent(1.3)
-    return [
+    events = [
         gaussian,
         ev.GaussianEvent(0.7, adjacency="replace_one"),
         ev.LaplaceEvent(2.5),
@@ -53,6 +54,10 @@ def one_of_each_event():
         ev.ApproxDpEvent(0.2, 3e-9, adjacency="replace_one"),
         ev.SelfComposedEvent(ev.PoissonSampledEvent(0.05, ev.ApproxDpEvent(1.5, 1e-8)), 4),
     ]
+    if hasattr(ev, "RepeatedSelectionEvent"):  # private hyperparameter search
+        events.append(ev.RepeatedSelectionEvent((gaussian, ev.GaussianEvent(2.0)), "poisson",
+                                                mu=3.0))
+    return events
 
 
 def test_event_serialisation_covers_every_event_type():
@@ -153,7 +158,8 @@ def test_persistence_round_trip(tmp_path):
         ledger.charge(event, label=f"fit-{k}")
     data = json.loads(path.read_text())
     assert data["format"] == LEDGER_FORMAT and data["epsilon"] == 20.0 and data["delta"] == 1e-5
-    assert len(data["entries"]) == 4
+    assert [r["type"] for r in data["records"]] == ["open"] + ["charge"] * 4
+    assert data["head"] == data["records"][-1]["hash"]
     again = PrivacyLedger.load(path)
     assert again.entries == ledger.entries
     assert again.spent() == ledger.spent()
@@ -373,7 +379,9 @@ def test_reservations_count_until_cancelled(tmp_path, backed):
     assert [e.label for e in ledger.entries] == ["fit B"] and ledger.spent() == 0.5
     if backed:
         data = json.loads(path.read_text())
-        assert data["version"] == 2 and data["entries"][0]["status"] == "committed"
+        assert data["version"] == 3
+        assert [r["type"] for r in data["records"]] == ["open", "reserve", "cancel", "reserve",
+                                                        "commit"]
         assert PrivacyLedger.load(path).entries == ledger.entries
 
 
@@ -392,21 +400,32 @@ def test_reservation_context_manager():
     assert ledger.spent() == pytest.approx(0.4)
 
 
-def test_version_one_files_are_read_and_upgraded(tmp_path):
+@pytest.mark.parametrize("version", [1, 2])
+def test_old_files_without_a_chain_are_refused_until_upgraded(tmp_path, version):
     path = tmp_path / "old.json"
-    old = {"format": LEDGER_FORMAT, "version": 1, "epsilon": 2.0, "delta": 0.0,
-           "accountant": "pure", "accountant_options": {},
-           "entries": [{"event": event_to_dict(ev.PureEvent(0.5)), "label": "old fit",
-                        "timestamp": 1.0}]}
+    entries = [{"event": event_to_dict(ev.PureEvent(0.5)), "label": "old fit", "timestamp": 1.0}]
+    if version == 2:
+        entries.append({"event": event_to_dict(ev.PureEvent(0.25)), "label": "pending fit",
+                        "timestamp": 2.0, "status": "reserved", "id": "abc123"})
+    old = {"format": LEDGER_FORMAT, "version": version, "epsilon": 2.0, "delta": 0.0,
+           "accountant": "pure", "accountant_options": {}, "entries": entries}
     path.write_text(json.dumps(old))
-    ledger = PrivacyLedger.load(path)
-    assert ledger.spent() == 0.5 and not ledger.entries[0].pending
+    for opener in (lambda: PrivacyLedger.load(path), lambda: PrivacyLedger(2.0, 0.0, "pure", path)):
+        with pytest.raises(ValidationError, match=r"PrivacyLedger.upgrade\(path\)"):
+            opener()
+    ledger = PrivacyLedger.upgrade(path)
+    assert [e.label for e in ledger.entries] == [e["label"] for e in entries]
+    assert ledger.spent() == (0.5 if version == 1 else 0.75)
+    if version == 2:
+        assert ledger.pending()[0].reservation_id == "abc123"
     ledger.charge(ev.PureEvent(0.25), "new fit")
-    assert json.loads(path.read_text())["version"] == 2
-    bad = dict(old, entries=[dict(old["entries"][0], status="reserved")])  # reserved needs an id
+    data = json.loads(path.read_text())
+    assert data["version"] == 3 and data["records"][0]["type"] == "open"
+    assert PrivacyLedger.upgrade(path).entries == ledger.entries  # v3: left as it is
+    bad = dict(old, entries=[dict(entries[0], status="reserved")])  # reserved needs an id
     path.write_text(json.dumps(bad))
     with pytest.raises(ValidationError):
-        PrivacyLedger.load(path)
+        PrivacyLedger.upgrade(path)
 
 
 HOLD_A_RESERVATION = """
@@ -487,3 +506,395 @@ def test_approximate_events_persist(tmp_path):
     assert again.entries[0].event == event
     assert again.spent_delta() == ledger.spent_delta() == pytest.approx(6e-7, rel=1e-15)
     assert again.spent() == ledger.spent()
+
+
+# ---------------------------------------------------------------------------
+# several names for one ledger file (issue 18, item 2)
+# ---------------------------------------------------------------------------
+CHARGE_BY_NAME_UNTIL_REFUSED = """
+    import os, sys, time
+    from fastdp.exceptions import BudgetExceededError, ValidationError
+    from fastdp.privacy import events as ev
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    path, name, start = sys.argv[1], sys.argv[2], sys.argv[3]
+    try:
+        ledger = PrivacyLedger.load(path)
+    except ValidationError as exc:
+        print("refused", exc, flush=True)
+        sys.exit(0)
+    while not os.path.exists(start):
+        time.sleep(0.001)
+    granted = 0
+    for i in range(15):
+        try:
+            ledger.charge(ev.PureEvent(0.1), f"{name}-{i}")
+            granted += 1
+        except BudgetExceededError:
+            pass
+        except ValidationError as exc:
+            print("refused", exc, flush=True)
+            sys.exit(0)
+    print(granted, flush=True)
+"""
+
+
+def _race_two_names(tmp_path, first, second):
+    """Two processes charge one budget of 1.0 (ten charges of 0.1) through two names."""
+    start = tmp_path / "start"
+    children = [_spawn(CHARGE_BY_NAME_UNTIL_REFUSED, name, tag, start)
+                for name, tag in ((first, "a"), (second, "b"))]
+    time.sleep(0.5)
+    start.write_text("go")
+    outputs = []
+    for child in children:
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err
+        outputs.append(out.strip())
+    return outputs
+
+
+@pytest.mark.skipif(not POSIX, reason="flock and symbolic links are POSIX")
+def test_a_symlinked_ledger_is_one_budget(tmp_path):
+    real_dir, link_dir = tmp_path / "real", tmp_path / "elsewhere"
+    real_dir.mkdir()
+    link_dir.mkdir()
+    path = real_dir / "budget.json"
+    link = link_dir / "alias.json"
+    PrivacyLedger(1.0, 0.0, "pure", path=path)
+    link.symlink_to(path)
+    granted = _race_two_names(tmp_path, path, link)
+    # one budget, never exceeded (the link used to be replaced by a file of its own,
+    # with a lock of its own: both processes were granted the whole budget)
+    assert sum(map(int, granted)) == 10
+    assert link.is_symlink() and os.path.samefile(link, path)
+    entries = PrivacyLedger.load(path).entries
+    assert len(entries) == 10
+    assert PrivacyLedger.load(link).spent() == PrivacyLedger.load(path).spent() <= 1.0
+    assert not (link_dir / "alias.json.lock").exists()  # the lock is the real file's
+    # a symlinked directory and a relative name reach the same file too
+    (tmp_path / "dirlink").symlink_to(real_dir, target_is_directory=True)
+    via_dir = PrivacyLedger.load(tmp_path / "dirlink" / "budget.json")
+    with pytest.raises(BudgetExceededError):
+        via_dir.charge(ev.PureEvent(0.1))
+
+
+@pytest.mark.skipif(not POSIX, reason="hard links and flock are POSIX")
+def test_a_hard_linked_ledger_is_refused(tmp_path):
+    path, other = tmp_path / "budget.json", tmp_path / "second-name.json"
+    ledger = PrivacyLedger(1.0, 0.0, "pure", path=path)
+    ledger.charge(ev.PureEvent(0.5), "before the link")
+    os.link(path, other)
+    for name in (path, other):
+        with pytest.raises(ValidationError, match="2 hard links"):
+            PrivacyLedger.load(name)
+    with pytest.raises(ValidationError, match="hard links"):
+        ledger.charge(ev.PureEvent(0.5), "after the link")  # an open ledger notices too
+    # two processes, one per name: neither may charge, so the budget cannot split
+    outputs = _race_two_names(tmp_path, path, other)
+    assert all(out.startswith("refused") and "hard links" in out for out in outputs), outputs
+    os.unlink(other)
+    assert [e.label for e in PrivacyLedger.load(path).entries] == ["before the link"]
+
+
+# ---------------------------------------------------------------------------
+# copies, clones and pickles charge the same budget (issue 22, item 2)
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("backed", [False, True])
+def test_copies_are_the_ledger_itself(tmp_path, backed):
+    import copy
+
+    ledger = PrivacyLedger(1.0, 0.0, "pure", path=tmp_path / "l.json" if backed else None)
+    assert copy.copy(ledger) is ledger and copy.deepcopy(ledger) is ledger
+    holder = {"ledger": ledger, "again": ledger}
+    copied = copy.deepcopy(holder)
+    assert copied["ledger"] is ledger and copied["again"] is ledger
+    copy.deepcopy(ledger).charge(ev.PureEvent(0.4))
+    assert ledger.spent() == 0.4
+
+
+def test_in_memory_ledger_refuses_to_be_pickled():
+    import pickle
+
+    with pytest.raises(TypeError, match="file-backed ledger"):
+        pickle.dumps(PrivacyLedger(1.0, 1e-5))
+
+
+UNPICKLE_AND_CHARGE = """
+    import pickle, sys
+    from fastdp.privacy import events as ev
+
+    ledger = pickle.loads(bytes.fromhex(sys.argv[1]))
+    ledger.charge(ev.PureEvent(0.25), "from another process")
+    print(len(ledger.entries), flush=True)
+"""
+
+
+def test_file_ledger_pickles_as_a_reference_to_its_file(tmp_path, monkeypatch):
+    import pickle
+
+    monkeypatch.chdir(tmp_path)
+    ledger = PrivacyLedger(1.0, 0.0, "pure", path="relative.json")
+    ledger.charge(ev.PureEvent(0.25), "here")
+    blob = pickle.dumps(ledger)
+    assert b"records" not in blob and len(blob) < 1000  # a reference, not a snapshot
+    again = pickle.loads(blob)
+    assert again is not ledger and again.path == "relative.json"
+    again.charge(ev.PureEvent(0.25), "through the copy")
+    assert [e.label for e in ledger.entries] == ["here", "through the copy"]
+    # another process with another working directory charges the same file
+    child = _spawn(UNPICKLE_AND_CHARGE, blob.hex())
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert int(out) == 3 and ledger.spent() == 0.75
+    with pytest.raises(BudgetExceededError):
+        pickle.loads(blob).charge(ev.PureEvent(0.5))
+
+
+def _unit_rows_data(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X /= 1.01 * np.linalg.norm(X, axis=1, keepdims=True)   # row norms <= 1
+    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+def test_clone_gridsearch_and_cross_validation_charge_the_file(tmp_path):
+    """Every fit of every clone is charged to the one file (it used to raise
+    TypeError: cannot pickle '_thread.RLock' object)."""
+    import pickle
+
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    from fastdp.linear_model import DPLogisticRegression
+
+    X, y = _unit_rows_data()
+    path = tmp_path / "budget.json"
+    ledger = PrivacyLedger(50.0, 1e-5, path=path)
+    model = DPLogisticRegression(epsilon=0.1, normalize=True, ledger=ledger, random_state=0)
+    clone(model).fit(X, y)
+    assert len(PrivacyLedger.load(path).entries) == 1
+    search = GridSearchCV(model, {"alpha": [0.01, 0.1]}, cv=2).fit(X, y)
+    assert len(PrivacyLedger.load(path).entries) == 1 + 2 * 2 + 1  # 4 fits and the refit
+    assert search.best_estimator_.ledger is ledger
+    cross_val_score(model, X, y, cv=3)
+    assert len(PrivacyLedger.load(path).entries) == 9
+    pickle.loads(pickle.dumps(model)).fit(X, y)
+    entries = PrivacyLedger.load(path).entries
+    assert len(entries) == 10 and all(not e.pending for e in entries)
+    assert all(e.label == "DPLogisticRegression" for e in entries)
+
+
+@pytest.mark.skipif(not POSIX, reason="process pools are slow to start elsewhere")
+def test_cross_validation_in_worker_processes_charges_the_file(tmp_path):
+    from sklearn.model_selection import cross_val_score
+
+    from fastdp.linear_model import DPLogisticRegression
+
+    X, y = _unit_rows_data()
+    path = tmp_path / "budget.json"
+    model = DPLogisticRegression(epsilon=0.1, normalize=True, random_state=0,
+                                 ledger=PrivacyLedger(50.0, 1e-5, path=path))
+    cross_val_score(model, X, y, cv=2, n_jobs=2)  # the estimator is pickled to the workers
+    assert len(PrivacyLedger.load(path).entries) == 2
+
+
+def test_in_memory_ledger_is_shared_by_clones_not_forked():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    from fastdp.linear_model import DPLogisticRegression
+
+    X, y = _unit_rows_data()
+    ledger = PrivacyLedger(50.0, 1e-5)
+    model = DPLogisticRegression(epsilon=0.1, normalize=True, ledger=ledger, random_state=0)
+    assert clone(model).ledger is ledger
+    GridSearchCV(model, {"alpha": [0.01, 0.1]}, cv=2).fit(X, y)
+    assert len(ledger.entries) == 5
+
+
+# ---------------------------------------------------------------------------
+# damaged and hand-edited files (issue 18, item 5)
+# ---------------------------------------------------------------------------
+def _valid_ledger(path):
+    ledger = PrivacyLedger(5.0, 0.0, "pure", path=path)
+    ledger.charge(ev.SelfComposedEvent(ev.PureEvent(0.5), 2), "first")
+    ledger.charge(ev.PureEvent(0.5), "second")
+    ledger.reserve(ev.PureEvent(0.25), "third").commit()
+    return ledger
+
+
+DAMAGED = {
+    "not_utf8": lambda text: b"\xff\xfe\x00garbage",
+    "truncated": lambda text: text.encode()[: len(text) // 2],
+    "empty": lambda text: b"",
+    "deep_nesting": lambda text: b"[" * 200000 + b"]" * 200000,
+    "nan": lambda text: text.replace('"delta": 0.0', '"delta": NaN').encode(),
+    "huge_number": lambda text: text.replace('"delta": 0.0', '"delta": 1e999').encode(),
+    "duplicate_key": lambda text: text.replace('"head":', '"delta": 0.0, "head":').encode(),
+    "records_not_a_list": lambda text: json.dumps(
+        dict(json.loads(text), records={"0": 1})).encode(),
+    "record_not_an_object": lambda text: json.dumps(
+        dict(json.loads(text), records=json.loads(text)["records"] + [5])).encode(),
+    "top_level_list": lambda text: b"[1, 2, 3]",
+    "version_string": lambda text: json.dumps(dict(json.loads(text), version="3")).encode(),
+    "version_future": lambda text: json.dumps(dict(json.loads(text), version=4)).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_damaged_files_give_one_clear_error_naming_the_file(tmp_path, name):
+    path = tmp_path / "ledger.json"
+    _valid_ledger(path)
+    path.write_bytes(DAMAGED[name](path.read_text()))
+    for opener in (lambda: PrivacyLedger.load(path),
+                   lambda: PrivacyLedger(5.0, 0.0, "pure", path=path)):
+        with pytest.raises(ValidationError) as info:
+            opener()
+        assert str(path) in str(info.value)
+
+
+def _edit(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=1))
+
+
+def _set_count_zero(data):
+    data["records"][1]["event"]["count"] = 0
+
+
+HAND_EDITS = {
+    "entry_removed": lambda d: d["records"].pop(2),
+    "last_entries_cut": lambda d: d["records"].__delitem__(slice(3, None)),
+    "count_set_to_zero": _set_count_zero,
+    "label_changed": lambda d: d["records"][2].__setitem__("label", "someone else"),
+    "records_swapped": lambda d: d["records"].insert(1, d["records"].pop(2)),
+    "budget_in_first_record": lambda d: d["records"][0].__setitem__("epsilon", 1000.0),
+    "forged_record_appended": lambda d: d["records"].append(
+        {"seq": len(d["records"]), "type": "cancel", "id": "x", "timestamp": 1.0,
+         "prev": d["head"], "hash": "0" * 64}),
+    "reservation_cancelled_by_hand": lambda d: d["records"].__delitem__(slice(3, None)),
+    "head_rewritten": lambda d: d.__setitem__("head", d["records"][2]["hash"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_EDITS))
+def test_hand_edits_are_detected(tmp_path, name):
+    path = tmp_path / "ledger.json"
+    _valid_ledger(path)
+    _edit(path, HAND_EDITS[name])
+    with pytest.raises(ValidationError, match="integrity check|outside fastdp") as info:
+        PrivacyLedger.load(path)
+    assert str(path) in str(info.value)
+    with pytest.raises(ValidationError):
+        PrivacyLedger(5.0, 0.0, "pure", path=path).charge(ev.PureEvent(0.1))
+
+
+def test_a_budget_raised_by_hand_is_refused_unless_reopened_with_it(tmp_path):
+    path = tmp_path / "ledger.json"
+    _valid_ledger(path)
+    spent = PrivacyLedger.load(path).spent()
+    _edit(path, lambda d: d.update(epsilon=1000.0))
+    for opener in (lambda: PrivacyLedger.load(path), lambda: PrivacyLedger.load(path, epsilon=5.0),
+                   lambda: PrivacyLedger(1000.0, 0.0, "pure", path=path)):
+        with pytest.raises(ValidationError, match="change_budget=True"):
+            opener()
+    # re-opened explicitly with the new budget: the change is recorded in the chain
+    ledger = PrivacyLedger.load(path, epsilon=1000.0, change_budget=True)
+    assert ledger.epsilon == 1000.0 and ledger.spent() == spent
+    data = json.loads(path.read_text())
+    assert data["records"][-1]["type"] == "budget" and data["records"][-1]["epsilon"] == 1000.0
+    assert PrivacyLedger.load(path).epsilon == 1000.0
+
+
+def test_changing_a_budget_explicitly(tmp_path):
+    path = tmp_path / "ledger.json"
+    _valid_ledger(path)
+    with pytest.raises(ValidationError, match="refusing"):
+        PrivacyLedger(2.0, 0.0, "pure", path=path)
+    lowered = PrivacyLedger(2.0, 0.0, "pure", path=path, change_budget=True)
+    assert lowered.remaining() == pytest.approx(0.25)
+    with pytest.raises(BudgetExceededError):
+        lowered.charge(ev.PureEvent(1.0))
+    assert [r["type"] for r in json.loads(path.read_text())["records"]] == [
+        "open", "charge", "charge", "reserve", "commit", "budget"]
+    # an old handle with the previous budget refuses the file instead of charging it
+    with pytest.raises(ValidationError, match="refusing"):
+        PrivacyLedger.load(path, epsilon=5.0)
+    same = PrivacyLedger(2.0, 0.0, "pure", path=path, change_budget=True)  # nothing to change
+    assert len(json.loads(path.read_text())["records"]) == 6 and same.spent() == 1.75
+
+
+@pytest.mark.skipif(not POSIX, reason="permission bits are POSIX")
+def test_charges_keep_the_file_mode(tmp_path):
+    path = tmp_path / "ledger.json"
+    ledger = PrivacyLedger(5.0, 0.0, "pure", path=path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # new ledgers are private
+    os.chmod(path, 0o640)
+    ledger.charge(ev.PureEvent(0.1))
+    ledger.reserve(ev.PureEvent(0.1)).cancel()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_reading_takes_no_lock_and_writes_nothing(tmp_path, monkeypatch):
+    from fastdp.privacy import ledger as ledger_module
+
+    path = tmp_path / "ledger.json"
+    _valid_ledger(path)
+    (tmp_path / "ledger.json.lock").unlink()
+    before = sorted(os.listdir(tmp_path)), path.read_bytes()
+
+    def no_lock(*args, **kwargs):
+        raise AssertionError("a read took the write lock")
+
+    monkeypatch.setattr(ledger_module, "_exclusive_lock", no_lock)
+    ledger = PrivacyLedger.load(path)
+    ledger.spent(), ledger.entries, ledger.pending(), ledger.remaining()
+    PrivacyLedger(5.0, 0.0, "pure", path=path).spent()
+    assert (sorted(os.listdir(tmp_path)), path.read_bytes()) == before
+
+
+READ_ONLY_DIRECTORY = """
+    import os, sys
+    from fastdp.exceptions import ValidationError
+    from fastdp.privacy import events as ev
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    path = sys.argv[1]
+    PrivacyLedger(1.0, 0.0, "pure").charge(ev.PureEvent(0.1))  # import everything first
+    if os.geteuid() == 0:  # root writes anywhere: become nobody
+        os.setgid(65534)
+        os.setuid(65534)
+    ledger = PrivacyLedger.load(path)
+    print("spent", ledger.spent(), len(ledger.entries), flush=True)
+    try:
+        ledger.charge(ev.PureEvent(0.1))
+    except ValidationError as exc:
+        print("refused:", exc, flush=True)
+"""
+
+
+@pytest.mark.skipif(not POSIX, reason="permission bits are POSIX")
+def test_a_ledger_in_a_read_only_directory_can_be_read():
+    import shutil
+    import tempfile
+
+    directory = pathlib.Path(tempfile.mkdtemp(dir="/tmp"))  # reachable by any user
+    path = directory / "ledger.json"
+    try:
+        _valid_ledger(path)
+        (directory / "ledger.json.lock").unlink()
+        os.chmod(path, 0o644)
+        os.chmod(directory, 0o555)
+        child = _spawn(READ_ONLY_DIRECTORY, path)
+        out, err = child.communicate(timeout=120)
+        lock_created = (directory / "ledger.json.lock").exists()
+    finally:
+        os.chmod(directory, 0o755)
+        shutil.rmtree(directory)
+    assert child.returncode == 0, err
+    assert "spent 1.75 3" in out
+    assert "refused: cannot write privacy ledger" in out
+    assert not lock_created
