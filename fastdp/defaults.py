@@ -20,13 +20,16 @@ docs/defaults.md) the best ``H`` grows linearly with ``epsilon n`` until the
 model saturates:
 
     L   = 256 (at most n/4; sqrt(n) when n > 65 536)
-    E   = clip(round(20 epsilon), 5, 20) epochs          (T = floor(E n / L) steps)
+    E   = clip(round(20 epsilon), 5, 80) epochs          (T = floor(E n / L) steps)
     eta = min(0.3 epsilon n / T, eta_max) = min(0.3 epsilon L / E, eta_max)
     eta_max = 8 (logistic: 2 / smoothness 1/4), 4 (hinge), 1 (squared: 1/smoothness)
     C   = 1
 
-Fewer epochs at small epsilon mean fewer, less noisy steps; the cap
-``eta_max`` keeps each step stable (a step above ``2/beta`` diverges).
+So ``eta = 0.3 L / 20 = 3.84`` for 0.25 <= epsilon <= 4, and the epochs grow
+with epsilon: fewer, less noisy steps at small epsilon; at large epsilon more
+passes (up to 80) average the noise better (mushrooms at epsilon = 8: 98.95 %
+with 20 epochs, 99.94 % with 80).  The cap ``eta_max`` keeps each step
+stable (a step above ``2/beta`` diverges: a9a fell to 80 % with eta = 123).
 ``alpha`` (the L2 strength) defaults to ``0.1 / n`` (scikit-learn's ``C = 10``):
 on rows of norm <= 1 with the intercept column, ``1 / n`` (``C = 1``)
 over-regularises (phishing 93.0 % vs 93.7 %, mushrooms 99.3 % vs 100 % at
@@ -45,6 +48,7 @@ __all__ = ["default_alpha", "dpsgd_defaults", "MAX_LEARNING_RATE"]
 MAX_LEARNING_RATE = {"logistic": 8.0, "multinomial": 8.0, "hinge": 4.0, "squared": 1.0}
 
 _BATCH = 256
+_MIN_EPOCHS, _MAX_EPOCHS = 5, 80
 _LARGE_N = 65536
 _STEP_FRACTION = 0.3
 
@@ -82,7 +86,8 @@ def dpsgd_defaults(n_samples, epsilon, loss):
     n = int(n_samples)
     L = default_batch_size(n)
     eps = float(epsilon)
-    epochs = float(min(20, max(5, round(20.0 * eps)))) if math.isfinite(eps) else 20.0
+    epochs = float(min(_MAX_EPOCHS, max(_MIN_EPOCHS, round(20.0 * eps)))) \
+        if math.isfinite(eps) else float(_MAX_EPOCHS)
     eta_max = MAX_LEARNING_RATE[loss]
     eta = min(_STEP_FRACTION * eps * L / epochs, eta_max) if math.isfinite(eps) else eta_max
     return {"batch_size": L, "epochs": epochs, "learning_rate": eta, "clip": 1.0}

@@ -558,7 +558,7 @@ _PARAMETERS_DOC = """
         of public quantities (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
     epochs : float or "auto", default="auto"
         Passes over the data; ``T = floor(epochs N / L)`` steps.  ``"auto"``:
-        the DP-SGD rule (5 to 20 epochs, growing with epsilon), else 10.
+        the DP-SGD rule (5 to 80 epochs, growing with epsilon), else 10.
     sampler : {"poisson", "fixed", "shuffle"} or None, default=None
         Mini-batch sampler; each is accounted for by its own event.  ``None``
         picks the solver's default (``"poisson"``: add/remove adjacency, exact

@@ -241,6 +241,8 @@ def test_dpsgd_rule_values():
                     "clip": 1.0}
     small = dpsgd_defaults(10_000, 0.1, "logistic")
     assert small["epochs"] == 5.0 and small["learning_rate"] == pytest.approx(0.3 * 0.1 * 256 / 5)
+    assert dpsgd_defaults(10_000, 2.0, "logistic")["epochs"] == 40.0
+    assert dpsgd_defaults(10_000, 8.0, "logistic")["epochs"] == 80.0
     assert dpsgd_defaults(10_000, 100.0, "logistic")["learning_rate"] == 8.0
     assert dpsgd_defaults(10_000, 100.0, "squared")["learning_rate"] == 1.0
     assert dpsgd_defaults(100, 1.0, "hinge")["batch_size"] == 25
