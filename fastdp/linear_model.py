@@ -89,7 +89,7 @@ from fastdp._validation import (
     check_real,
     check_X,
 )
-from fastdp.defaults import default_alpha, dpsgd_defaults
+from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
 from fastdp.exceptions import ValidationError
 from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
@@ -294,7 +294,7 @@ class _DPLinearModel(BaseEstimator):
                 f"{type(self).__name__}; it supports {list(solver.losses)}.")
         return name, solver, multinomial
 
-    def _solver_config(self, name, solver, n_samples, private):
+    def _solver_config(self, name, solver, n_samples, n_features, private):
         """The resolved settings (``config``) of the run: every ``"auto"`` made concrete."""
         options = {} if self.solver_options is None else dict(self.solver_options)
         solver.check_options(options)
@@ -310,7 +310,13 @@ class _DPLinearModel(BaseEstimator):
             epochs = rule["epochs"] if rule is not None else _DEFAULT_EPOCHS
         else:
             epochs = self.epochs
-        alpha = default_alpha(n_samples) if isinstance(self.alpha, str) else float(self.alpha)
+        if not isinstance(self.alpha, str):
+            alpha = float(self.alpha)
+        elif name in ("output", "objective"):
+            alpha = perturbation_alpha(n_samples, n_features, self.epsilon if private
+                                       else math.inf, name)
+        else:
+            alpha = default_alpha(n_samples)
         if rule is not None and "learning_rate" in solver.options:
             # the rule's step, kept below 1 / (2 lam) so the decay stays in (1/2, 1)
             options.setdefault("learning_rate", min(rule["learning_rate"], 0.5 / alpha))
@@ -356,7 +362,8 @@ class _DPLinearModel(BaseEstimator):
         delta = self._check_params(n_samples)
         name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
         n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
-        config, rule = self._solver_config(name, solver, n_samples, private)
+        config, rule = self._solver_config(name, solver, n_samples,
+                                           X.shape[1] + int(row_map.fit_intercept), private)
         if self.callback is not None and not solver.supports_callback:
             raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
         if self.callback is not None and n_fits > 1:
@@ -540,7 +547,8 @@ _PARAMETERS_DOC = """
         Target delta in (0, 1); ``None`` means ``min(1e-5, 1/(10 N))``.
     alpha : float or "auto", default="auto"
         L2 strength lambda of the 1/N-averaged objective (as in ``SGDRegressor``).
-        ``"auto"`` is ``0.1/N`` (scikit-learn's ``C=10``, see :mod:`fastdp.defaults`).
+        ``"auto"`` is ``0.1/N`` (scikit-learn's ``C=10``), or for output and
+        objective perturbation a rule of (N, d, epsilon) (see :mod:`fastdp.defaults`).
     solver : str, default="auto"
         ``"auto"``: DP-SGD (multinomial for more than two classes) with the
         documented defaults of :mod:`fastdp.defaults` when private, the exact

@@ -259,3 +259,15 @@ def test_accuracy_does_not_fall_as_epsilon_grows():
         accs.append(np.median([DPLogisticRegression(epsilon=eps, random_state=s).fit(X, y)
                                .score(Xt, yt) for s in range(3)]))
     assert all(b >= a - 0.01 for a, b in zip(accs, accs[1:])), accs
+
+
+def test_perturbation_alpha_rule():
+    from fastdp.defaults import perturbation_alpha
+
+    assert perturbation_alpha(10_000, 100, 1.0, "output") == pytest.approx(5 * 10 / 10_000)
+    assert perturbation_alpha(10_000, 100, 100.0, "output") == 1e-3          # the floor
+    assert perturbation_alpha(10_000, 100, 1.0, "objective") == pytest.approx(2 * 10 / 10_000)
+    assert perturbation_alpha(10_000, 100, np.inf, "objective") == default_alpha(10_000)
+    X, y = _data(n=500)
+    est = DPLogisticRegression(solver="output", epsilon=1.0, random_state=0).fit(X, y)
+    assert est.alpha_ == perturbation_alpha(500, 7, 1.0, "output")  # d counts the intercept
