@@ -50,3 +50,8 @@ class BudgetExceededError(FastDPError, RuntimeError):
 
 class DatasetNotFoundError(FastDPError, FileNotFoundError):
     """A named real dataset could not be found; the message lists where fastdp looked."""
+
+
+class WeakPrivacyWarning(UserWarning):
+    """The requested guarantee is legal but weak, e.g. delta >= 1/n, which permits
+    releasing one whole example."""

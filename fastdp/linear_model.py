@@ -73,6 +73,7 @@ import dataclasses
 import math
 import numbers
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -90,7 +91,7 @@ from fastdp._validation import (
     check_X,
 )
 from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
-from fastdp.exceptions import ValidationError
+from fastdp.exceptions import ValidationError, WeakPrivacyWarning
 from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.calibration import calibrate
@@ -227,6 +228,11 @@ class _DPLinearModel(BaseEstimator):
     def _check_params(self, n_samples):
         delta = default_delta(n_samples) if self.delta is None else self.delta
         _, delta = check_privacy_params(self.epsilon, delta, allow_inf_epsilon=True)
+        if self._private() and delta >= 1.0 / n_samples:
+            warnings.warn(
+                f"delta = {delta:g} is >= 1/n = {1.0 / n_samples:g}: a guarantee this weak "
+                "permits releasing one whole example; use delta well below 1/n (the default is "
+                "min(1e-5, 1/(10 n))).", WeakPrivacyWarning, stacklevel=3)
         return float(delta)
 
     def _validate_X(self, X, y="no_validation", *, reset, max_row_norm=None):

@@ -271,3 +271,17 @@ def test_perturbation_alpha_rule():
     X, y = _data(n=500)
     est = DPLogisticRegression(solver="output", epsilon=1.0, random_state=0).fit(X, y)
     assert est.alpha_ == perturbation_alpha(500, 7, 1.0, "output")  # d counts the intercept
+
+
+def test_delta_above_one_over_n_warns():
+    from fastdp.exceptions import WeakPrivacyWarning
+
+    X, y = _data(n=200)
+    with pytest.warns(WeakPrivacyWarning, match="1/n"):
+        DPLogisticRegression(epsilon=1.0, delta=0.5, random_state=0).fit(X, y)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WeakPrivacyWarning)
+        DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)          # default delta
+        DPLogisticRegression(epsilon=np.inf, delta=0.5).fit(X, y)            # not private
