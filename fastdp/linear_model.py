@@ -72,6 +72,7 @@ Privacy
 import dataclasses
 import math
 import numbers
+import os
 import time
 import warnings
 
@@ -117,6 +118,38 @@ def default_delta(n_samples):
 
 def _overrides_noise_for_budget(solver):
     return type(solver).noise_for_budget is not EstimatorSolver.noise_for_budget
+
+
+MAX_STEPS = 10**9
+"""Largest number of mini-batch steps a fit may ask for (about a day of kernel time)."""
+
+
+def _available_memory():
+    """Physical memory in bytes (None when the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_run_size(n_samples, n_features, n_outputs, config):
+    """Refuse, before any budget is reserved, runs that cannot finish or cannot be allocated.
+
+    Public quantities only: the number of steps ``epochs n / L`` and the size of
+    the dense model vectors (a few per feature and output).
+    """
+    epochs, batch = float(config["epochs"]), float(config["batch_size"])
+    if not math.isfinite(epochs) or epochs * n_samples / batch > MAX_STEPS:
+        raise ValidationError(
+            f"epochs={config['epochs']!r} with n={n_samples} and batch size {batch:g} asks for "
+            f"more than {MAX_STEPS:.0e} steps; use fewer epochs.")
+    needed = 6 * 8 * n_features * n_outputs  # coef, noise state, scratch: a few float64 vectors
+    memory = _available_memory()
+    if memory is not None and needed > memory:
+        raise ValidationError(
+            f"{n_features} features x {n_outputs} outputs need about {needed / 2**30:.1f} GiB of "
+            f"dense model vectors, more than this machine's {memory / 2**30:.1f} GiB; check the "
+            "column indices of the data (a LIBSVM file with a huge feature index?).")
 
 
 class _DPLinearModel(BaseEstimator):
@@ -223,6 +256,14 @@ class _DPLinearModel(BaseEstimator):
             raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")
         if self.callback is not None and not callable(self.callback):
             raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
+        if not isinstance(self.lazy_noise, (bool, np.bool_)):
+            raise ValidationError(f"lazy_noise must be True or False; got {self.lazy_noise!r}.")
+        if self.noise_multiplier is not None and not (
+                isinstance(self.epsilon, numbers.Real) and self.epsilon == 1.0):
+            warnings.warn(
+                f"noise_multiplier={self.noise_multiplier!r} is used as given and epsilon="
+                f"{self.epsilon!r} is ignored; epsilon_ reports the epsilon of that noise.",
+                UserWarning, stacklevel=3)
         return self._row_map()
 
     def _check_params(self, n_samples):
@@ -375,6 +416,8 @@ class _DPLinearModel(BaseEstimator):
         if self.callback is not None and n_fits > 1:
             raise ValidationError("a per-epoch callback is not supported with one-vs-rest "
                                   "multiclass fits; use solver='dpsgd' (multinomial).")
+        _check_run_size(n_samples, X.shape[1] + int(row_map.fit_intercept),
+                        max(n_classes, 1) if multinomial else 1, config)
         Xm = row_map.transform(X)
         config["n_features"] = int(Xm.shape[1])  # public (part of the data's schema)
         config["loss"] = loss

@@ -285,3 +285,25 @@ def test_delta_above_one_over_n_warns():
         warnings.simplefilter("error", WeakPrivacyWarning)
         DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)          # default delta
         DPLogisticRegression(epsilon=np.inf, delta=0.5).fit(X, y)            # not private
+
+
+def test_impossible_runs_are_refused_before_the_ledger_is_charged(tmp_path):
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    X, y = _data(n=200)
+    ledger = PrivacyLedger(epsilon=5.0, delta=1e-5, path=tmp_path / "b.json")
+    with pytest.raises(ValidationError, match="steps"):
+        DPLogisticRegression(epochs=1e12, ledger=ledger).fit(X, y)
+    huge = sp.csr_matrix(([1.0, 1.0], ([0, 1], [0, 2**31 - 2])), shape=(2, 2**31 - 1))
+    with pytest.raises(ValidationError, match="GiB"):
+        DPLogisticRegression(ledger=ledger).fit(huge, [0, 1])
+    with pytest.raises(ValidationError, match="lazy_noise"):
+        DPLogisticRegression(lazy_noise="yes", ledger=ledger).fit(X, y)
+    assert len(ledger.entries) == 0
+
+
+def test_noise_multiplier_overriding_epsilon_warns():
+    X, y = _data(n=200)
+    with pytest.warns(UserWarning, match="ignored"):
+        est = DPLogisticRegression(epsilon=0.5, noise_multiplier=2.0, random_state=0).fit(X, y)
+    assert est.noise_multiplier_ == 2.0 and est.epsilon_ != 0.5
