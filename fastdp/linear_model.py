@@ -112,7 +112,14 @@ def default_delta(n_samples):
 
     A delta of order ``1/n`` permits releasing one whole example; fastdp's
     default stays an order of magnitude below that.
+
+    Raises
+    ------
+    ValidationError
+        If ``n_samples < 1`` (empty data).
     """
+    if not n_samples >= 1:
+        raise ValidationError(f"the data has {n_samples} examples; training needs at least one.")
     return min(1e-5, 1.0 / (10.0 * n_samples))
 
 

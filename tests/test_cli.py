@@ -262,3 +262,12 @@ def test_non_private_and_solver_options_in_process(libsvm_files, capsys, tmp_pat
     assert saved.solver == "dpsgd"
     assert saved.solver_options == {"learning_rate": 0.5, "reg": "repo"}
     assert saved.epsilon_ <= 2.0
+
+
+def test_empty_or_comment_only_file_is_one_clear_line(tmp_path):
+    path = tmp_path / "empty.svm"
+    path.write_text("# only a comment\n")
+    done = subprocess.run([sys.executable, "-m", "fastdp", "train", str(path), "--model",
+                           "logistic"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "0 examples" in done.stderr
