@@ -89,6 +89,7 @@ from fastdp._validation import (
     check_privacy_params,
     check_random_state,
     check_real,
+    check_sparse_structure,
     check_X,
 )
 from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
@@ -292,6 +293,8 @@ class _DPLinearModel(BaseEstimator):
         """
         kwargs = dict(reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
                       accept_large_sparse=True)
+        # before scikit-learn converts a sparse matrix: scipy trusts its index arrays
+        check_sparse_structure(X)
         try:
             if isinstance(y, str) and y == "no_validation":
                 X = validate_data(self, X, **kwargs)

@@ -307,3 +307,24 @@ def test_noise_multiplier_overriding_epsilon_warns():
     with pytest.warns(UserWarning, match="ignored"):
         est = DPLogisticRegression(epsilon=0.5, noise_multiplier=2.0, random_state=0).fit(X, y)
     assert est.noise_multiplier_ == 2.0 and est.epsilon_ != 0.5
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csc"])
+def test_edited_sparse_indices_are_refused_before_conversion(fmt):
+    """In a child process: scipy's conversion of such a matrix writes out of bounds."""
+    import subprocess
+    import sys
+
+    edit = "X.row[0] = 10**6" if fmt == "coo" else "X.indices[0] = 10**6"
+    code = (
+        "import numpy as np, scipy.sparse as sp\n"
+        "from fastdp.linear_model import DPLogisticRegression\n"
+        "from fastdp.exceptions import ValidationError\n"
+        f"X = sp.random(50, 5, density=0.5, format='{fmt}', random_state=0)\n"
+        f"{edit}\n"
+        "try:\n"
+        "    DPLogisticRegression().fit(X, np.arange(50) % 2)\n"
+        "except ValidationError as exc:\n"
+        "    print('refused', exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and "refused" in done.stdout, done.stderr[-2000:]
