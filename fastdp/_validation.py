@@ -395,24 +395,31 @@ class _StructureToken:
     """Proof that ``indices``/``indptr`` form canonical CSR with ``n_features`` columns.
 
     Private: made only by :func:`structure_token`.  It holds the two arrays,
-    so their memory stays valid while the token exists; a kernel compares
-    their addresses and lengths with the arrays it is given.
+    so their memory stays valid while the token exists, and their addresses,
+    lengths and index width, which a kernel compares (O(1)) with the arrays
+    it is given.
     """
 
-    __slots__ = ("indices", "indptr", "n_features")
+    __slots__ = ("indices", "indptr", "n_features", "itemsize", "indices_address",
+                 "indices_length", "indptr_address", "indptr_length")
 
     def __init__(self, indices, indptr, n_features):
         self.indices = indices
         self.indptr = indptr
         self.n_features = int(n_features)
+        self.itemsize = int(indices.dtype.itemsize)
+        self.indices_address = int(indices.__array_interface__["data"][0])
+        self.indices_length = int(indices.shape[0])
+        self.indptr_address = int(indptr.__array_interface__["data"][0])
+        self.indptr_length = int(indptr.shape[0])
 
     def __reduce__(self):
         raise TypeError("a CSR structure token is valid in this process only; make a new one "
                         "with fastdp._validation.structure_token(X)")
 
     def __repr__(self):
-        return (f"<CSR structure checked: {self.indptr.shape[0] - 1} rows, "
-                f"{self.n_features} columns, {self.indices.shape[0]} entries>")
+        return (f"<CSR structure checked: {self.indptr_length - 1} rows, "
+                f"{self.n_features} columns, {self.indices_length} entries>")
 
 
 _CHECKED_STRUCTURES = {}  # id(indices) -> (weakref(indices), weakref(indptr), n_features)

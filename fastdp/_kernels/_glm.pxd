@@ -501,15 +501,13 @@ cdef inline bint structure_proven(str caller, object token, object token_class,
     scan tells whether a column index reaches the short array).  A token for
     other arrays: ValidationError (a caller's mistake).
     """
-    cdef object tok_indices, tok_indptr
     if type(token) is not token_class:
         return False
-    tok_indices = token.indices
-    tok_indptr = token.indptr
-    if (tok_indices.dtype.itemsize != sizeof(index_t) or tok_indptr.dtype.itemsize != sizeof(index_t)
-            or tok_indices.shape[0] != indices.shape[0] or tok_indptr.shape[0] != indptr.shape[0]
-            or (indices.shape[0] > 0 and <size_t>&indices[0] != <size_t>tok_indices.ctypes.data)
-            or (indptr.shape[0] > 0 and <size_t>&indptr[0] != <size_t>tok_indptr.ctypes.data)):
+    if (<Py_ssize_t>token.itemsize != <Py_ssize_t>sizeof(index_t)
+            or <Py_ssize_t>token.indices_length != indices.shape[0]
+            or <Py_ssize_t>token.indptr_length != indptr.shape[0]
+            or (indices.shape[0] > 0 and <size_t>&indices[0] != <size_t>token.indices_address)
+            or (indptr.shape[0] > 0 and <size_t>&indptr[0] != <size_t>token.indptr_address)):
         return raise_invalid(
             f"{caller}: the check_structure token was made for other CSR arrays; pass "
             f"fastdp._validation.structure_token(X) with X.data, X.indices, X.indptr of the "

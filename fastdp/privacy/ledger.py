@@ -452,8 +452,8 @@ def _read_json(path, real):
     except (UnicodeDecodeError, ValueError, TypeError) as exc:
         reason = f"{type(exc).__name__}: {exc}"
     raise ValidationError(
-        f"{path} is not a fastdp privacy ledger (unreadable: {_short_repr(reason)}); it was "
-        "not written by fastdp or was damaged outside fastdp.")
+        f"{path} is not a fastdp privacy ledger (unreadable: {reason[:200]}); it was not "
+        "written by fastdp or was damaged outside fastdp.")
 
 
 def _budget_of(record):
