@@ -391,6 +391,10 @@ def check_sparse_structure(X):
 # solver that validated X with check_X gets its token in O(1).
 
 
+def _address(array):
+    return int(array.__array_interface__["data"][0])
+
+
 class _StructureToken:
     """Proof that ``indices``/``indptr`` form canonical CSR with ``n_features`` columns.
 
@@ -403,15 +407,15 @@ class _StructureToken:
     __slots__ = ("indices", "indptr", "n_features", "itemsize", "indices_address",
                  "indices_length", "indptr_address", "indptr_length")
 
-    def __init__(self, indices, indptr, n_features):
+    def __init__(self, indices, indptr, n_features, indices_address, indptr_address):
         self.indices = indices
         self.indptr = indptr
-        self.n_features = int(n_features)
-        self.itemsize = int(indices.dtype.itemsize)
-        self.indices_address = int(indices.__array_interface__["data"][0])
-        self.indices_length = int(indices.shape[0])
-        self.indptr_address = int(indptr.__array_interface__["data"][0])
-        self.indptr_length = int(indptr.shape[0])
+        self.n_features = n_features
+        self.itemsize = indices.dtype.itemsize
+        self.indices_address = indices_address
+        self.indices_length = indices.shape[0]
+        self.indptr_address = indptr_address
+        self.indptr_length = indptr.shape[0]
 
     def __reduce__(self):
         raise TypeError("a CSR structure token is valid in this process only; make a new one "
@@ -422,7 +426,9 @@ class _StructureToken:
                 f"{self.n_features} columns, {self.indices_length} entries>")
 
 
-_CHECKED_STRUCTURES = {}  # id(indices) -> (weakref(indices), weakref(indptr), n_features)
+# id(indices) -> (weakref(indices), weakref(indptr), n_features, address of indices,
+#                 address of indptr)
+_CHECKED_STRUCTURES = {}
 
 
 def _forget_structure(key):
@@ -434,16 +440,20 @@ def _remember_structure(indices, indptr, n_features):
     key = id(indices)
     try:
         entry = (weakref.ref(indices, lambda _, key=key: _forget_structure(key)),
-                 weakref.ref(indptr), int(n_features))
-    except TypeError:  # not weak-referenceable: never registered, scanned when used
-        return
+                 weakref.ref(indptr), int(n_features), _address(indices), _address(indptr))
+    except (TypeError, AttributeError):  # not weak-referenceable: scanned when used
+        return None
     _CHECKED_STRUCTURES[key] = entry
+    return entry
 
 
 def _known_structure(indices, indptr, n_features):
+    """The registry entry of these arrays, or None."""
     entry = _CHECKED_STRUCTURES.get(id(indices))
-    return (entry is not None and entry[0]() is indices and entry[1]() is indptr
-            and entry[2] == n_features)
+    if (entry is not None and entry[0]() is indices and entry[1]() is indptr
+            and entry[2] == n_features):
+        return entry
+    return None
 
 
 def structure_token(X):
@@ -452,10 +462,11 @@ def structure_token(X):
     Pass it as ``check_structure=`` to a kernel of :mod:`fastdp._kernels`
     together with ``X.data, X.indices, X.indptr`` to skip the kernel's O(nnz)
     scan of the structure.  For a matrix returned by :func:`check_X` (the
-    same ``indices`` and ``indptr`` objects) it costs O(1); for any other CSR
-    matrix it checks the structure first (O(nnz)): ``indptr`` non-decreasing
-    from 0 to ``len(indices)``, column indices strictly increasing within
-    every row and within ``[0, n_features)``.
+    same ``indices`` and ``indptr`` objects) it costs O(1) (a few
+    microseconds: make it once per solver run, not per kernel call); for any
+    other CSR matrix it checks the structure first (O(nnz)): ``indptr``
+    non-decreasing from 0 to ``len(indices)``, column indices strictly
+    increasing within every row and within ``[0, n_features)``.
 
     Parameters
     ----------
@@ -479,9 +490,10 @@ def structure_token(X):
     """
     if not (sp.issparse(X) and X.format == "csr"):
         raise ValidationError("structure_token needs a CSR matrix (use check_X first).")
-    n_rows, n_cols = _sparse_shape(X)
     indices, indptr = X.indices, X.indptr
-    if not _known_structure(indices, indptr, n_cols):
+    entry = _known_structure(indices, indptr, X.shape[1])
+    if entry is None:
+        n_rows, n_cols = _sparse_shape(X)
         _check_csr_arrays(X, n_rows, n_cols)
         if (indices.dtype not in _INDEX_DTYPES or indptr.dtype != indices.dtype
                 or indices.shape[0] != int(indptr[-1]) or not indices.flags.c_contiguous
@@ -490,8 +502,10 @@ def structure_token(X):
                 "structure_token needs canonical CSR (column indices strictly increasing in "
                 "every row, int32/int64 indices and indptr of one dtype, no spare storage): "
                 "pass the matrix through check_X first.")
-        _remember_structure(indices, indptr, n_cols)
-    return _StructureToken(indices, indptr, n_cols)
+        entry = _remember_structure(indices, indptr, n_cols)
+        if entry is None:
+            entry = (None, None, n_cols, _address(indices), _address(indptr))
+    return _StructureToken(indices, indptr, entry[2], entry[3], entry[4])
 
 
 def _check_csr_structure(X):
