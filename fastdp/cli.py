@@ -453,7 +453,7 @@ def build_parser():
     p.add_argument("--delta", type=_probability, default=None,
                    help="target delta in (0, 1); default min(1e-5, 1/(10 n))")
     p.add_argument("--alpha", type=_auto_or(_positive_float), default="auto",
-                   help="L2 strength lambda (default auto: 1/n)")
+                   help="L2 strength lambda (default auto: 0.1/n; output/objective perturbation: a rule of n, d, epsilon)")
     p.add_argument("--epochs", type=_auto_or(_positive_float), default="auto",
                    help="passes over the data (default auto: the solver's rule)")
     p.add_argument("--batch-size", type=_positive_int, default=None)
