@@ -60,14 +60,16 @@ def _add_remove_pair(label, binary=False):
 # ----------------------------------------------------------------------------
 # the cases: each returns (release, statistic, claimed_event, delta)
 # ----------------------------------------------------------------------------
-def _dpscd_case(run_sigma, *, claim_sigma=2.0, clip=1.0, run_clip=None, with_alpha=True):
+def _dpscd_case(run_sigma, *, claim_sigma=2.0, clip=1.0, run_clip=None, with_alpha=True,
+                released="v"):
     """Dual DP-SCD, one full-batch step, fixed-size sampler (replace-one).
 
     The statistic reads v on the canary's feature and, in the paper's threat
-    model, the canary's dual variable alpha (the sqrt(2) in the sensitivity
-    exists for alpha; fastdp never releases alpha, so its released v alone is
-    sqrt(2) more private than the event claims: with v only, dropping the
-    sqrt(2) is not a violation of what fastdp releases).
+    model (``released="alpha_and_v"``), the canary's dual variable alpha: the
+    sqrt(2) in the paper's sensitivity exists for alpha.  fastdp's default
+    releases v only (noise sigma C on v, none on alpha): audited on v it is
+    tight, and an auditor who also saw alpha would see a violation, which is why
+    alpha is never published.
     """
     from fastdp.solvers.scd import dual_dpscd
 
@@ -78,7 +80,8 @@ def _dpscd_case(run_sigma, *, claim_sigma=2.0, clip=1.0, run_clip=None, with_alp
     def release(with_canary, rng):
         X, y = datasets[with_canary]
         result = dual_dpscd(X, y, clip=clip if run_clip is None else run_clip,
-                            noise_multiplier=run_sigma, random_state=rng, **settings)
+                            noise_multiplier=run_sigma, random_state=rng, released=released,
+                            **settings)
         return result.v[c] + (result.alpha[-1] if with_alpha else 0.0)
 
     claimed = dual_dpscd(*datasets[0], clip=clip, noise_multiplier=claim_sigma,
@@ -208,9 +211,12 @@ def _distributed_case():
 CASES = {
     # DP-SCD: honest (v only, as released; v and alpha, the paper's threat model) and broken
     "dpscd": (lambda: _dpscd_case(2.0, with_alpha=False), 500, False, 0.0),
-    "dpscd_transcript": (lambda: _dpscd_case(2.0), 500, False, 0.2),
+    "dpscd_transcript": (lambda: _dpscd_case(2.0, released="alpha_and_v"), 500, False, 0.2),
     "dpscd_sigma_halved": (lambda: _dpscd_case(1.0), 500, True, None),
-    "dpscd_sqrt2_dropped": (lambda: _dpscd_case(2.0 / math.sqrt(2.0)), 2500, True, None),
+    "dpscd_sqrt2_dropped": (lambda: _dpscd_case(2.0 / math.sqrt(2.0), released="alpha_and_v"),
+                            2500, True, None),
+    # v only, as fastdp releases it: sigma C, no sqrt(2); halving sigma is caught on v alone
+    "dpscd_v_sigma_halved": (lambda: _dpscd_case(1.0, with_alpha=False), 800, True, None),
     "dpscd_clipping_skipped": (lambda: _dpscd_case(2.0 / 100.0, run_clip=100.0), 60, True, None),
     "dpscd_poisson": (lambda: _poisson_case("dpscd"), 300, False, 0.1),
     # DP-SGD
