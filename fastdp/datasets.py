@@ -20,7 +20,6 @@ load_dataset, DATASETS
 """
 
 import bz2
-import contextlib
 import gzip
 import lzma
 import os
@@ -95,19 +94,18 @@ def _changed_while_reading(path, detail):
 
 
 def _read_whole_file(handle, path):
-    """The whole content of an open regular file, read into memory (bytes).
+    """The whole content of an open file, read into memory (bytes).
 
-    The file is read, not memory-mapped: a memory-mapped file that another
-    process truncates kills the reader with SIGBUS when it touches the missing
-    pages.  The size is taken before reading and checked again afterwards (one
-    byte more is asked for, which must not exist), so a file that grows,
-    shrinks or is rewritten while it is read gives a clear error instead of a
-    silently partial dataset.
+    For a regular file the size is taken before reading and checked again
+    afterwards (one byte more is asked for, which must not exist), so a file
+    that grows, shrinks or is rewritten while it is read gives a clear error
+    instead of a silently partial dataset.
     """
     before = os.fstat(handle.fileno())
     if not stat.S_ISREG(before.st_mode):  # a pipe or device: no size to check
         return handle.read()
     size = before.st_size
+    handle.seek(0)
     content = handle.read(size + 1)
     after = os.fstat(handle.fileno())
     if len(content) != size:
@@ -117,12 +115,12 @@ def _read_whole_file(handle, path):
     return content
 
 
-@contextlib.contextmanager
-def _file_content(source):
-    """Yield the (decompressed) content as a bytes-like object.
+def _parse_source(source, zero_based, return_qid):
+    """Parse a path or a binary file object; returns what :func:`_parse_content` returns.
 
-    A file on disk is read into memory once (see :func:`_read_whole_file`
-    for why it is not memory-mapped); compressed content is decompressed.
+    A plain regular file is read and parsed in chunks (:func:`_parse_file_in_chunks`);
+    a compressed file is read whole, checked for changes and decompressed; a
+    file object or a pipe is read whole.
     """
     path = None
     if not hasattr(source, "read"):
@@ -131,11 +129,146 @@ def _file_content(source):
         except TypeError:
             path = None
     if path is None:
-        yield _read_bytes(source)
-        return
-    with open(path, "rb") as f:
-        content = _read_whole_file(f, path)
-    yield _decompress_if_needed(content)
+        return _parse_content(_read_bytes(source), zero_based, return_qid)
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            content = _decompress_if_needed(handle.read())
+        else:
+            head = handle.read(8)
+            if not any(head.startswith(magic) for magic, _ in _MAGIC_DECOMPRESSORS):
+                return _parse_file_in_chunks(handle, path, zero_based, return_qid)
+            content = _decompress_if_needed(_read_whole_file(handle, path))
+    return _parse_content(content, zero_based, return_qid)
+
+
+_CHUNK_BYTES = 1 << 20  # parsed while in cache: both passes of the parser read it there
+
+
+class _CsrBuilder:
+    """Growing output arrays of the chunked parser (amortised growth, views at the end)."""
+
+    def __init__(self):
+        self.rows = 0
+        self.nnz = 0
+        self.min_index = _kernel._MAX_INDEX + 1
+        self.max_index = -1
+        self._allocate(1, 0)
+
+    def _allocate(self, row_capacity, entry_capacity):
+        old = getattr(self, "arrays", None)
+        self.arrays = {
+            "indptr": np.empty(row_capacity + 1, dtype=np.int64),
+            "labels": np.empty(row_capacity, dtype=np.float64),
+            "qids": np.empty(row_capacity, dtype=np.int64),
+            "has_qid": np.empty(row_capacity, dtype=np.uint8),
+            "indices": np.empty(entry_capacity, dtype=np.int64),
+            "data": np.empty(entry_capacity, dtype=np.float64),
+        }
+        if old is not None:
+            for name in ("indptr",):
+                self.arrays[name][: self.rows + 1] = old[name][: self.rows + 1]
+            for name in ("labels", "qids", "has_qid"):
+                self.arrays[name][: self.rows] = old[name][: self.rows]
+            for name in ("indices", "data"):
+                self.arrays[name][: self.nnz] = old[name][: self.nnz]
+
+    def reserve(self, more_rows, more_entries, expected_rows, expected_entries):
+        """Room for ``more_rows``/``more_entries`` after the current ones; grows to at
+        least the expected totals (or 1.5 times) so that growth stays rare."""
+        rows_needed = self.rows + more_rows
+        entries_needed = self.nnz + more_entries
+        row_capacity = self.arrays["labels"].shape[0]
+        entry_capacity = self.arrays["data"].shape[0]
+        if rows_needed <= row_capacity and entries_needed <= entry_capacity:
+            return
+        self._allocate(max(rows_needed, expected_rows, int(1.5 * row_capacity)),
+                       max(entries_needed, expected_entries, int(1.5 * entry_capacity)))
+
+    def tails(self):
+        """Views of the arrays after the rows and entries already filled."""
+        a, r, k = self.arrays, self.rows, self.nnz
+        return (a["indptr"][r:], a["indices"][k:], a["data"][k:], a["labels"][r:],
+                a["qids"][r:], a["has_qid"][r:])
+
+
+def _parse_chunk(builder, chunk, raw, zero_based, return_qid, line_offset):
+    """Parse whole lines ``chunk`` (a view of ``raw``) into ``builder``'s arrays."""
+    indptr, indices, data, labels, qids, has_qid = builder.tails()
+    err, err_line, rows, nnz, hard, qid_err_line, min_index, max_index = _kernel.fill_csr(
+        chunk, zero_based is not False, indptr, indices, data, labels, qids, has_qid)
+    stop_line = err_line if err != _kernel.ERR_NONE else np.iinfo(np.int64).max
+    if return_qid and qid_err_line:
+        stop_line = min(stop_line, qid_err_line)
+    _resolve_hard_tokens(raw, hard, data, labels, stop_line, line_offset)
+    if err != _kernel.ERR_NONE and err_line == stop_line:
+        raise LibsvmParseError(_kernel.ERROR_MESSAGES[err], err_line + line_offset)
+    if return_qid and qid_err_line:
+        raise LibsvmParseError("a 'qid:' value is not a 64-bit integer", qid_err_line + line_offset)
+    indptr[: rows + 1] += builder.nnz  # fill_csr counts entries from 0 in every chunk
+    builder.rows += rows
+    builder.nnz += nnz
+    builder.min_index = min(builder.min_index, min_index)
+    builder.max_index = max(builder.max_index, max_index)
+
+
+def _parse_file_in_chunks(handle, path, zero_based, return_qid):
+    """Read a plain file in chunks of whole lines and parse each while it is in cache.
+
+    The file is never memory-mapped (a memory-mapped file that another process
+    truncates kills the reader with SIGBUS) and never held in memory whole:
+    each chunk is read into one reused buffer, parsed (both passes) and
+    forgotten.  The size is taken before reading and checked again afterwards
+    (one byte more than the size is asked for), so a file that grows, shrinks
+    or is rewritten while it is read gives a clear error.  Returns what
+    :func:`_parse_content` returns.
+    """
+    before = os.fstat(handle.fileno())
+    size = before.st_size
+    handle.seek(0)
+    buffer = bytearray(min(_CHUNK_BYTES, size + 1))
+    builder = _CsrBuilder()
+    filled = total = line_offset = 0
+    eof = False
+    while True:
+        if not eof and filled < len(buffer):
+            with memoryview(buffer) as view:
+                want = min(len(buffer) - filled, size + 1 - total)
+                got = handle.readinto(view[filled:filled + want]) if want > 0 else 0
+            if got:
+                filled += got
+                total += got
+                if total > size:
+                    raise _changed_while_reading(path, f"it has more than {size} bytes")
+            else:
+                eof = True
+        if filled == 0:
+            break
+        end = filled if eof else buffer.rfind(b"\n", 0, filled) + 1
+        if end == 0:  # no complete line in the buffer yet
+            if filled == len(buffer):  # a line longer than the buffer: make room
+                buffer = buffer + bytearray(len(buffer))
+            continue
+        chunk = np.frombuffer(buffer, dtype=np.uint8, count=end)
+        max_rows, max_entries = _kernel.count_rows_and_tokens(chunk)
+        scale = size / max(total, 1)  # expected totals from what was read so far
+        builder.reserve(max_rows, max_entries, int((builder.rows + max_rows) * scale * 1.02),
+                        int((builder.nnz + max_entries) * scale * 1.02))
+        _parse_chunk(builder, chunk, buffer, zero_based, return_qid, line_offset)
+        del chunk
+        line_offset += max_rows - 1  # the newlines of the chunk
+        buffer[: filled - end] = buffer[end:filled]
+        filled -= end
+    after = os.fstat(handle.fileno())
+    if total != size:
+        raise _changed_while_reading(path, f"{total} bytes read, {size} expected")
+    if after.st_size != size or after.st_mtime_ns != before.st_mtime_ns:
+        raise _changed_while_reading(path, "its size or modification time changed")
+    a, rows, nnz = builder.arrays, builder.rows, builder.nnz
+    qids = (np.where(a["has_qid"][:rows].view(bool), a["qids"][:rows], -1)
+            if return_qid else None)
+    return (a["indptr"][: rows + 1], a["indices"][:nnz], a["data"][:nnz], a["labels"][:rows],
+            qids, rows, nnz, builder.min_index, builder.max_index)
 
 
 def _check_loader_arguments(n_features, zero_based, dtype):
@@ -150,11 +283,12 @@ def _check_loader_arguments(n_features, zero_based, dtype):
         raise ValidationError(f"dtype {dtype!r} is not a numpy dtype") from exc
 
 
-def _resolve_hard_tokens(raw, hard, data, labels, stop_line):
+def _resolve_hard_tokens(raw, hard, data, labels, stop_line, line_offset=0):
     """Convert the tokens the compiled parser left to Python ``float()``.
 
     Raises the parse error of the first token (in file order) that ``float()``
-    rejects on a line before ``stop_line``.
+    rejects on a line before ``stop_line`` (lines counted within ``raw``;
+    ``line_offset`` lines precede it in the file).
     """
     for start, end, slot, line in hard.tolist():
         if line >= stop_line:
@@ -165,7 +299,8 @@ def _resolve_hard_tokens(raw, hard, data, labels, stop_line):
         except ValueError:
             what = "label" if slot < 0 else "feature value"
             raise LibsvmParseError(
-                f"cannot read {what} {token.decode('latin-1')!r} as a number", line
+                f"cannot read {what} {bytes(token).decode('latin-1')!r} as a number",
+                line + line_offset,
             ) from None
         if slot < 0:
             labels[-slot - 1] = value
@@ -222,12 +357,13 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     by content (scikit-learn reads ``.gz``/``.bz2`` by file suffix); every
     malformed line raises :class:`LibsvmParseError` (a ``ValueError``) with its
     line number, including an index above 2**31 - 1 (an ``OverflowError`` in
-    scikit-learn); qids are returned one per row. A file that another program
-    truncates, extends or replaces while it is read gives a
-    :class:`~fastdp.exceptions.ValidationError` (the file is read into memory,
-    never memory-mapped: a truncated memory map would kill the process with
-    SIGBUS). scikit-learn's ``multilabel``, ``offset`` and ``length`` options
-    are not supported.
+    scikit-learn); qids are returned one per row. A plain file is read and
+    parsed in chunks of whole lines (1 MiB, reused: each is parsed while in
+    cache), never memory-mapped (a truncated memory map would kill the process
+    with SIGBUS); a file that another program truncates, extends or replaces
+    while it is read gives a :class:`~fastdp.exceptions.ValidationError`.
+    scikit-learn's ``multilabel``, ``offset`` and ``length`` options are not
+    supported.
 
     Raises
     ------
@@ -241,8 +377,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
         or when the file changes while it is read.
     """
     dtype = _check_loader_arguments(n_features, zero_based, dtype)
-    with _file_content(path) as raw:
-        parsed = _parse_content(raw, zero_based, return_qid)
+    parsed = _parse_source(path, zero_based, return_qid)
     indptr, indices, data, labels, qids, n_rows, nnz, min_index, max_index = parsed
     if zero_based is False or (zero_based == "auto" and nnz > 0 and min_index > 0):
         indices -= 1

@@ -268,6 +268,7 @@ def _write_big_file(path, n_rows=20000):
 TRUNCATED_WHILE_PARSED = """
     import os, sys
     import fastdp.datasets as datasets
+    from fastdp.exceptions import ValidationError
 
     path = sys.argv[1]
     real_fill = datasets._kernel.fill_csr
@@ -277,39 +278,58 @@ TRUNCATED_WHILE_PARSED = """
         return real_fill(buf, *args)
 
     datasets._kernel.fill_csr = truncate_then_fill
-    X, y = datasets.load_libsvm(path)
-    print(X.shape[0], flush=True)
+    try:
+        X, y = datasets.load_libsvm(path)
+        print("loaded", X.shape[0], flush=True)
+    except ValidationError as exc:
+        print("refused:", exc, flush=True)
 """
 
 
-def test_file_truncated_between_the_parser_passes_does_not_crash(tmp_path):
+@pytest.mark.parametrize("chunk_bytes", [None, 4096])
+def test_file_truncated_between_the_parser_passes_does_not_crash(tmp_path, chunk_bytes):
     """The loader memory-mapped plain files: a truncation under it killed the process
-    with SIGBUS (return code -7).  The content is now read before parsing starts."""
+    with SIGBUS (return code -7).  Now the file is read (in chunks), and a change
+    while it is read is an error."""
     path = tmp_path / "big.svm"
     n_rows = _write_big_file(path)
-    out = _run_child(TRUNCATED_WHILE_PARSED, path)
+    script = TRUNCATED_WHILE_PARSED
+    if chunk_bytes:
+        script = script.replace("path = sys.argv[1]",
+                                f"path = sys.argv[1]; datasets._CHUNK_BYTES = {chunk_bytes}")
+    out = _run_child(script, path)
     assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-2000:]}"
-    assert int(out.stdout) == n_rows  # the content as it was when it was read
+    assert out.stdout.startswith("refused:") and "changed while it was being read" in out.stdout
+    assert n_rows == 20000
 
 
 class _ChangingFile(io.FileIO):
-    """A file whose content changes (via another handle) just before it is read."""
+    """A file whose content changes (via another handle) when it is first read."""
 
     def __init__(self, path, change):
         super().__init__(path, "rb")
         self._path, self._change = path, change
 
-    def read(self, size=-1):
+    def _maybe_change(self):
         if self._change is not None:
             change, self._change = self._change, None
             change(self._path)
+
+    def read(self, size=-1):
+        self._maybe_change()
         return super().read(size)
 
+    def readinto(self, buffer):
+        self._maybe_change()
+        return super().readinto(buffer)
 
+
+@pytest.mark.parametrize("reader", ["whole", "chunks"])
 @pytest.mark.parametrize("change", ["truncate", "append", "rewrite_same_size"])
-def test_file_changed_while_read_is_an_error(tmp_path, change):
-    from fastdp.datasets import _read_whole_file
+def test_file_changed_while_read_is_an_error(tmp_path, change, reader, monkeypatch):
+    import fastdp.datasets as datasets
 
+    monkeypatch.setattr(datasets, "_CHUNK_BYTES", 1024)
     path = tmp_path / "data.svm"
     path.write_bytes(b"1 1:0.5 3:2\n-1 2:1\n" * 1000)
     size = path.stat().st_size
@@ -322,11 +342,52 @@ def test_file_changed_while_read_is_an_error(tmp_path, change):
                 handle.write(b"1 1:1\n")
         else:
             os.utime(p, ns=(0, 0))  # same size, other content (mtime changes)
+
+    def read(handle):
+        if reader == "whole":
+            return datasets._read_whole_file(handle, str(path))
+        return datasets._parse_file_in_chunks(handle, str(path), "auto", False)
+
     with _ChangingFile(str(path), edit) as handle:
         with pytest.raises(ValidationError, match="changed while it was being read"):
-            _read_whole_file(handle, str(path))
+            read(handle)
     with _ChangingFile(str(path), None) as handle:  # unchanged: the whole content
-        assert _read_whole_file(handle, str(path)) == path.read_bytes()
+        result = read(handle)
+    if reader == "whole":
+        assert result == path.read_bytes()
+    else:  # rows and entries of what the file holds now
+        X, _ = load_libsvm(io.BytesIO(path.read_bytes()))
+        assert (result[5], result[6]) == (X.shape[0], X.nnz)
+
+
+@pytest.mark.parametrize("chunk_bytes", [7, 64, 1024])
+def test_chunked_reading_gives_the_same_result(tmp_path, monkeypatch, chunk_bytes):
+    """Chunk boundaries (and lines longer than a chunk) change nothing, errors included."""
+    import fastdp.datasets as datasets
+
+    rng = np.random.default_rng(1)
+    X = sp.random(300, 40, density=0.2, format="csr", random_state=rng)
+    path = tmp_path / "data.svm"
+    dump_svmlight_file(X, rng.choice([-1.0, 1.0], 300), str(path), query_id=np.arange(300))
+    text = path.read_bytes().replace(b"\n", b"  # a comment\n\n", 5) + b"1 5:nan 7:1e400"
+    path.write_bytes(text)
+    expected = load_libsvm(io.BytesIO(text), return_qid=True)
+    monkeypatch.setattr(datasets, "_CHUNK_BYTES", chunk_bytes)
+    got = load_libsvm(path, return_qid=True)
+    assert got[0].shape == expected[0].shape
+    for name in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(got[0], name), getattr(expected[0], name))
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[2], expected[2])
+    bad = text.replace(b"\n", b"\n1 3:1 2:1\n", 1) if chunk_bytes == 7 else (
+        text + b"\n1 1:1\n2 4:zz\n")
+    path.write_bytes(bad)
+    with pytest.raises(LibsvmParseError) as from_file:
+        load_libsvm(path)
+    with pytest.raises(LibsvmParseError) as from_bytes:
+        load_libsvm(io.BytesIO(bad))
+    assert from_file.value.line_number == from_bytes.value.line_number
+    assert str(from_file.value) == str(from_bytes.value)
 
 
 REWRITTEN_WHILE_LOADED = """
@@ -354,7 +415,7 @@ REWRITTEN_WHILE_LOADED = """
         for _ in range(int(sys.argv[3])):
             try:
                 X, y = load_libsvm(path)
-            except ValidationError:  # "changed while read" or a cut line
+            except ValidationError:  # "changed while it was being read" or a cut line
                 outcomes["refused"] += 1
             else:
                 assert X.shape[0] <= rows
