@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, clone, is_classifier
 from sklearn.model_selection import ParameterGrid
 
-from fastdp._validation import check_privacy_params, check_random_state
+from fastdp._validation import check_privacy_params, check_random_state, check_sparse_structure
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectionEvent
 from fastdp.privacy.rdp import RdpAccountant
@@ -322,6 +322,7 @@ class DPHyperparameterSearch(BaseEstimator):
         epsilon, delta, reps, grid = self._check()
         rng = check_random_state(self.random_state)
         if sp.issparse(X):
+            check_sparse_structure(X)  # before scipy converts it
             X = sp.csr_matrix(X)
         else:
             X = np.asarray(X)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from fastdp._validation import check_sparse_structure
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -46,6 +47,7 @@ class NotPrivateWarning(UserWarning):
 def _as_float_matrix(X, name="X"):
     """Dense float ndarray or CSR copy-free view of X; rejects NaN/inf."""
     if sp.issparse(X):
+        check_sparse_structure(X)  # before scipy converts it: scipy trusts the index arrays
         X = X.tocsr()
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)

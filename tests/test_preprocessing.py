@@ -178,3 +178,24 @@ def test_paper_preprocess_argument_checks(rng):
 
 def test_not_private_warning_is_a_user_warning():
     assert issubclass(NotPrivateWarning, UserWarning)
+
+
+def test_edited_coo_indices_are_refused_by_the_row_maps():
+    """normalize_rows / clip_rows check the sparse structure before scipy converts it
+    (an edited COO matrix made scipy write out of bounds); run in a child process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import scipy.sparse as sp\n"
+        "from fastdp.preprocessing import clip_rows, normalize_rows\n"
+        "from fastdp.exceptions import ValidationError\n"
+        "for f in (normalize_rows, clip_rows):\n"
+        "    X = sp.random(40, 5, density=0.5, format='coo', random_state=0)\n"
+        "    X.row[0] = 10**6\n"
+        "    try:\n"
+        "        f(X)\n"
+        "    except ValidationError:\n"
+        "        print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.count("refused") == 2, done.stderr[-2000:]

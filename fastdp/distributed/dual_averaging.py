@@ -31,7 +31,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import check_random_state, check_X_y
+from fastdp._validation import check_random_state, check_sparse_structure, check_X_y
 from fastdp.distributed import privacy as dp
 from fastdp.distributed.diagnostics import VirtualSequence
 from fastdp.distributed.engines.base import get_engine
@@ -138,6 +138,7 @@ def partition_rows(X, y, n_nodes, random_state=None):
     if q < 1:
         raise ValidationError(f"{N} rows cannot give every one of {n} agents a record.")
     perm = check_random_state(random_state).permutation(N)[: n * q]
+    check_sparse_structure(X)  # before scipy converts it
     X = sp.csr_matrix(X)
     return [(X[perm[i * q:(i + 1) * q]], np.asarray(y)[perm[i * q:(i + 1) * q]]) for i in range(n)]
 

@@ -53,6 +53,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from fastdp._validation import check_sparse_structure
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy import events as ev
 
@@ -477,10 +478,13 @@ def claimed_epsilon(event, delta, accountants=None):
 # canaries and neighbouring datasets
 # ----------------------------------------------------------------------------
 def _rows(X):
+    check_sparse_structure(X)  # before scipy converts it
     return sp.csr_matrix(X) if sp.issparse(X) else np.atleast_2d(np.asarray(X, dtype=np.float64))
 
 
 def _stack(X, row):
+    check_sparse_structure(X)
+    check_sparse_structure(row)
     if sp.issparse(X):
         return sp.vstack([sp.csr_matrix(X), sp.csr_matrix(row)], format="csr")
     return np.vstack([X, row])
