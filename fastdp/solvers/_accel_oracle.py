@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _glm
-from fastdp._validation import check_labels, check_X
+from fastdp._validation import check_labels, check_X, structure_token
 from fastdp.solvers._common import as_csr
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss, primal_objective
@@ -146,6 +146,18 @@ class GLMProblem:
         self.num_threads = int(num_threads) if num_threads else 1
         self._all_rows = np.arange(self.n_samples, dtype=np.int64)
 
+    def _structure(self):
+        """Structure token of ``self.X`` for the kernels (made once, remade if X is replaced)."""
+        token = self.__dict__.get("_token")
+        if token is None or token.indices is not self.X.indices or token.indptr is not self.X.indptr:
+            token = self._token = structure_token(self.X)
+        return token
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_token", None)  # valid in this process only
+        return state
+
     def gradient(self, theta, rows=None):
         """Mean clipped loss gradient over ``rows`` (all when None) plus ``lam θ``."""
         theta = np.ascontiguousarray(theta, dtype=np.float64)
@@ -153,7 +165,7 @@ class GLMProblem:
         out = np.zeros(self.n_features)
         _glm.clipped_gradient_sum(self.X.data, self.X.indices, self.X.indptr, self.y, rows, theta,
                                   _LOSS_CODES[self.loss.name], self.clip, out,
-                                  num_threads=self.num_threads, check_structure=False)
+                                  num_threads=self.num_threads, check_structure=self._structure())
         out /= rows.size
         if self.lam:
             out += self.lam * theta

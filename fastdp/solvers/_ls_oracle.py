@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from fastdp._kernels import _glm
 from fastdp._kernels import _line_search as _ls_kernel
-from fastdp._validation import check_X
+from fastdp._validation import check_X, structure_token
 from fastdp.exceptions import ValidationError
 
 __all__ = ["GlmBatchOracle"]
@@ -52,13 +52,25 @@ class GlmBatchOracle:
         self.num_threads = int(num_threads)
         self.all_rows = np.arange(self.n_samples, dtype=np.int64)
 
+    def _structure(self):
+        """Structure token of ``self.X`` for the kernels (made once, remade if X is replaced)."""
+        token = self.__dict__.get("_token")
+        if token is None or token.indices is not self.X.indices or token.indptr is not self.X.indptr:
+            token = self._token = structure_token(self.X)
+        return token
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_token", None)  # valid in this process only
+        return state
+
     def clipped_gradient_sum(self, rows, w, clip):
         """Σ_{i∈rows} clip(∇loss_i(w), clip) (L2 clipping per example)."""
         out = np.zeros(self.n_features)
         _glm.clipped_gradient_sum(self.X.data, self.X.indices, self.X.indptr, self.y, rows,
                                   np.ascontiguousarray(w, dtype=np.float64), self.glm_code,
                                   float(clip), out, num_threads=self.num_threads,
-                                  check_structure=False)
+                                  check_structure=self._structure())
         return out
 
     def margins(self, rows, v):
@@ -66,7 +78,7 @@ class GlmBatchOracle:
         out = np.empty(rows.shape[0])
         _glm.margins(self.X.data, self.X.indices, self.X.indptr, rows,
                      np.ascontiguousarray(v, dtype=np.float64), out,
-                     num_threads=self.num_threads, check_structure=False)
+                     num_threads=self.num_threads, check_structure=self._structure())
         return out
 
     def labels(self, rows):

@@ -59,7 +59,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _scd
-from fastdp._validation import check_batch_size, check_labels, check_positive, check_X
+from fastdp._validation import (
+    check_batch_size, check_labels, check_positive, check_X, structure_token,
+)
 from fastdp.exceptions import ValidationError
 from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
 from fastdp.sampling import get_sampler
@@ -199,6 +201,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     n_draws = 0
     done = 0
     bit_generator = noise_rng.bit_generator
+    token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
     for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
         zeta_buffer = grow_buffer(zeta_buffer, batch_ptr)
         with bit_generator.lock:
@@ -208,7 +211,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
                 bool(sequential), noise_std if noise_alpha else 0.0, noise_std,
                 bool(lazy_noise), bit_generator,
                 num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=False,  # X from check_X: the O(nnz) scan is redundant
+                check_structure=token,
             )
         if record_history:
             history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))

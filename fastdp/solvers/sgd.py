@@ -48,7 +48,7 @@ import numpy as np
 
 from fastdp._kernels import _glm, _sgd
 from fastdp._kernels._scd import row_squared_norms
-from fastdp._validation import check_batch_size, check_positive
+from fastdp._validation import check_batch_size, check_positive, structure_token
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.losses import primal_objective
 from fastdp.privacy.events import GaussianEvent
@@ -120,6 +120,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
     history = [] if record_history else None
     n_draws = 0
     done = 0
+    token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
     for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
         coef_buffer = grow_buffer(coef_buffer, batch_ptr)
         with bit_generator.lock:
@@ -127,7 +128,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
                 X.data, X.indices, X.indptr, y, sq_norms, theta, batch_ptr, batch_idx,
                 coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
                 bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=False)  # X from check_X: the O(nnz) scan is redundant
+                check_structure=token)
         # theta is released (flushed) here; checking it is post-processing.
         if not np.all(np.isfinite(theta)):
             raise FastDPError(
