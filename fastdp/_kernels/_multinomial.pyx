@@ -67,10 +67,13 @@ from fastdp._kernels._glm cimport (
     real_t, index_t, prefetch_row, lower_bound, collect_pending, FASTDP_GLM_PREFETCH,
     ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
     raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
+    structure_proven, check_sq_norms,
     check_batches,
 )
 
 import numpy as np
+
+from fastdp._validation import _StructureToken
 
 from fastdp._kernels._sgd import pending_noise_scales
 
@@ -182,13 +185,13 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
                         double clip, double rho, double kappa, double noise_std,
                         bint lazy_noise, object bit_generator, int num_threads,
                         Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None, *,
-                        bint check_structure=True):
+                        check_structure=True):
     """Run ``len(batch_ptr) - 1`` multinomial (DP-)SGD steps in place on ``w`` (= Theta^T).
 
     The safe way in is :mod:`fastdp.solvers.multinomial`, which validates X
-    once and passes ``check_structure=False``.  This function refuses every
+    once and passes its structure token.  This function refuses every
     argument that could make it read or write out of bounds, or silently
-    drop the noise (see ``Raises``).
+    drop the noise or the clipping (see ``Raises``).
 
     Parameters
     ----------
@@ -214,9 +217,12 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     parallel_min_rows : smallest batch processed in parallel.
     column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
         Column ranges of the threads in the scatter (default: equal ranges).
-    check_structure : bool, default=True
-        Also check the CSR structure of X (one pass over ``indices``).  Pass
-        False for ``fastdp._validation.check_X`` output.
+    check_structure : True or a structure token, default=True
+        The CSR structure of X is checked (one sequential pass over
+        ``indices``: row pointers non-decreasing, column indices strictly
+        increasing within ``[0, M)``, M = ``w.shape[0]``) unless this is
+        ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
+        ``check_X`` output); ``False`` checks too.
 
     Returns
     -------
@@ -227,12 +233,14 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     ------
     ValidationError
         Always checked: the CSR arrays, the lengths of y and (when clipping)
-        sq_norms (N), every label in ``[0, K)`` (O(N)), ``K >= 2``,
-        last_noised (>= M in lazy noisy mode), residual_buffer (>= K times
-        the largest batch), the batches, ``0 < rho <= 1``, ``kappa > 0``,
-        ``clip > 0``, ``noise_std >= 0`` (not NaN), ``num_threads <= 1024``,
-        column_splits, the bit generator; with ``check_structure`` the CSR
-        structure (every column index < M).
+        sq_norms (N; when clipping also every entry >= 0 and not NaN, which
+        would turn the clipping off), every label in ``[0, K)`` (O(N)),
+        ``K >= 2``, last_noised (>= M in lazy noisy mode), residual_buffer
+        (>= K times the largest batch), the batches, ``0 < rho <= 1``,
+        ``kappa > 0``, ``clip > 0``, ``noise_std >= 0`` (not NaN),
+        ``num_threads <= 1024``, column_splits, the bit generator; and, unless
+        ``check_structure`` is a token for these arrays, the CSR structure
+        (every column index < M).
     """
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t m = w.shape[0]
@@ -371,7 +379,7 @@ cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
                           const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
                           double[::1] residual_buffer, int32_t[::1] last_noised, double clip,
                           double rho, double kappa, double noise_std, bint lazy,
-                          int num_threads, bint check_structure) except -1:
+                          int num_threads, object check_structure) except -1:
     """Every check of :func:`run_multinomial_sgd` (see its ``Raises``)."""
     cdef str caller = "run_multinomial_sgd"
     cdef int64_t n_rows, largest, K = w.shape[1]
@@ -394,6 +402,7 @@ cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
     if clip < INFINITY:
         check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
                      "one squared norm per row of X")
+        check_sq_norms(caller, sq_norms)
     if lazy:
         check_min_length(caller, "last_noised", last_noised.shape[0], w.shape[0],
                          "one per feature (row of w), in lazy noisy mode")
@@ -405,6 +414,7 @@ cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
                       f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
                       f"noise_std={noise_std}.")
     check_threads(caller, num_threads)
-    if check_structure:
+    if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
+                            w.shape[0]):
         check_all_rows(caller, indices, indptr, w.shape[0], "w")
     return 0

@@ -45,7 +45,7 @@ from scipy.special import logsumexp
 
 from fastdp._kernels import _multinomial
 from fastdp._kernels._scd import row_squared_norms
-from fastdp._validation import check_batch_size, check_positive, check_X
+from fastdp._validation import check_batch_size, check_positive, check_X, structure_token
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.privacy.events import GaussianEvent
 from fastdp.sampling import get_sampler
@@ -232,6 +232,7 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
     history = [] if record_history else None
     n_draws = 0
     done = 0
+    token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
     for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
         needed = n_classes * int(np.diff(batch_ptr).max(initial=1))
         if needed > residuals.shape[0]:
@@ -241,7 +242,7 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
                 X.data, X.indices, X.indptr, y, sq_norms, w, batch_ptr, batch_idx, residuals,
                 last_noised, clip, rho, kappa, noise_std, bool(lazy_noise), bit_generator,
                 num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=False)  # X from check_X: the O(nnz) scan is redundant
+                check_structure=token)
         # Theta is released (flushed) here; checking it is post-processing.
         if not np.all(np.isfinite(w)):
             raise FastDPError(

@@ -10,8 +10,12 @@ the same output distribution.  Statistical tests use fixed seeds
 (deterministic outcome); with fresh seeds each assertion's false-alarm rate
 is at most 1e-4 (stated per test).
 """
+import json
+import os
 import pathlib
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -23,6 +27,7 @@ from scipy.special import softmax
 
 from fastdp._kernels import _multinomial
 from fastdp._kernels._scd import row_squared_norms
+from fastdp._validation import structure_token
 from fastdp.exceptions import ValidationError
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -156,8 +161,9 @@ def test_structure_scan_changes_no_bit(rng):
     ptr, idx = _poisson_batches(rng, 150, 0.3, 12)
     runs = [_run(X, y, np.zeros((3, 40)), ptr, idx, clip=0.5, rho=0.99, kappa=0.1, noise_std=0.4,
                  lazy=True, seed=3, num_threads=2, parallel_min_rows=8, check_structure=check)
-            for check in (True, False)]
-    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+            for check in (True, False, structure_token(X))]
+    for theta, draws in runs[1:]:
+        assert np.array_equal(runs[0][0], theta) and runs[0][1] == draws
 
 
 def test_noise_std_per_coordinate_closed_form(rng):
@@ -343,3 +349,104 @@ def test_fuzz_corrupted_csr_is_refused(problem, where, kind):
             X.data, indices, indptr, y, np.zeros(len(y)), w, ptr, idx,
             np.zeros(K * max(len(y), 1)), np.zeros(X.shape[1], np.int32), 1.0, 0.9, 0.5, 0.7,
             True, np.random.PCG64(0), 1, 16)
+
+
+# --------------------------------------------------------------------------
+# hostile calls (in a child process: a crash must fail the test, not the run).
+# check_structure=False scans like True; only a structure token of these very
+# arrays skips the scan; a NaN or negative squared norm would turn clipping off.
+# --------------------------------------------------------------------------
+
+_HOSTILE_CHILD = """
+import json, os, sys
+import numpy as np
+import scipy.sparse as sp
+from fastdp._kernels import _multinomial
+from fastdp._kernels._scd import row_squared_norms
+from fastdp._validation import structure_token
+from fastdp.exceptions import ValidationError
+
+rng = np.random.default_rng(0)
+X = sp.random(40, 6, density=0.5, format="csr", random_state=rng)
+X.sort_indices()
+y = rng.integers(0, 3, size=40).astype(np.int64)
+D, I, P = X.data, X.indices, X.indptr
+TOKEN = structure_token(X)
+row = int(np.flatnonzero(np.diff(P) >= 2)[0])
+I_BIG = I.copy(); I_BIG[P[row + 1] - 1] = 10**8     # last entry of a row: far past w, still sorted
+I_NEG = I.copy(); I_NEG[P[row]] = -(10**8)          # first entry of a row: before w, still sorted
+I_UNSORTED = I.copy(); I_UNSORTED[P[row]], I_UNSORTED[P[row] + 1] = I[P[row] + 1], I[P[row]]
+P_UP = P.copy(); P_UP[5] = P[-1] + 50
+SQ = row_squared_norms(D, P)
+SQ_NAN = SQ.copy(); SQ_NAN[3] = np.nan
+SQ_NEG = SQ.copy(); SQ_NEG[3] = -1.0
+ptr = np.array([0, 20, 40], np.int64)
+idx = np.arange(40, dtype=np.int64)
+
+def call(indices=I, indptr=P, sq=SQ, check=False, w=None):
+    w = np.zeros((6, 3)) if w is None else w
+    return _multinomial.run_multinomial_sgd(
+        D, indices, indptr, y, sq, w, ptr, idx, np.zeros(3 * 20), np.zeros(w.shape[0], np.int32),
+        1.0, 0.9, 0.5, 0.7, True, np.random.PCG64(0), 1, 16, check_structure=check)
+
+results = {}
+for name, expr in json.loads(sys.argv[1]).items():
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: 0 = returned, 3 = ValidationError, 4 = another exception
+        code = 0
+        try:
+            eval(expr)
+        except ValidationError:
+            code = 3
+        except Exception:
+            code = 4
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    results[name] = ("signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status)
+                     else {0: "returned", 3: "raised", 4: "raised another exception"}.get(
+                         os.WEXITSTATUS(status), "exit %d" % os.WEXITSTATUS(status)))
+print(json.dumps(results))
+"""
+
+_HOSTILE_MULTINOMIAL = {
+    "unchecked_bad_column": "call(indices=I_BIG, check=False)",
+    "unchecked_negative_column": "call(indices=I_NEG, check=False)",
+    "unchecked_unsorted_row": "call(indices=I_UNSORTED, check=False)",
+    "unchecked_bad_indptr": "call(indptr=P_UP, check=False)",
+    "checked_bad_column": "call(indices=I_BIG, check=True)",
+    "token_of_other_arrays": "call(indices=I_BIG, check=TOKEN)",
+    "token_with_narrow_w": "call(check=TOKEN, w=np.zeros((2, 3)))",
+    "nan_sq_norm": "call(sq=SQ_NAN, check=TOKEN)",
+    "negative_sq_norm": "call(sq=SQ_NEG, check=TOKEN)",
+}
+_VALID_MULTINOMIAL = {
+    "token": "call(check=TOKEN)",
+    "unchecked": "call(check=False)",
+    "checked": "call(check=True)",
+}
+
+
+@pytest.fixture(scope="module")
+def hostile_outcomes():
+    if not hasattr(os, "fork"):
+        pytest.skip("needs os.fork")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    calls = dict(_HOSTILE_MULTINOMIAL, **_VALID_MULTINOMIAL)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(_HOSTILE_CHILD), json.dumps(calls)],
+                         capture_output=True, text=True, env=env, cwd=str(root), timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", sorted(_HOSTILE_MULTINOMIAL))
+def test_hostile_multinomial_call_raises_validation_error(hostile_outcomes, name):
+    assert hostile_outcomes[name] == "raised", f"{name}: {hostile_outcomes[name]}"
+
+
+@pytest.mark.parametrize("name", sorted(_VALID_MULTINOMIAL))
+def test_valid_multinomial_call_runs(hostile_outcomes, name):
+    assert hostile_outcomes[name] == "returned", f"{name}: {hostile_outcomes[name]}"
