@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from fastdp._kernels import _glm
+from fastdp._validation import structure_token
 from fastdp.exceptions import ValidationError
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from sgd_reference import loss_derivative  # noqa: E402
@@ -150,32 +151,40 @@ def test_bad_input_raises(rng):
 
 
 def test_check_structure_keyword(rng):
-    """Same bits with and without the structure scan; only the scan refuses a row whose
-    column indices are unsorted, repeated or beyond theta (the O(1) and row checks stay)."""
+    """Same bits with the structure scan (True, False) and without it (a structure token);
+    only a token of these very arrays skips the scan, so a row whose column indices are
+    unsorted is refused with check_structure=False too (the O(1) and row checks stay)."""
     X = _csr(rng, 40, 7, 0.5, np.float64, np.int64)
     y = np.where(rng.normal(size=40) > 0, 1.0, -1.0)
     rows = rng.integers(0, 40, size=300).astype(np.int64)       # parallel path possible
     theta = rng.normal(size=7)
+    token = structure_token(X)
     for threads in (1, 2):
         results = []
-        for check in (True, False):
+        for check in (True, False, token):
             out = np.zeros(7)
             _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, theta,
                                       _glm.LOSS_LOGISTIC, 0.5, out, threads,
                                       check_structure=check)
             results.append(out)
-        assert np.array_equal(results[0], results[1])
+        assert np.array_equal(results[0], results[1]) and np.array_equal(results[0], results[2])
     first = int(np.flatnonzero(np.diff(X.indptr) >= 2)[0])
     unsorted, data = X.indices.copy(), X.data.copy()     # the same matrix, unsorted storage
     k = X.indptr[first]
     unsorted[[k, k + 1]] = unsorted[[k + 1, k]]
     data[[k, k + 1]] = data[[k + 1, k]]
     one = np.array([first], np.int64)
-    with pytest.raises(ValidationError, match=f"row {first} are not strictly increasing"):
-        _glm.margins(data, unsorted, X.indptr, one, theta, np.zeros(1))
+    for check in (True, False):                          # False scans too
+        with pytest.raises(ValidationError, match=f"row {first} are not strictly increasing"):
+            _glm.margins(data, unsorted, X.indptr, one, theta, np.zeros(1),
+                         check_structure=check)
+    with pytest.raises(ValidationError, match="made for other CSR arrays"):
+        _glm.margins(data, unsorted, X.indptr, one, theta, np.zeros(1), check_structure=token)
+    with pytest.raises(ValidationError, match="canonical CSR"):   # no token for unsorted rows
+        structure_token(sp.csr_matrix((data, unsorted, X.indptr), shape=X.shape))
     out = np.zeros(1)
-    _glm.margins(data, unsorted, X.indptr, one, theta, out, check_structure=False)
-    np.testing.assert_allclose(out, X[first].toarray() @ theta, rtol=1e-13)  # serial: still right
+    _glm.margins(X.data, X.indices, X.indptr, one, theta, out, check_structure=token)
+    np.testing.assert_allclose(out, X[first].toarray() @ theta, rtol=1e-13)
     with pytest.raises(ValidationError, match="theta needs one entry per column"):
         _glm.margins(X.data, X.indices, X.indptr, np.arange(40, dtype=np.int64), theta[:2],
                      np.zeros(40))
