@@ -68,6 +68,10 @@ class NodeShard:
     """One agent's private data: CSR arrays of its q rows and their labels.
 
     Never leaves the agent; engines pass it once to the agent that owns it.
+    The arrays are canonical CSR (column indices strictly increasing in every
+    row), as the compiled kernels require: :meth:`from_csr` and
+    :func:`validate_shard` make them so; a shard built from other arrays is
+    refused (ValidationError) by :func:`sample_subgradient`.
     """
 
     data: np.ndarray
@@ -81,6 +85,18 @@ class NodeShard:
 
     @classmethod
     def from_csr(cls, X, y):
+        """The shard of the rows of sparse ``X`` (any format) and labels ``y``.
+
+        ``X`` is brought to canonical CSR once, here, by
+        :func:`fastdp._validation.check_X` (a copy with each row's entries
+        sorted by column, duplicates summed, only when needed: canonical CSR,
+        e.g. a partition of validated data, is kept as it is, bit for bit).
+        Sorting a row's entries changes nothing but the summation order of
+        its dot products.
+        """
+        X = check_X(X)
+        if not sp.issparse(X):
+            X = sp.csr_matrix(X)
         return cls(np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices),
                    np.ascontiguousarray(X.indptr), np.ascontiguousarray(y, dtype=np.float64))
 
@@ -274,9 +290,10 @@ def sample_subgradient(shard, row, x, loss, out):
     if _glm_kernels is not None:
         code = {"squared": _glm_kernels.LOSS_SQUARED, "logistic": _glm_kernels.LOSS_LOGISTIC,
                 "hinge": _glm_kernels.LOSS_HINGE}[loss.name]
+        # the kernel checks the structure of the one row it reads (O(its nnz)): the
+        # shard must be canonical CSR (NodeShard.from_csr, validate_shard)
         _glm_kernels.gradient_sum(shard.data, shard.indices, shard.indptr, shard.y,
-                                  np.array([row], dtype=np.int64), x, code, out,
-                                  check_structure=False)
+                                  np.array([row], dtype=np.int64), x, code, out)
         return out
     lo, hi = shard.indptr[row], shard.indptr[row + 1]
     idx, vals = shard.indices[lo:hi], shard.data[lo:hi]

@@ -52,6 +52,40 @@ def test_subgradient_matches_dense_and_finite_differences(loss):
         assert np.allclose(sample_subgradient(shard, 0, x, L, np.zeros(len(x))), 0.0)
 
 
+def test_shard_is_canonical_csr():
+    """from_csr sorts unsorted rows once (the kernels need canonical CSR); a shard built
+    from unsorted arrays by hand is refused by the kernel, never read out of order."""
+    rng = np.random.default_rng(4)
+    X = sp.random(30, 12, density=0.4, random_state=rng, format="csr")
+    X = sp.diags(rng.uniform(0.5, 1.0, size=30)) @ X       # scipy's product: unsorted rows
+    X = sp.csr_matrix(X)
+    starts = X.indptr[:-1]
+    assert np.any(np.diff(X.indices)[np.setdiff1d(np.arange(X.nnz - 1), starts[1:] - 1)] < 0)
+    y = rng.choice([-1.0, 1.0], size=30)
+    shard = NodeShard.from_csr(X, y)
+    for r in range(30):
+        assert np.all(np.diff(shard.indices[shard.indptr[r]:shard.indptr[r + 1]]) > 0)
+    rebuilt = sp.csr_matrix((shard.data, shard.indices, shard.indptr), shape=X.shape)
+    assert np.array_equal(rebuilt.toarray(), X.toarray())  # the same matrix, bit for bit
+    L = get_loss("logistic")
+    x = rng.normal(size=12)
+    for r in range(30):
+        g = sample_subgradient(shard, r, x, L, np.zeros(12))
+        c = X.toarray()[r]
+        np.testing.assert_allclose(g, L.derivative(c @ x, y[r]) * c, rtol=1e-13, atol=1e-15)
+    canonical = NodeShard.from_csr(rebuilt, y)               # canonical input: kept as it is
+    assert np.array_equal(canonical.indices, shard.indices)
+    assert np.array_equal(canonical.data, shard.data)
+    unsorted = NodeShard(np.ascontiguousarray(X.data), np.ascontiguousarray(X.indices),
+                         np.ascontiguousarray(X.indptr), y)
+    bad_row = int(np.flatnonzero([np.any(np.diff(X.indices[X.indptr[r]:X.indptr[r + 1]]) < 0)
+                                  for r in range(30)])[0])
+    pytest.importorskip("fastdp._kernels._glm")             # the compiled path refuses it
+    from fastdp.exceptions import ValidationError
+    with pytest.raises(ValidationError, match="not strictly increasing"):
+        sample_subgradient(unsorted, bad_row, x, L, np.zeros(12))
+
+
 def _program(sigma, m=12, T=50, inactive_x="theory"):
     return NodeProgram(dim=m, loss="hinge", regularizer=L2Penalty(0.1),
                        schedule=strongly_convex_schedule(1.0), iota=0.5, sigma=sigma, n_rounds=T,
@@ -139,9 +173,13 @@ def test_loaded_shard_is_validated_before_use():
     rng = np.random.default_rng(3)
     shard, dense = _shard(rng, q=30, m=12)
     program = dataclasses.replace(_program(1.0), max_row_norm=1.0)
-    checked = validate_shard(shard, program, 30)       # a valid shard passes unchanged
-    assert np.array_equal(sp.csr_matrix((checked.data, checked.indices, checked.indptr),
-                                        shape=(30, 12)).toarray(), dense)
+    checked = validate_shard(shard, program, 30)       # a valid shard passes
+    loaded = sp.csr_matrix((checked.data, checked.indices, checked.indptr), shape=(30, 12))
+    # the same entries, but for rows a rounding error above the bound (check_X scales
+    # them onto it: an ulp or two), and every row's float64 squared norm within it
+    assert np.array_equal(loaded.toarray() != 0, dense != 0)
+    np.testing.assert_allclose(loaded.toarray(), dense, rtol=1e-15, atol=0)
+    assert np.all(np.asarray(loaded.multiply(loaded).sum(axis=1)).ravel() <= 1.0)
     agent = NodeAgent(0, program, None, node_keys(np.random.SeedSequence(0), 1)[0], [1, 3],
                       shard_loader=lambda node: shard, n_rows=30)
     assert agent.first_message()[1] is not None
