@@ -328,3 +328,33 @@ def test_edited_sparse_indices_are_refused_before_conversion(fmt):
         "    print('refused', exc)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and "refused" in done.stdout, done.stderr[-2000:]
+
+
+def _every_private_solver():
+    from fastdp.solvers.registry import ESTIMATOR_SOLVER_NAMES, get_estimator_solver
+
+    out = []
+    for name in ESTIMATOR_SOLVER_NAMES:
+        if name in ("sgd", "exact"):
+            continue
+        losses = get_estimator_solver(name).losses
+        for Est in ESTIMATORS:
+            if Est._loss in losses:
+                out.append((Est, name))
+    return out
+
+
+@pytest.mark.parametrize("Est, solver", _every_private_solver(),
+                         ids=lambda v: v if isinstance(v, str) else v.__name__)
+def test_every_solver_predicts_through_the_row_map(Est, solver):
+    """For every registered private solver: the intercept is fitted and prediction on raw
+    rows equals the training-time map applied by hand."""
+    task = "regression" if Est is DPRidge else "binary"
+    X, y = _data(n=400, task=task)
+    est = Est(epsilon=4.0, solver=solver, random_state=0).fit(X, y)
+    Xb, Xm = _by_hand(X, est.row_map_.bound, True, c=est.intercept_scaling)
+    a, c = est.row_map_.scale, est.intercept_scaling
+    theta = np.hstack([est.coef_.reshape(-1) / a, np.ravel(est.intercept_) / (a * c)])
+    scores = est.predict(X) if Est is DPRidge else est.decision_function(X)
+    np.testing.assert_allclose(scores, Xm @ theta, rtol=1e-9, atol=1e-10)
+    assert est.epsilon_ <= 4.0 * (1 + 1e-9)
