@@ -9,6 +9,7 @@ Subcommands::
     fastdp privacy epsilon   --noise-multiplier S (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D
     fastdp privacy calibrate --epsilon E          (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D
     fastdp ledger show FILE
+    fastdp ledger upgrade FILE
     fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [-- EXTRA ARGS...]
     fastdp demo [--quick]
 
@@ -345,6 +346,19 @@ def _cmd_privacy_calibrate(args):
     return 0
 
 
+def _cmd_ledger_upgrade(args):
+    import os
+
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    if not os.path.exists(args.file):
+        raise _UsageError(f"no such ledger file: {args.file}")
+    ledger = PrivacyLedger.upgrade(args.file)
+    print(f"ledger {args.file}: tamper-evident format, {len(ledger.entries)} entries kept, "
+          f"budget epsilon {ledger.epsilon:g} at delta {ledger.delta:g}")
+    return 0
+
+
 def _cmd_ledger_show(args):
     import datetime
     import os
@@ -505,11 +519,15 @@ def build_parser():
     p.set_defaults(func=_cmd_privacy_calibrate)
 
     ledger = sub.add_parser("ledger", help="privacy ledgers").add_subparsers(
-        dest="ledger_command", metavar="{show}", parser_class=_Parser)
+        dest="ledger_command", metavar="{show,upgrade}", parser_class=_Parser)
     ledger.required = True
     p = ledger.add_parser("show", help="budget, spending and entries of a ledger file")
     p.add_argument("file", metavar="FILE")
     p.set_defaults(func=_cmd_ledger_show)
+    p = ledger.add_parser("upgrade", help="convert an old ledger file (no tamper evidence) to "
+                          "the hash-chained format, in place; only for a file you trust")
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(func=_cmd_ledger_upgrade)
 
     p = sub.add_parser("reproduce", help="run a paper reproduction",
                        description="Run the reproduction of a seed paper and write "

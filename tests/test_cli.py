@@ -271,3 +271,19 @@ def test_empty_or_comment_only_file_is_one_clear_line(tmp_path):
                            "logistic"], capture_output=True, text=True)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and "0 examples" in done.stderr
+
+
+def test_ledger_upgrade_converts_an_old_file(tmp_path, capsys):
+    import json
+
+    from fastdp.privacy.ledger import LEDGER_FORMAT, PrivacyLedger, event_to_dict
+    from fastdp.privacy.events import PureEvent
+
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({
+        "format": LEDGER_FORMAT, "version": 1, "epsilon": 2.0, "delta": 0.0,
+        "accountant": "pure", "accountant_options": {},
+        "entries": [{"event": event_to_dict(PureEvent(0.5)), "label": "old", "timestamp": 1.0}]}))
+    assert cli.main(["ledger", "upgrade", str(path)]) == 0
+    assert "1 entries kept" in capsys.readouterr().out
+    assert PrivacyLedger.load(path).spent() == 0.5
