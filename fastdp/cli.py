@@ -182,7 +182,7 @@ def _print_privacy(model, *, target=None, accountant=None, out=print):
         f"T = {model.n_iter_} steps)")
     out(f"  adjacency      {_adjacency_text(model.privacy_event_)}")
     out("  private        the training examples (rows and labels); released: the model "
-        "coefficients")
+        "coefficients and intercept")
     if model.privacy_report_ is not None:
         out(f"  report         {model.privacy_report_}")
 
