@@ -119,7 +119,7 @@ def _option(text):
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def _load_data(spec, n_features=None):
+def _load_data(spec, n_features=None, dtype="float64"):
     """(X, y, description) of a LIBSVM path or ``dataset:NAME[:SUBSET]``."""
     from fastdp.exceptions import LibsvmParseError, ValidationError
 
@@ -129,7 +129,7 @@ def _load_data(spec, n_features=None):
         parts = spec.split(":")
         name = parts[1]
         subset = parts[2] if len(parts) > 2 else "train"
-        X, y = load_dataset(name, subset=subset)
+        X, y = load_dataset(name, subset=subset, dtype=dtype)
         if n_features is not None and X.shape[1] != n_features:
             raise _UsageError(f"{spec} has {X.shape[1]} features but the model expects "
                               f"{n_features}.")
@@ -137,7 +137,7 @@ def _load_data(spec, n_features=None):
     from fastdp.datasets import load_libsvm
 
     try:
-        X, y = load_libsvm(spec, n_features=n_features)
+        X, y = load_libsvm(spec, n_features=n_features, dtype=dtype)
     except LibsvmParseError as exc:
         raise ValidationError(f"{spec}: {exc}; fix the file (LIBSVM lines read "
                               "'LABEL INDEX:VALUE ...').") from exc
@@ -222,7 +222,7 @@ def _cmd_train(args):
     from fastdp import linear_model
 
     started = time.perf_counter()
-    X, y, where = _load_data(args.data)
+    X, y, where = _load_data(args.data, dtype=args.dtype)
     cls = getattr(linear_model, _MODELS[args.model])
     delta = args.delta
     if delta is None:
@@ -486,6 +486,8 @@ def build_parser():
     p.add_argument("--no-intercept", action="store_true",
                    help="fit no intercept (default: a private intercept in the same mechanism)")
     p.add_argument("--seed", type=int, default=None, help="random seed (same seed, same bits)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="value type of the data (float32 halves its memory; default float64)")
     p.add_argument("--ledger", metavar="FILE", help="privacy ledger JSON file to charge")
     p.add_argument("--budget", type=_positive_float, default=None,
                    help="epsilon budget when --ledger creates a new file")

@@ -287,3 +287,13 @@ def test_ledger_upgrade_converts_an_old_file(tmp_path, capsys):
     assert cli.main(["ledger", "upgrade", str(path)]) == 0
     assert "1 entries kept" in capsys.readouterr().out
     assert PrivacyLedger.load(path).spent() == 0.5
+
+
+def test_train_with_float32_data(tmp_path, capsys):
+    from fastdp.datasets import dataset_search_paths
+
+    if not any((p / "phishing").is_dir() for p in dataset_search_paths()):
+        pytest.skip("real datasets not found (set FASTDP_DATA)")
+    assert cli.main(["train", "dataset:phishing", "--model", "logistic", "--dtype", "float32",
+                     "--seed", "0", "--out", str(tmp_path / "m")]) == 0
+    assert "training accuracy" in capsys.readouterr().out

@@ -710,3 +710,21 @@ def test_fuzz_structured_lines_same_verdict_as_sklearn(lines, newline, zero_base
             load_libsvm(io.BytesIO(content), zero_based=zero_based)
         return
     assert_same_as_sklearn(load_libsvm(io.BytesIO(content), zero_based=zero_based), reference)
+
+
+def test_load_dataset_dtype_float32_matches_float64():
+    import numpy as np
+    from fastdp.datasets import dataset_search_paths, load_dataset
+    from fastdp.exceptions import ValidationError
+
+    if not any((p / "phishing").is_dir() for p in dataset_search_paths()):
+        import pytest
+        pytest.skip("real datasets not found (set FASTDP_DATA)")
+    X64, y64 = load_dataset("phishing")
+    X32, y32 = load_dataset("phishing", dtype=np.float32)
+    assert X32.dtype == np.float32 and X64.dtype == np.float64
+    np.testing.assert_array_equal(X32.toarray(), X64.toarray().astype(np.float32))
+    np.testing.assert_array_equal(y32, y64)
+    import pytest
+    with pytest.raises(ValidationError, match="float32 or float64"):
+        load_dataset("phishing", dtype=np.int32)
