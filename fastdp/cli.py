@@ -35,6 +35,7 @@ import argparse
 import importlib
 import importlib.util
 import math
+import os
 import sys
 import time
 
@@ -142,9 +143,12 @@ def _load_data(spec, n_features=None, dtype="float64"):
         raise ValidationError(f"{spec}: {exc}; fix the file (LIBSVM lines read "
                               "'LABEL INDEX:VALUE ...').") from exc
     except IsADirectoryError:
-        raise _UsageError(f"{spec} is a directory, not a LIBSVM file.") from None
+        raise ValidationError(f"{spec} is a directory, not a LIBSVM file.") from None
     except FileNotFoundError:
-        raise _UsageError(f"no such file: {spec}") from None
+        from fastdp.datasets import DATASETS
+
+        hint = (f"; for the bundled dataset use dataset:{spec}" if spec in DATASETS else "")
+        raise ValidationError(f"no such file: {spec}{hint}") from None
     return X, y, spec
 
 
@@ -278,6 +282,7 @@ def _cmd_predict(args):
     lines = "\n".join(f"{p:.10g}" if isinstance(p, (float, int)) or hasattr(p, "dtype") and
                       p.dtype.kind in "fiu" else str(p) for p in predictions)
     if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(lines + "\n")
         print(f"wrote {len(predictions)} predictions to {args.output}", file=sys.stderr)
@@ -459,9 +464,11 @@ def build_parser():
     p.add_argument("data", metavar="DATA", help="LIBSVM file or dataset:NAME[:SUBSET]")
     p.add_argument("--model", required=True, choices=sorted(_MODELS),
                    help="ridge (squared loss), logistic, or svm (hinge loss)")
-    p.add_argument("--solver", default="auto",
-                   help="solver name (default auto: DP-SGD with fastdp's documented defaults, "
-                   "the exact optimum at --epsilon inf; see fastdp.solvers.registry)")
+    from fastdp.solvers.registry import DOCUMENTED_SOLVER_NAMES
+
+    p.add_argument("--solver", default="auto", metavar="SOLVER",
+                   help="one of " + ", ".join(DOCUMENTED_SOLVER_NAMES) + " (default auto: "
+                   "DP-SGD with fastdp's documented defaults, the exact optimum at --epsilon inf)")
     p.add_argument("--epsilon", type=_epsilon, default=1.0,
                    help="target epsilon > 0 (inf: non-private); default 1")
     p.add_argument("--delta", type=_probability, default=None,

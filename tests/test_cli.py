@@ -297,3 +297,26 @@ def test_train_with_float32_data(tmp_path, capsys):
     assert cli.main(["train", "dataset:phishing", "--model", "logistic", "--dtype", "float32",
                      "--seed", "0", "--out", str(tmp_path / "m")]) == 0
     assert "training accuracy" in capsys.readouterr().out
+
+
+def test_missing_file_is_a_mistake_with_status_1_and_a_dataset_hint(capsys, tmp_path):
+    assert cli.main(["train", "a9a", "--model", "logistic"]) == 1
+    assert "dataset:a9a" in capsys.readouterr().err
+    assert cli.main(["train", str(tmp_path / "missing.svm"), "--model", "logistic"]) == 1
+
+
+def test_unknown_solver_lists_documented_names_only(capsys, libsvm_files):
+    assert cli.main(["train", str(libsvm_files["train"]), "--model", "logistic",
+                     "--solver", "fastest"]) == 1
+    err = capsys.readouterr().err
+    assert "dp_nesterov" in err and " heavy_ball," not in err and "dp_agd" not in err
+
+
+def test_predict_output_creates_its_directory(libsvm_files, tmp_path, capsys):
+    model = tmp_path / "m"
+    assert cli.main(["train", str(libsvm_files["train"]), "--model", "logistic", "--seed", "0",
+                     "--out", str(model)]) == 0
+    out = tmp_path / "new" / "dir" / "p.txt"
+    assert cli.main(["predict", str(model) + ".json", str(libsvm_files["test"]),
+                     "--output", str(out)]) == 0
+    assert out.is_file()

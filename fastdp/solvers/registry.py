@@ -30,7 +30,8 @@ import importlib
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.calibration import calibrate
 
-__all__ = ["EstimatorSolver", "get_estimator_solver", "ESTIMATOR_SOLVER_NAMES"]
+__all__ = ["EstimatorSolver", "get_estimator_solver", "ESTIMATOR_SOLVER_NAMES",
+           "DOCUMENTED_SOLVER_NAMES"]
 
 
 class EstimatorSolver:
@@ -125,12 +126,19 @@ _REGISTRY = {
 
 ESTIMATOR_SOLVER_NAMES = tuple(_REGISTRY)
 
+#: Older spellings still accepted (one documented name per solver is listed).
+_ALIASES = {"heavy_ball": "dp_heavy_ball", "nag": "dp_nesterov", "masg": "dp_masg",
+            "line_search": "dp_blsgd", "dp_agd": "dpagd"}
+
+#: The documented solver names (what help texts and error messages list).
+DOCUMENTED_SOLVER_NAMES = ("auto",) + tuple(n for n in _REGISTRY if n not in _ALIASES)
+
 
 def get_estimator_solver(name):
     """The :class:`EstimatorSolver` registered under ``name``."""
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ValidationError(
-            f"unknown solver {name!r}; choose one of {sorted(_REGISTRY)}.")
+            f"unknown solver {name!r}; choose one of {', '.join(DOCUMENTED_SOLVER_NAMES)}.")
     module_name, attribute = _REGISTRY[name].split(":")
     try:
         table = getattr(importlib.import_module(module_name), attribute)
