@@ -305,7 +305,12 @@ class _DPLinearModel(BaseEstimator):
         except ValidationError:
             raise
         except ValueError as exc:
-            raise ValidationError(str(exc)) from exc
+            message = str(exc)
+            if "NaN" in message or "infinity" in message:
+                # scikit-learn appends advice about other estimators; keep its first line
+                message = (message.splitlines()[0] + " fastdp trains on finite values only: "
+                           "drop or impute those entries first.")
+            raise ValidationError(message) from exc
         X = check_X(X, max_row_norm=max_row_norm)
         return X if isinstance(y, str) and y == "no_validation" else (X, y)
 

@@ -358,3 +358,12 @@ def test_every_solver_predicts_through_the_row_map(Est, solver):
     scores = est.predict(X) if Est is DPRidge else est.decision_function(X)
     np.testing.assert_allclose(scores, Xm @ theta, rtol=1e-9, atol=1e-10)
     assert est.epsilon_ <= 4.0 * (1 + 1e-9)
+
+
+def test_nan_input_gives_a_short_fastdp_message():
+    X, y = _data(n=50)
+    X[3, 1] = np.nan
+    with pytest.raises(ValidationError) as info:
+        DPLogisticRegression().fit(X, y)
+    message = str(info.value)
+    assert "NaN" in message and "HistGradientBoosting" not in message and "\n" not in message
