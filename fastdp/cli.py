@@ -556,8 +556,18 @@ def build_parser():
     return parser
 
 
+# Python spellings in library messages, and what a command-line user types instead.
+_CLI_SPELLINGS = (
+    ("pass normalize=True to the estimator", "pass --normalize (or drop --normalize reject)"),
+    ("normalize=True", "--normalize"),
+    ("Pass data_home=... or set the", "Set the"),
+)
+
+
 def _one_line(exc):
     text = str(exc) or type(exc).__name__
+    for python, flag in _CLI_SPELLINGS:
+        text = text.replace(python, flag)
     return " ".join(text.split())
 
 

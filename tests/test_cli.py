@@ -320,3 +320,11 @@ def test_predict_output_creates_its_directory(libsvm_files, tmp_path, capsys):
     assert cli.main(["predict", str(model) + ".json", str(libsvm_files["test"]),
                      "--output", str(out)]) == 0
     assert out.is_file()
+
+
+def test_messages_name_the_flag_not_the_python_option(tmp_path, capsys):
+    path = tmp_path / "big.svm"
+    path.write_text("1 1:3 2:4\n-1 1:1\n")
+    assert cli.main(["train", str(path), "--model", "logistic", "--normalize", "reject"]) == 1
+    err = capsys.readouterr().err
+    assert "--normalize" in err and "normalize=True" not in err
