@@ -143,7 +143,18 @@ def output_sensitivity(n_samples, lam, tol=_DEFAULT_TOL, row_norm_bound=1.0 + _R
     Corollary 8, with rows of norm <= R and ``|loss'| <= 1``), plus
     ``2 gtol / lam`` with ``gtol = tol / n`` for the optimisation error of the
     two computed minimisers: ``(2 / (n lam)) (R + tol)``.
+
+    Raises
+    ------
+    ValidationError
+        Unless n >= 1, lam > 0, tol >= 0 and R > 0 are finite numbers.
     """
+    for name, value, low_ok in (("n_samples", n_samples, lambda v: v >= 1),
+                                ("lam", lam, lambda v: v > 0), ("tol", tol, lambda v: v >= 0),
+                                ("row_norm_bound", row_norm_bound, lambda v: v > 0)):
+        if (isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating))
+                or not math.isfinite(value) or not low_ok(value)):
+            raise ValidationError(f"output_sensitivity: {name} = {value!r} is out of range.")
     return 2.0 * (row_norm_bound + tol) / (n_samples * lam)
 
 

@@ -282,3 +282,13 @@ def test_solver_reaches_tiny_gradient_tolerance_at_small_lam():
         assert np.all(np.isfinite(result.coef))
     theta, info = solve_logistic(X, y, 1e-4, gtol=1e-6 / 400)
     assert info["converged"] and info["gradient_norm"] <= 1e-6 / 400
+
+
+@pytest.mark.parametrize("args", [(-5, 0.1), (0, 0.1), (100, 0.0), (100, -1.0), (100, float("nan")),
+                                  (100, 0.1, -1.0), (100, 0.1, 0.0, 0.0)])
+def test_output_sensitivity_refuses_out_of_range_arguments(args):
+    from fastdp.exceptions import ValidationError
+    from fastdp.solvers.perturbation import output_sensitivity
+
+    with pytest.raises(ValidationError, match="out of range"):
+        output_sensitivity(*args)
