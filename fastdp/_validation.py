@@ -752,7 +752,7 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
         raise ValidationError(
             f"{count} of {X.shape[0]} rows of X have L2 norm above {bound:g} "
             f"(the bound this mechanism's privacy guarantee needs); the worst is "
-            f"row {worst} with norm {norm:.6g}. {_ROW_NORM_FIX}"
+            f"row {worst} with norm {norm:.12g}. {_ROW_NORM_FIX}"
         )
     # rounding-level excess: scale those rows onto the bound (a per-example map with a
     # public parameter, so private-safe), so that the bound holds exactly afterwards

@@ -683,3 +683,14 @@ def test_row_norms_with_empty_rows_and_untrimmed_storage():
     np.testing.assert_array_equal(out.data, [3.0, 4.0, 2.0])
     assert len(X.data) == 4  # input untouched
     np.testing.assert_array_equal(row_norms(sp.csr_matrix((3, 4))), np.zeros(3))
+
+
+def test_row_norm_message_prints_enough_digits():
+    import numpy as np
+    import pytest
+
+    from fastdp._validation import check_X
+    from fastdp.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match=r"norm 1\.000002"):
+        check_X(np.array([[1.000002, 0.0], [0.5, 0.5]]), max_row_norm=1.0)
