@@ -66,6 +66,8 @@ def _positive_float(text):
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not value > 0 or math.isnan(value):
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    if math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
     return value
 
 
@@ -323,13 +325,30 @@ def _steps_and_rate(args):
     return args.batch_size / args.n, steps, args.n
 
 
+def _numeric_range(what):
+    """A context that turns the accountant's arithmetic overflow into one clear error."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        try:
+            yield
+        except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+            from fastdp.exceptions import ValidationError
+
+            raise ValidationError(f"{what} is outside the range the accountant can evaluate "
+                                  f"({type(exc).__name__}); use a value nearer 1.") from exc
+    return guard()
+
+
 def _cmd_privacy_epsilon(args):
     from fastdp.privacy import compute_epsilon_report
 
     q, steps, n = _steps_and_rate(args)
-    report = compute_epsilon_report(args.noise_multiplier, q, steps, args.delta,
-                                    accountant=args.accountant, sampling=args.sampling,
-                                    dataset_size=n)
+    with _numeric_range(f"--noise-multiplier {args.noise_multiplier:g}"):
+        report = compute_epsilon_report(args.noise_multiplier, q, steps, args.delta,
+                                        accountant=args.accountant, sampling=args.sampling,
+                                        dataset_size=n)
     print(f"epsilon {report.epsilon:.6g}")
     print(f"  noise multiplier {args.noise_multiplier:g}, sample rate {q:.6g}, {steps} steps, "
           f"sampling {args.sampling}")
@@ -341,9 +360,10 @@ def _cmd_privacy_calibrate(args):
     from fastdp.privacy import calibrate_noise_multiplier
 
     q, steps, n = _steps_and_rate(args)
-    sigma = calibrate_noise_multiplier(args.epsilon, args.delta, q, steps,
-                                       accountant=args.accountant, sampling=args.sampling,
-                                       dataset_size=n)
+    with _numeric_range(f"--epsilon {args.epsilon:g}"):
+        sigma = calibrate_noise_multiplier(args.epsilon, args.delta, q, steps,
+                                           accountant=args.accountant, sampling=args.sampling,
+                                           dataset_size=n)
     print(f"noise_multiplier {float(sigma):.6g}")
     print(f"  smallest sigma with epsilon <= {args.epsilon:g} at delta {args.delta:g} "
           f"({args.accountant}, sampling {args.sampling}, sample rate {q:.6g}, {steps} steps); "

@@ -328,3 +328,17 @@ def test_messages_name_the_flag_not_the_python_option(tmp_path, capsys):
     assert cli.main(["train", str(path), "--model", "logistic", "--normalize", "reject"]) == 1
     err = capsys.readouterr().err
     assert "--normalize" in err and "normalize=True" not in err
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["privacy", "epsilon", "--noise-multiplier", "1", "--n", "100", "--batch-size", "10",
+      "--epochs", "inf", "--delta", "1e-5"], "finite"),
+    (["privacy", "epsilon", "--noise-multiplier", "1e-300", "--n", "100", "--batch-size", "10",
+      "--epochs", "1", "--delta", "1e-5"], "outside the range"),
+    (["privacy", "epsilon", "--noise-multiplier", "1e300", "--n", "100", "--batch-size", "10",
+      "--epochs", "1", "--delta", "1e-5"], "outside the range"),
+    (["train", "x.svm", "--model", "ridge", "--epochs", "inf"], "finite"),
+])
+def test_numeric_extremes_are_one_line_errors(capsys, argv, pattern):
+    line = _main_error(capsys, argv)
+    assert re.search(pattern, line), line
