@@ -358,6 +358,23 @@ def _checked_epsilon(json_path, privacy, event, delta):
 
 
 def load_model(path):
+    """Load an estimator saved by :func:`save_model` (see :func:`_load_model`).
+
+    Any missing or malformed field of the JSON is one :class:`ValidationError`
+    naming the file and the field.
+    """
+    try:
+        return _load_model(path)
+    except KeyError as exc:
+        json_path, _ = model_paths(path)
+        raise ValidationError(f"{json_path}: missing field {exc.args[0]!r}; not a complete "
+                              "fastdp model file.") from exc
+    except (TypeError, AttributeError) as exc:
+        json_path, _ = model_paths(path)
+        raise ValidationError(f"{json_path}: malformed model file ({exc}).") from exc
+
+
+def _load_model(path):
     """Load an estimator saved by :func:`save_model`.
 
     Parameters

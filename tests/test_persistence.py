@@ -219,3 +219,12 @@ def test_version_1_files_load_with_their_row_rule(tmp_path, data):
     loaded = load_model(tmp_path / "m")
     assert loaded.row_map_.bound == "normalize" and not loaded.row_map_.fit_intercept
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+@pytest.mark.parametrize("section, key", [("fit", "n_features_in"), ("privacy", "delta"),
+                                          ("privacy", "epsilon"), ("privacy", "event")])
+def test_missing_fields_are_one_clear_error(tmp_path, data, section, key):
+    save_model(_fit(DPLogisticRegression, data), tmp_path / "m")
+    _edit(tmp_path, lambda meta: meta[section].pop(key))
+    with pytest.raises(ValidationError, match=key):
+        load_model(tmp_path / "m")
