@@ -245,7 +245,8 @@ def _cmd_train(args):
                 batch_size=args.batch_size, clip=args.clip, epochs=args.epochs,
                 sampler=args.sampler, accountant=args.accountant,
                 solver_options=options or None, normalize=_ROW_BOUNDS[args.normalize],
-                fit_intercept=not args.no_intercept, ledger=ledger, random_state=args.seed)
+                fit_intercept=not args.no_intercept, ledger=ledger, random_state=args.seed,
+                verbose=int(args.verbose))
     model.fit(X, y)
     elapsed = time.perf_counter() - started
     print(f"fastdp train: {cls.__name__} (solver {model.solver_}) on {where}: "
@@ -513,6 +514,8 @@ def build_parser():
     p.add_argument("--no-intercept", action="store_true",
                    help="fit no intercept (default: a private intercept in the same mechanism)")
     p.add_argument("--seed", type=int, default=None, help="random seed (same seed, same bits)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="show progress per epoch (a bar on a terminal, one line per epoch in logs)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="value type of the data (float32 halves its memory; default float64)")
     p.add_argument("--ledger", metavar="FILE", help="privacy ledger JSON file to charge")

@@ -446,7 +446,7 @@ class _DPLinearModel(BaseEstimator):
             from fastdp.progress import EpochProgress
 
             progress = EpochProgress(total=math.ceil(config["epochs"]), desc=f"{name} epochs",
-                                     callback=self.callback)
+                                     callback=self.callback, lines=True)
             config["callback"] = progress
         accountant = get_accountant(self.accountant)
         noise, one_event, planned_event = self._plan(solver, n_samples, config, private, delta,
@@ -680,8 +680,8 @@ _PARAMETERS_DOC = """
     random_state : int, numpy Generator or None, default=None
         Seed of the sampling and noise streams.
     verbose : int, default=0
-        Show a per-epoch progress bar (on a terminal) and print a privacy
-        report after fitting.
+        Show a per-epoch progress bar (on a terminal; one plain line per epoch
+        on stderr otherwise, for logs) and print a privacy report after fitting.
 """
 
 _ATTRIBUTES_DOC = """

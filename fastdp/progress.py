@@ -89,6 +89,10 @@ class EpochProgress:
     leave : bool, default False
         Keep the finished bar on screen.
     file : file object, default ``sys.stderr``
+    lines : bool, default False
+        When the bar is not drawn (``file`` is not a terminal, e.g. a log or
+        CI), print one plain line per epoch instead (``desc: epoch k/total,
+        T=...``), so progress still reaches the log.
 
     Attributes
     ----------
@@ -105,7 +109,7 @@ class EpochProgress:
 
     def __init__(self, total=None, desc: str = "epochs", *, enabled: Optional[bool] = None,
                  callback: Optional[Callable[[dict], Any]] = None, leave: bool = False,
-                 file=None):
+                 file=None, lines: bool = False):
         if callback is not None and not callable(callback):
             raise ValidationError(f"callback must be callable or None; got {callback!r}.")
         if total is not None:
@@ -116,6 +120,9 @@ class EpochProgress:
         self.last = None
         self._bar = progress_bar(total=total, desc=desc, unit="epoch", enabled=enabled,
                                  leave=leave, file=file)
+        self._desc = desc
+        self._file = file
+        self._lines = bool(lines) and bool(getattr(self._bar, "disable", False))
 
     def __call__(self, state: dict) -> None:
         self.calls += 1
@@ -123,6 +130,10 @@ class EpochProgress:
         self._bar.update(1)
         if "epoch" in state:
             self._bar.set_postfix_str(f"T={state.get('n_iter', '?')}", refresh=False)
+        if self._lines:
+            total = "?" if self.total is None else self.total
+            print(f"{self._desc}: epoch {self.calls}/{total}, T={state.get('n_iter', '?')}",
+                  file=self._file if self._file is not None else sys.stderr, flush=True)
         if self.callback is not None:
             self.callback(state)
 

@@ -342,3 +342,9 @@ def test_messages_name_the_flag_not_the_python_option(tmp_path, capsys):
 def test_numeric_extremes_are_one_line_errors(capsys, argv, pattern):
     line = _main_error(capsys, argv)
     assert re.search(pattern, line), line
+
+
+def test_train_verbose_prints_epochs(libsvm_files, capsys):
+    assert cli.main(["train", str(libsvm_files["train"]), "--model", "logistic", "--seed", "0",
+                     "--verbose"]) == 0
+    assert "epoch 1/" in capsys.readouterr().err

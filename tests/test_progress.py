@@ -79,3 +79,34 @@ def test_chain_callbacks_calls_in_order():
         chain_callbacks(object())
     with pytest.raises(ValidationError, match="coef"):
         RecordCoefficients()({"epoch": 1})
+
+
+def test_epoch_progress_prints_plain_lines_when_no_bar_is_drawn():
+    import io
+
+    from fastdp.progress import EpochProgress
+
+    log = io.StringIO()                      # not a terminal: the bar is off
+    with EpochProgress(total=3, desc="dpsgd epochs", file=log, lines=True) as progress:
+        for epoch in (1, 2, 3):
+            progress({"epoch": epoch, "n_iter": 10 * epoch})
+    assert log.getvalue().splitlines() == [
+        "dpsgd epochs: epoch 1/3, T=10", "dpsgd epochs: epoch 2/3, T=20",
+        "dpsgd epochs: epoch 3/3, T=30"]
+    quiet = io.StringIO()
+    with EpochProgress(total=3, file=quiet) as progress:  # lines=False: silent in logs
+        progress({"epoch": 1, "n_iter": 1})
+    assert quiet.getvalue() == ""
+
+
+def test_estimator_verbose_reaches_a_log(capsys):
+    import numpy as np
+
+    from fastdp.linear_model import DPLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] > 0).astype(int)
+    DPLogisticRegression(epsilon=1.0, verbose=1, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert "dpsgd epochs: epoch 1/20" in err and "epoch 20/20" in err
