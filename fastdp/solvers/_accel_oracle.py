@@ -27,8 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _glm
-from fastdp._validation import check_labels, check_X, structure_token
-from fastdp.solvers._common import as_csr
+from fastdp._validation import check_labels, check_X
+from fastdp.solvers._common import StructureTokenCache, as_csr
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss, primal_objective
 
@@ -85,7 +85,7 @@ def row_l1_norms(X):
     return np.abs(np.asarray(X)).sum(axis=1)
 
 
-class GLMProblem:
+class GLMProblem(StructureTokenCache):
     """L2-regularised GLM: ``F(θ) = (1/n) Σ_i loss(x_iᵀθ, y_i) + (lam/2)||θ||²``.
 
     Parameters
@@ -145,18 +145,6 @@ class GLMProblem:
         self.sensitivity = float(sensitivity)
         self.num_threads = int(num_threads) if num_threads else 1
         self._all_rows = np.arange(self.n_samples, dtype=np.int64)
-
-    def _structure(self):
-        """Structure token of ``self.X`` for the kernels (made once, remade if X is replaced)."""
-        token = self.__dict__.get("_token")
-        if token is None or token.indices is not self.X.indices or token.indptr is not self.X.indptr:
-            token = self._token = structure_token(self.X)
-        return token
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_token", None)  # valid in this process only
-        return state
 
     def gradient(self, theta, rows=None):
         """Mean clipped loss gradient over ``rows`` (all when None) plus ``lam θ``."""

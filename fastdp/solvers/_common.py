@@ -40,6 +40,7 @@ __all__ = [
     "grow_buffer",
     "balanced_column_splits",
     "sampled_gaussian_event",
+    "StructureTokenCache",
 ]
 
 
@@ -462,3 +463,30 @@ def sampled_gaussian_event(sampler, n, n_steps, noise_multiplier):
     if noise_multiplier == 0.0:
         return events.NonPrivateEvent()
     return sampler.event(n, n_steps, events.GaussianEvent(noise_multiplier))
+
+
+# --------------------------------------------------------------------------
+# kernel structure tokens
+# --------------------------------------------------------------------------
+
+
+class StructureTokenCache:
+    """Mixin for objects holding a checked CSR ``self.X``: one structure token for its kernels.
+
+    The token (:func:`fastdp._validation.structure_token`) lets a kernel skip
+    its O(nnz) structure scan; it is made on first use, remade if ``self.X``
+    is replaced, and left out of pickles and copies (valid in this process only).
+    """
+
+    def _structure(self):
+        from fastdp._validation import structure_token
+
+        token = self.__dict__.get("_token")
+        if token is None or token.indices is not self.X.indices or token.indptr is not self.X.indptr:
+            token = self._token = structure_token(self.X)
+        return token
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_token", None)
+        return state

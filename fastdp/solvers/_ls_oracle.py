@@ -12,7 +12,8 @@ import scipy.sparse as sp
 
 from fastdp._kernels import _glm
 from fastdp._kernels import _line_search as _ls_kernel
-from fastdp._validation import check_X, structure_token
+from fastdp._validation import check_X
+from fastdp.solvers._common import StructureTokenCache
 from fastdp.exceptions import ValidationError
 
 __all__ = ["GlmBatchOracle"]
@@ -21,7 +22,7 @@ _GLM_CODES = {"squared": _glm.LOSS_SQUARED, "logistic": _glm.LOSS_LOGISTIC,
               "hinge": _glm.LOSS_HINGE}
 
 
-class GlmBatchOracle:
+class GlmBatchOracle(StructureTokenCache):
     """Per-batch gradient sums and margins of a GLM on CSR data.
 
     Parameters
@@ -51,18 +52,6 @@ class GlmBatchOracle:
         self.n_samples, self.n_features = X.shape
         self.num_threads = int(num_threads)
         self.all_rows = np.arange(self.n_samples, dtype=np.int64)
-
-    def _structure(self):
-        """Structure token of ``self.X`` for the kernels (made once, remade if X is replaced)."""
-        token = self.__dict__.get("_token")
-        if token is None or token.indices is not self.X.indices or token.indptr is not self.X.indptr:
-            token = self._token = structure_token(self.X)
-        return token
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_token", None)  # valid in this process only
-        return state
 
     def clipped_gradient_sum(self, rows, w, clip):
         """Σ_{i∈rows} clip(∇loss_i(w), clip) (L2 clipping per example)."""

@@ -161,10 +161,10 @@ def _hinge_sdca(X, y, lam, tol):
 # --------------------------------------------------------------------------
 # estimator adapter (fastdp.solvers.registry)
 # --------------------------------------------------------------------------
-from fastdp.solvers.registry import EstimatorSolver  # noqa: E402
+from fastdp.solvers.registry import NonPrivateEstimatorSolver  # noqa: E402
 
 
-class ExactEstimatorSolver(EstimatorSolver):
+class ExactEstimatorSolver(NonPrivateEstimatorSolver):
     """The non-private optimum, for estimators with ``epsilon=np.inf`` (``solver="exact"``).
 
     ``config["n_classes"]`` (when present) makes the logistic loss multinomial.
@@ -175,21 +175,9 @@ class ExactEstimatorSolver(EstimatorSolver):
     losses = ("squared", "logistic", "hinge")
     noise_name = "none"
 
-    def _refuse(self):
-        raise ValidationError("solver='exact' is not private; use it with epsilon=np.inf, or "
-                              "solver='auto' (DP-SGD) for a private fit.")
-
-    def event(self, n_samples, config, noise):
-        if noise:
-            self._refuse()
-        return NonPrivateEvent()
-
-    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
-        self._refuse()
-
     def run(self, X, y, *, loss, noise, config, random_state):
         if noise:
-            self._refuse()
+            self.refuse()
         n_classes = config.get("n_classes")
         return exact_minimize(X, y, loss="multinomial" if n_classes else loss, lam=config["lam"],
                               n_classes=n_classes)

@@ -61,7 +61,7 @@ from fastdp.solvers._common import (
     start_batches,
 )
 from fastdp.solvers._result import SolverResult
-from fastdp.solvers.registry import EstimatorSolver
+from fastdp.solvers.registry import EstimatorSolver, NonPrivateEstimatorSolver
 from fastdp.solvers.sgd import decay_and_step
 
 __all__ = [
@@ -402,25 +402,15 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
                                   random_state=random_state, **self._arguments(config))
 
 
-class MultinomialSGDEstimatorSolver(MultinomialDPSGDEstimatorSolver):
+class MultinomialSGDEstimatorSolver(NonPrivateEstimatorSolver, MultinomialDPSGDEstimatorSolver):
     """Non-private multinomial SGD (estimators with ``epsilon=np.inf`` only)."""
 
     name = "multinomial_sgd"
-
-    def _refuse(self):
-        raise ValidationError(
-            "solver='multinomial_sgd' is not private; use epsilon=np.inf for a non-private fit, "
-            "or solver='multinomial_dpsgd' for DP-SGD.")
-
-    def event(self, n_samples, config, noise):
-        self._refuse()
-
-    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
-        self._refuse()
+    private_alternative = "multinomial_dpsgd"
 
     def run(self, X, y, *, loss, noise, config, random_state):
         if noise:
-            self._refuse()
+            self.refuse()
         return multinomial_sgd(X, y, random_state=random_state, **self._arguments(config))
 
 

@@ -30,7 +30,8 @@ import importlib
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.calibration import calibrate
 
-__all__ = ["EstimatorSolver", "get_estimator_solver", "ESTIMATOR_SOLVER_NAMES",
+__all__ = ["EstimatorSolver", "NonPrivateEstimatorSolver", "get_estimator_solver",
+           "ESTIMATOR_SOLVER_NAMES",
            "DOCUMENTED_SOLVER_NAMES"]
 
 
@@ -95,6 +96,33 @@ class EstimatorSolver:
     def run(self, X, y, *, loss, noise, config, random_state):
         """Train; returns a :class:`~fastdp.solvers._result.SolverResult`-like object."""
         raise NotImplementedError
+
+
+class NonPrivateEstimatorSolver(EstimatorSolver):
+    """Base of the solvers that add no noise (estimators with ``epsilon=np.inf`` only).
+
+    Any private use is refused with one message naming the private
+    alternative (``private_alternative``); the event of a noiseless run is
+    :class:`~fastdp.privacy.events.NonPrivateEvent`.
+    """
+
+    private_alternative = "auto"
+
+    def refuse(self):
+        """Raise: this solver cannot make a private fit."""
+        raise ValidationError(
+            f"solver={self.name!r} is not private; use epsilon=np.inf for a non-private fit, or "
+            f"solver={self.private_alternative!r} for a private one.")
+
+    def event(self, n_samples, config, noise):
+        if noise:
+            self.refuse()
+        from fastdp.privacy.events import NonPrivateEvent
+
+        return NonPrivateEvent()
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        self.refuse()
 
 
 # name -> "module:attribute" (a dict of EstimatorSolver keyed by name);

@@ -64,7 +64,7 @@ from fastdp.solvers._common import (
     start_batches,
 )
 from fastdp.solvers._result import SolverResult
-from fastdp.solvers.registry import EstimatorSolver
+from fastdp.solvers.registry import EstimatorSolver, NonPrivateEstimatorSolver
 
 __all__ = ["dpsgd", "sgd", "DEFAULT_LEARNING_RATE", "ESTIMATOR_SOLVERS"]
 
@@ -291,28 +291,18 @@ class DPSGDEstimatorSolver(EstimatorSolver):
             callback=config.get("callback"))
 
 
-class SGDEstimatorSolver(DPSGDEstimatorSolver):
+class SGDEstimatorSolver(NonPrivateEstimatorSolver, DPSGDEstimatorSolver):
     """``solver="sgd"``: non-private SGD (estimators with ``epsilon=np.inf`` only).
 
     ``clip`` of the estimator is applied if finite (``clip=None`` for none).
     """
 
     name = "sgd"
-
-    def _refuse(self):
-        raise ValidationError(
-            "solver='sgd' is not private; use epsilon=np.inf for a non-private fit, or "
-            "solver='dpsgd' for DP-SGD.")
-
-    def event(self, n_samples, config, noise):
-        self._refuse()
-
-    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
-        self._refuse()
+    private_alternative = "dpsgd"
 
     def run(self, X, y, *, loss, noise, config, random_state):
         if noise:
-            self._refuse()
+            self.refuse()
         options = config.get("options", {})
         return sgd(
             X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
