@@ -560,23 +560,36 @@ def epsilon_from_rdp(orders, rdp, delta: float, conversion: str = "improved"):
     return max(0.0, float(eps[idx])), float(np.asarray(orders)[idx])
 
 
+def log_deltas_from_rdp(orders, rdp, epsilons, conversion: str = "improved"):
+    """log δ of an RDP curve at each order and each ε: shape ``(len(epsilons), len(orders))``.
+
+    Mironov's classic conversion (``"classic"``) or the improved one of Balle
+    et al. (2020) / Canonne, Kamath and Steinke (2020) with the KL route;
+    undefined entries are ``+inf``.  :func:`delta_from_rdp` takes the minimum
+    over the orders for one ε.
+    """
+    a = np.asarray(orders, dtype=float)[None, :]
+    r = np.maximum(np.asarray(rdp, dtype=float), 0.0)[None, :]
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))[:, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if conversion == "classic":
+            log_delta = (a - 1.0) * (r - eps)
+        else:
+            kl = np.where(r > 0, 0.5 * np.log1p(-np.exp(-r)), -np.inf)
+            bound = (a - 1.0) * (r - eps + np.log1p(-1.0 / a)) - np.log(a)
+            log_delta = np.where(a > 1.01, np.minimum(kl, bound), kl)
+    return np.where(np.isnan(log_delta), np.inf, log_delta)
+
+
 def delta_from_rdp(orders, rdp, epsilon: float, conversion: str = "improved"):
     """Smallest δ over the orders such that ``rdp`` is (ε, δ)-DP.
 
     Returns ``(delta, optimal_order)``.
     """
-    a = np.asarray(orders, dtype=float)
-    r = np.maximum(np.asarray(rdp, dtype=float), 0.0)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if conversion == "classic":
-            log_delta = (a - 1.0) * (r - epsilon)
-        else:
-            kl = np.where(r > 0, 0.5 * np.log1p(-np.exp(-r)), -np.inf)
-            bound = (a - 1.0) * (r - epsilon + np.log1p(-1.0 / a)) - np.log(a)
-            log_delta = np.where(a > 1.01, np.minimum(kl, bound), kl)
-    log_delta = np.where(np.isnan(log_delta), np.inf, log_delta)
+    log_delta = log_deltas_from_rdp(orders, rdp, epsilon, conversion)[0]
     idx = int(np.argmin(log_delta))
-    return float(min(math.exp(min(log_delta[idx], 0.0)), 1.0)), float(a[idx])
+    return (float(min(math.exp(min(log_delta[idx], 0.0)), 1.0)),
+            float(np.asarray(orders, dtype=float)[idx]))
 
 
 # ---------------------------------------------------------------------------

@@ -363,24 +363,14 @@ def rdp_poisson_repetitions(orders, base_rdp, mu, hat_orders=None, hat_rdp=None,
 def deltas_from_rdp(orders, rdp, epsilons, conversion="improved") -> np.ndarray:
     """δ of an RDP curve at each of several ε, minimised over the orders.
 
-    The vectorised form of :func:`fastdp.privacy.rdp.delta_from_rdp` (same
-    formulas: Mironov's classic conversion, or the improved one of Balle et
-    al. 2020 / Canonne-Kamath-Steinke with the KL route), one row per ε.
+    The minimum over the orders of :func:`fastdp.privacy.rdp.log_deltas_from_rdp`
+    (the same conversion :func:`~fastdp.privacy.rdp.delta_from_rdp` uses), per ε.
     """
+    from fastdp.privacy.rdp import log_deltas_from_rdp  # rdp imports this module
+
     if conversion not in ("improved", "classic"):
         raise ValidationError(f"conversion must be 'improved' or 'classic', got {conversion!r}.")
-    a = np.asarray(orders, dtype=float)[None, :]
-    r = np.maximum(np.asarray(rdp, dtype=float), 0.0)[None, :]
-    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))[:, None]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if conversion == "classic":
-            log_delta = (a - 1.0) * (r - eps)
-        else:
-            kl = np.where(r > 0, 0.5 * np.log1p(-np.exp(-r)), -np.inf)
-            bound = (a - 1.0) * (r - eps + np.log1p(-1.0 / a)) - np.log(a)
-            log_delta = np.where(a > 1.01, np.minimum(kl, bound), kl)
-    log_delta = np.where(np.isnan(log_delta), np.inf, log_delta)
-    best = np.min(log_delta, axis=1)
+    best = np.min(log_deltas_from_rdp(orders, rdp, epsilons, conversion), axis=1)
     return np.minimum(np.exp(np.minimum(best, 0.0)), 1.0)
 
 
