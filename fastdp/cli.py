@@ -155,8 +155,9 @@ def _load_data(spec, n_features=None, dtype="float64"):
 
 
 def _utility(model, X, y):
-    """(name, value) of the model's utility on (X, y)."""
-    if type(model).__name__ == "DPRidge":
+    """(name, value) of the model's (or a saved pipeline's) utility on (X, y)."""
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    if type(final).__name__ == "DPRidge":
         residual = model.predict(X) - y
         return "MSE", float((residual ** 2).mean())
     return "accuracy", float(model.score(X, y))
@@ -297,10 +298,16 @@ def _cmd_predict(args):
 def _cmd_evaluate(args):
     model = _load_model(args.model)
     X, y, where = _load_data(args.data, n_features=model.n_features_in_)
-    meta = model.model_metadata_
-    print(f"fastdp evaluate: {type(model).__name__} from {args.model} "
+    final = model.steps[-1][1] if hasattr(model, "steps") else model  # a saved Pipeline
+    meta = final.model_metadata_
+    kind = type(final).__name__ if final is model else \
+        f"Pipeline ({' -> '.join(type(s).__name__ for _, s in model.steps)})"
+    print(f"fastdp evaluate: {kind} from {args.model} "
           f"(fastdp {meta.get('fastdp_version')}, seed {meta['privacy'].get('seed')})")
-    _print_privacy(model, accountant=meta["privacy"].get("accountant"))
+    _print_privacy(final, accountant=meta["privacy"].get("accountant"))
+    if final is not model and not model.private_:
+        print("  NOT PRIVATE    the pipeline holds scalers fitted on the training data "
+              "without noise")
     name, value = _utility(model, X, y)
     print(f"utility          {name} {value:.6g} on {where} ({X.shape[0]} rows)")
     return 0

@@ -188,16 +188,22 @@ def _sha256(data: bytes) -> str:
 # ----------------------------------------------------------------------------
 # save
 # ----------------------------------------------------------------------------
-def save_model(estimator, path):
+def save_model(estimator, path, *, allow_non_private=False):
     """Save a fitted fastdp estimator as ``PATH.json`` + ``PATH.npz``.
 
     Parameters
     ----------
-    estimator : DPRidge, DPLogisticRegression or DPLinearSVC
-        Fitted (has ``coef_``).
+    estimator : DPRidge, DPLogisticRegression, DPLinearSVC or Pipeline
+        Fitted (has ``coef_``).  A scikit-learn ``Pipeline`` ending in one of
+        them is saved by :func:`fastdp._pipeline_persistence.save_pipeline`
+        (per-example transformers; scalers fitted on the data only with
+        ``allow_non_private=True``).
     path : str or os.PathLike
         Base path; a ``.json`` or ``.npz`` suffix is dropped.  Missing parent
         directories are created; existing files are replaced.
+    allow_non_private : bool, default=False
+        Pipelines only: also save steps fitted on the training data without
+        noise (the file records that the pipeline is not private).
 
     Returns
     -------
@@ -209,6 +215,13 @@ def save_model(estimator, path):
     Privacy: stores the released model and public metadata only (see the
     module docstring); ``history_`` and ``solver_result_`` are not saved.
     """
+    from sklearn.pipeline import Pipeline
+
+    if isinstance(estimator, Pipeline):
+        from fastdp._pipeline_persistence import save_pipeline
+
+        Path(os.fspath(path)).parent.mkdir(parents=True, exist_ok=True)
+        return save_pipeline(estimator, path, allow_non_private=allow_non_private)
     classes = _estimator_classes()
     name = type(estimator).__name__
     if name not in classes or type(estimator) is not classes[name]:
@@ -361,9 +374,15 @@ def load_model(path):
     """Load an estimator saved by :func:`save_model` (see :func:`_load_model`).
 
     Any missing or malformed field of the JSON is one :class:`ValidationError`
-    naming the file and the field.
+    naming the file and the field.  A file written for a ``Pipeline`` loads
+    as a ``Pipeline`` (:func:`fastdp._pipeline_persistence.load_pipeline`).
     """
     try:
+        pipeline = _pipeline_record(path)
+        if pipeline is not None:
+            from fastdp._pipeline_persistence import load_pipeline
+
+            return load_pipeline(model_paths(path)[0], pipeline)
         return _load_model(path)
     except KeyError as exc:
         json_path, _ = model_paths(path)
@@ -372,6 +391,18 @@ def load_model(path):
     except (TypeError, AttributeError) as exc:
         json_path, _ = model_paths(path)
         raise ValidationError(f"{json_path}: malformed model file ({exc}).") from exc
+
+
+def _pipeline_record(path):
+    """The JSON of a saved pipeline at ``path``, or None for anything else."""
+    from fastdp._pipeline_persistence import PIPELINE_FORMAT
+
+    json_path, _ = model_paths(path)
+    try:
+        data = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # read_model_metadata gives the error
+    return data if isinstance(data, dict) and data.get("format") == PIPELINE_FORMAT else None
 
 
 def _load_model(path):
