@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip
 
-.PHONY: install install-test demo test test-slow test-debug bench clean
+.PHONY: install install-test demo test test-slow test-debug bench bench-env bench-compare bench-history clean
 
 install:
 	$(PIP) install --quiet -e .
@@ -36,6 +36,25 @@ bench: install
 	$(PIP) install --quiet "asv>=0.6.4" "matplotlib>=3.8"
 	asv machine --yes
 	asv run --python=same --quick --show-stderr
+
+# Build mode (asv.conf.json): each commit built in its own virtualenv.
+# bench-compare fails (exit 1) when a benchmark of the working commit (HEAD) is slower
+# than on main by more than BENCH_FACTOR; BENCH_SELECT narrows it, e.g. "-b ScdEpoch".
+# bench-history benchmarks the last BENCH_COMMITS commits and publishes the HTML history
+# (asv_benchmarks/html/index.html; `asv preview` serves it).
+BENCH_FACTOR ?= 1.2
+BENCH_COMMITS ?= 10
+BENCH_SELECT ?=
+bench-env:
+	$(PIP) install --quiet "asv>=0.6.4" "virtualenv>=20" "matplotlib>=3.8"
+	asv machine --yes
+
+bench-compare: bench-env
+	asv continuous --factor $(BENCH_FACTOR) --split --show-stderr $(BENCH_SELECT) main HEAD
+
+bench-history: bench-env
+	asv run --skip-existing-commits --show-stderr $(BENCH_SELECT) HEAD~$(BENCH_COMMITS)..HEAD
+	asv publish
 
 clean:
 	rm -rf build *.egg-info fastdp/_kernels/*.c fastdp/_kernels/*.so
