@@ -207,3 +207,20 @@ def test_killed_worker_is_restarted_with_identical_result(ray_cluster, data):
     assert engine.restarts == 1 and fit.distributed_stats_["restarts"] == 1
     assert np.array_equal(fit.coef_, clean.coef_)
     assert np.array_equal(fit.intercept_, clean.intercept_)
+
+
+def test_cli_train_on_ray(ray_cluster, svm_file, tmp_path, capsys):
+    from fastdp.cli import main
+
+    out = tmp_path / "model"
+    status = main(["train", str(svm_file), "--model", "logistic", "--ray", "local",
+                   "--workers", "2", "--shards", "2", "--block-size", str(BLOCK),
+                   "--batch-size", "150", "--epochs", "2", "--seed", "11", "--out", str(out)])
+    assert status == 0
+    text = capsys.readouterr().out
+    assert "data-parallel on Ray" in text and "bytes per step" in text
+    model = load_model(str(out) + ".json")
+    ref = fit_distributed(libsvm_source(svm_file, n_shards=2, block_size=BLOCK),
+                          estimator(sampler="block_poisson", delta=model.delta_),
+                          engine=LocalWorkers(1))
+    assert np.array_equal(model.coef_, ref.coef_) and model.epsilon_ == ref.epsilon_

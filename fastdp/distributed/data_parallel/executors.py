@@ -114,8 +114,9 @@ class RayWorkers(_Workers):
         one with ``num_cpus=2``, no dashboard, bound to 127.0.0.1.
     n_workers : int, default=2
         Actors (at most the number of shards).
-    num_cpus : float, default=1
-        CPUs each actor reserves.
+    num_cpus : float, default=0
+        CPUs each actor reserves (0: placed whatever the free CPUs; actors
+        are spread over the nodes with Ray's ``"SPREAD"`` strategy either way).
     max_failures : int, default=3
         Actor restarts allowed before the run is abandoned.
     fail_at : (int, int), optional
@@ -125,7 +126,7 @@ class RayWorkers(_Workers):
 
     name = "ray"
 
-    def __init__(self, address=None, n_workers=2, *, num_cpus=1, max_failures=3, fail_at=None):
+    def __init__(self, address=None, n_workers=2, *, num_cpus=0, max_failures=3, fail_at=None):
         self.address = address
         self.n_workers = int(n_workers)
         if self.n_workers < 1:
@@ -155,7 +156,8 @@ class RayWorkers(_Workers):
 
     def _new_actor(self, w):
         ray = self._ray()
-        Actor = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0)(ShardWorker)
+        Actor = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
+                           scheduling_strategy="SPREAD")(ShardWorker)
         return Actor.remote(self._source_ref, self.assignment[w])
 
     def _start(self):
