@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _glm
+from fastdp._validation import check_X
 from fastdp.distributed.data_parallel import LocalWorkers, RayWorkers, array_source
 from fastdp.distributed.data_parallel.driver import run_dpsgd
 from fastdp.distributed.data_parallel.worker import WorkerSetup
@@ -51,9 +52,7 @@ def problem(n, d, seed=0):
     X.sort_indices()
     norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
     X = sp.diags(1.0 / np.maximum(norms, 1e-12)) @ X
-    X = X.tocsr()
-    X.indices = X.indices.astype(np.int64)
-    X.indptr = X.indptr.astype(np.int64)
+    X = check_X(X.tocsr())
     y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     return X, y
 

@@ -119,8 +119,17 @@ class StepStats:
                 "seconds_workers": self.seconds_workers / k}
 
 
-def _union(columns):
-    return columns[0] if len(columns) == 1 else np.unique(np.concatenate(columns))
+def _union(columns, marks):
+    """Sorted union of sorted column arrays (``marks``: all-False bool scratch, left so)."""
+    if len(columns) == 1:
+        return columns[0]
+    if 8 * sum(c.size for c in columns) < marks.shape[0]:
+        return np.unique(np.concatenate(columns))
+    for c in columns:
+        marks[c] = True
+    union = np.flatnonzero(marks)
+    marks[union] = False
+    return union
 
 
 def run_dpsgd(executor, *, n_features, epoch_ends, rho, kappa, noise_std, noise_key,
@@ -145,21 +154,24 @@ def run_dpsgd(executor, *, n_features, epoch_ends, rho, kappa, noise_std, noise_
     stats = StepStats()
     columns = executor.columns(1)
     theta = model.w
+    marks = np.zeros(int(n_features), dtype=bool)
+    position = np.zeros(int(n_features), dtype=np.int64)   # column -> index in the union
     t = 0
     for epoch, end in enumerate(epoch_ends, start=1):
         while t < end:
             t += 1
             started = time.perf_counter()
-            union = _union(columns)
+            union = _union(columns, marks)
+            position[union] = np.arange(union.size)
             values = model.read(t, union)
-            sends = [values[np.searchsorted(union, c)] for c in columns]
+            sends = [values[position[c]] for c in columns]
             waited = time.perf_counter()
             results = executor.step(t, sends)
             back = time.perf_counter()
             G = np.zeros(union.size, dtype=np.float64)
             for partials, _ in results:
                 for cols, sums in partials:     # shard order
-                    G[np.searchsorted(union, cols)] += sums
+                    G[position[cols]] += sums     # distinct cols: one add per entry
                     stats.bytes_from_workers += cols.nbytes + sums.nbytes
             model.commit(t, union, values, G)
             columns = [r[1] for r in results]
