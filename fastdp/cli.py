@@ -229,8 +229,11 @@ def _cmd_train(args):
     from fastdp import linear_model
 
     started = time.perf_counter()
-    X, y, where = _load_data(args.data, dtype=args.dtype)
     cls = getattr(linear_model, _MODELS[args.model])
+    if args.ray is not None:  # data-parallel: the Ray workers read the file, this process does not
+        from fastdp.distributed.data_parallel.cli import train_on_ray
+        return train_on_ray(args, cls, _ROW_BOUNDS, _open_ledger, _print_privacy, _UsageError)
+    X, y, where = _load_data(args.data, dtype=args.dtype)
     delta = args.delta
     if delta is None:
         delta = linear_model.default_delta(X.shape[0])
@@ -507,7 +510,8 @@ def build_parser():
                    help="passes over the data (default auto: the solver's rule)")
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--clip", type=_clip, default="auto", help="update/gradient bound C or auto")
-    p.add_argument("--sampler", choices=("poisson", "fixed", "shuffle"), default=None)
+    p.add_argument("--sampler", choices=("poisson", "fixed", "shuffle", "block_poisson"),
+                   default=None)
     p.add_argument("--accountant", choices=("rdp", "pld", "moments"), default="rdp")
     p.add_argument("--learning-rate", type=_positive_float, default=None,
                    help="step size (dpsgd and sgd solvers)")
@@ -532,6 +536,14 @@ def build_parser():
                    help="delta of a new ledger (default: --delta)")
     p.add_argument("--out", metavar="MODEL", help="save the model as MODEL.json + MODEL.npz")
     p.add_argument("--test", metavar="DATA", help="also report utility on this test file")
+    p.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="data-parallel DP-SGD on Ray ('local' for a local cluster); see "
+                        "docs/distributed.md")
+    p.add_argument("--workers", type=_positive_int, default=2, help="Ray workers (with --ray)")
+    p.add_argument("--shards", type=_positive_int, default=None,
+                   help="shards of whole row blocks (with --ray; default: --workers)")
+    p.add_argument("--block-size", type=_positive_int, default=4096,
+                   help="rows per sampling block (with --ray)")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="predict with a saved model")

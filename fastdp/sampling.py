@@ -459,3 +459,11 @@ def get_sampler(sampler, batch_size):
         "'fixed' (uniform without replacement, replace-one accounting) or 'shuffle' "
         "(the paper's per-epoch shuffling), or pass a fastdp.sampling.Sampler."
     )
+
+
+def _block_poisson(batch_size):  # fastdp.sampling_blocks imports this module: import it lazily
+    from fastdp.sampling_blocks import BlockPoissonSampler
+    return BlockPoissonSampler(batch_size=batch_size)
+
+
+_SAMPLERS["block_poisson"] = _block_poisson

@@ -109,6 +109,12 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
     rho, kappa = decay_and_step(eta, lam, L, reg)
     stream, noise_rng = start_batches(sampler, n, epochs, random_state)
     noise_std = sigma * clip if private else 0.0
+    if getattr(sampler, "keyed", False):  # block-keyed lots: the data-parallel step loop
+        from fastdp.distributed.data_parallel.api import keyed_dpsgd
+        return keyed_dpsgd(X, y, sampler=sampler, sampling_rng=stream.rng, noise_rng=noise_rng,
+                           loss=loss, lam=lam, epochs=epochs, sigma=sigma, clip=clip, eta=eta,
+                           reg=reg, rho=rho, kappa=kappa, num_threads=num_threads,
+                           algorithm=algorithm, record_history=record_history, callback=callback)
 
     theta = np.zeros(m, dtype=np.float64)
     sq_norms = row_squared_norms(X.data, X.indptr)

@@ -1,0 +1,23 @@
+"""Data-parallel DP-SGD over row shards, on Ray or in-process (issue 21).
+
+Workers load their own shards (whole blocks of rows), draw the lots with the
+block-keyed Poisson sampler (:mod:`fastdp.sampling_blocks`) and return sparse
+clipped partial sums; the driver adds one keyed noise draw per step.  The
+privacy event, epsilon and (for one shard) the bits are those of the
+single-machine ``dpsgd`` with ``sampler="block_poisson"``.  See
+``docs/distributed.md``.
+"""
+
+from fastdp.distributed.data_parallel.api import fit_distributed
+from fastdp.distributed.data_parallel.executors import LocalWorkers, RayWorkers
+from fastdp.distributed.data_parallel.shards import (
+    ArrayRows,
+    LibsvmRows,
+    ShardValidationError,
+    Source,
+    array_source,
+    libsvm_source,
+)
+
+__all__ = ["fit_distributed", "LocalWorkers", "RayWorkers", "Source", "ArrayRows", "LibsvmRows",
+           "ShardValidationError", "array_source", "libsvm_source"]

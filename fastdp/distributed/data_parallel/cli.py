@@ -1,0 +1,72 @@
+"""``fastdp train --ray ADDRESS --workers K DATA``: the CLI's data-parallel route.
+
+The driver counts the rows of the LIBSVM file (one streaming pass, no matrix)
+and starts K Ray actors that load their own row ranges; the model, the privacy
+report, the ledger charge and ``--out`` are those of ``fastdp train``.  The
+training utility is not printed: computing it would read the data here.
+"""
+
+import math
+
+__all__ = ["train_on_ray"]
+
+
+def train_on_ray(args, model_class, row_bounds, open_ledger, print_privacy, usage_error):
+    """Run ``fastdp train`` with ``--ray``; returns the exit status.
+
+    The helpers of :mod:`fastdp.cli` (``row_bounds``, ``open_ledger``,
+    ``print_privacy``, ``usage_error``) are passed in so that there is one
+    definition of each.
+    """
+    from fastdp.distributed.data_parallel import RayWorkers, fit_distributed, libsvm_source
+    from fastdp.linear_model import default_delta
+
+    if args.data.startswith("dataset:"):
+        raise usage_error("--ray trains on a LIBSVM file that every worker can read; "
+                          "dataset:NAME is loaded by this process (drop --ray).")
+    if args.sampler not in (None, "block_poisson"):
+        raise usage_error("--ray draws lots with block-keyed Poisson sampling "
+                          "(--sampler block_poisson, the default with --ray).")
+    if args.test:
+        raise usage_error("--test is not available with --ray (it reads the data on the driver).")
+    n_shards = args.shards if args.shards is not None else args.workers
+    source = libsvm_source(args.data, n_shards=n_shards, block_size=args.block_size)
+    delta = args.delta if args.delta is not None else default_delta(source.n_rows)
+    ledger = None
+    if args.ledger:
+        ledger = open_ledger(args.ledger, args.budget, args.budget_delta, delta)
+    elif args.budget is not None:
+        raise usage_error("--budget needs --ledger FILE.")
+    options = dict(args.solver_option or [])
+    if args.learning_rate is not None:
+        options["learning_rate"] = args.learning_rate
+    model = model_class(epsilon=args.epsilon, delta=delta, alpha=args.alpha, solver=args.solver,
+                        batch_size=args.batch_size, clip=args.clip, epochs=args.epochs,
+                        sampler="block_poisson", accountant=args.accountant,
+                        solver_options=options or None, normalize=row_bounds[args.normalize],
+                        fit_intercept=not args.no_intercept, ledger=ledger,
+                        random_state=args.seed)
+    address = None if args.ray in ("", "local") else args.ray
+    engine = RayWorkers(address=address, n_workers=args.workers)
+    fit_distributed(source, model, engine=engine)
+    stats = model.distributed_stats_
+    steps = max(stats["n_steps"], 1)
+    print(f"fastdp train: {model_class.__name__} (solver {model.solver_}, data-parallel on Ray "
+          f"{args.ray}) on {args.data}: {source.n_rows} rows in {n_shards} shards, "
+          f"{args.workers} workers")
+    print_privacy(model, target=None if math.isinf(args.epsilon) else args.epsilon,
+                  accountant=args.accountant)
+    print(f"communication    {(stats['bytes_to_workers'] + stats['bytes_from_workers']) / steps:.0f}"
+          f" bytes per step, worker restarts {stats['restarts']}")
+    print(f"time             fit {model.fit_time_:.3f} s ({1e3 * stats['seconds_workers'] / steps:.2f}"
+          f" ms per step in workers and transport, {1e3 * stats['seconds_driver'] / steps:.2f} ms "
+          "on the driver)")
+    if ledger is not None:
+        print(f"ledger           {args.ledger}: spent {ledger.spent():.6g} of "
+              f"{ledger.epsilon:g} at delta {ledger.delta:g} (remaining {ledger.remaining():.6g})")
+    if args.out:
+        from fastdp.persistence import model_paths, save_model
+
+        json_path = save_model(model, args.out)
+        print(f"model saved      {json_path} + {model_paths(json_path)[1]}")
+    return 0

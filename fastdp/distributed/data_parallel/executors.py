@@ -1,0 +1,204 @@
+"""Where the workers run: in this process (:class:`LocalWorkers`) or as Ray actors (:class:`RayWorkers`).
+
+Both give the same bits: a worker's step is a pure function of (t, the model
+coordinates sent), and the driver reduces per-shard partial sums in shard
+order (:mod:`.driver`).
+
+Fault tolerance (:class:`RayWorkers`): when a call fails because an actor
+died, the driver starts a new actor for the same shards, which reloads and
+re-maps them, and retries the step with the same model values (the driver's
+state, unchanged until every partial sum of the step has arrived): the run
+completes with the same result as without the failure.
+"""
+
+import os
+
+import numpy as np
+
+from fastdp.distributed.data_parallel.shards import ShardValidationError
+from fastdp.distributed.data_parallel.worker import ShardWorker
+from fastdp.exceptions import ValidationError
+
+__all__ = ["LocalWorkers", "RayWorkers", "shard_assignment"]
+
+
+def shard_assignment(n_shards, n_workers):
+    """Consecutive shard numbers of each worker (as even as possible)."""
+    if not 1 <= n_workers <= n_shards:
+        raise ValidationError(f"n_workers must be in [1, n_shards = {n_shards}]; got {n_workers}.")
+    edges = [(n_shards * w) // n_workers for w in range(n_workers + 1)]
+    return [list(range(edges[w], edges[w + 1])) for w in range(n_workers)]
+
+
+def _raise_shard_errors(replies):
+    errors = [detail for status, detail in replies if status != "ok"]
+    if errors:
+        raise ShardValidationError("; ".join(errors))
+
+
+class _Workers:
+    """Shared logic: open (load + check), prepare (map), columns, step."""
+
+    n_workers = 1
+    restarts = 0
+
+    def open(self, source):
+        """Start the workers; each loads and checks its shards.  Returns the shard summaries."""
+        self.source = source
+        self.assignment = shard_assignment(source.n_shards, min(self.n_workers, source.n_shards))
+        self._start()
+        replies = self._call("load", [()] * len(self.assignment))
+        _raise_shard_errors(replies)
+        return [s for _, summaries in replies for s in summaries]
+
+    def prepare(self, setup):
+        self.setup = setup
+        _raise_shard_errors(self._call("prepare", [(setup,)] * len(self.assignment)))
+
+    def columns(self, t):
+        return self._call("columns", [(t,)] * len(self.assignment))
+
+    def step(self, t, theta_values):
+        return self._call("step", [(t, v) for v in theta_values])
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LocalWorkers(_Workers):
+    """Workers in this process (the single-machine path; tests).
+
+    Parameters
+    ----------
+    n_workers : int, default=1
+    """
+
+    name = "local"
+
+    def __init__(self, n_workers=1):
+        self.n_workers = int(n_workers)
+
+    def __repr__(self):
+        return f"LocalWorkers(n_workers={self.n_workers})"
+
+    def _start(self):
+        self.workers = [ShardWorker(self.source, shards) for shards in self.assignment]
+
+    def _call(self, method, args):
+        return [getattr(w, method)(*a) for w, a in zip(self.workers, args)]
+
+
+def _import_ray():
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("RayWorkers needs Ray: pip install 'fastdp[ray]'.") from exc
+    return ray
+
+
+class RayWorkers(_Workers):
+    """One Ray actor per worker; each loads its own shards (the driver never holds X).
+
+    Parameters
+    ----------
+    address : str or None
+        Ray cluster to join (``ray.init(address=...)``), e.g. ``"auto"`` or
+        ``"10.0.0.1:6379"``.  None: an already initialised Ray, or a local
+        one with ``num_cpus=2``, no dashboard, bound to 127.0.0.1.
+    n_workers : int, default=2
+        Actors (at most the number of shards).
+    num_cpus : float, default=0
+        CPUs each actor reserves (0: placed whatever the free CPUs; actors
+        are spread over the nodes with Ray's ``"SPREAD"`` strategy either way).
+    max_failures : int, default=3
+        Actor restarts allowed before the run is abandoned.
+    fail_at : (int, int), optional
+        Fault injection for tests: ``ray.kill`` worker ``fail_at[0]`` while
+        step ``fail_at[1]`` is in flight (once).
+    """
+
+    name = "ray"
+
+    def __init__(self, address=None, n_workers=2, *, num_cpus=0, max_failures=3, fail_at=None):
+        self.address = address
+        self.n_workers = int(n_workers)
+        if self.n_workers < 1:
+            raise ValidationError(f"n_workers must be >= 1; got {n_workers!r}.")
+        self.num_cpus = float(num_cpus)
+        self.max_failures = int(max_failures)
+        self.fail_at = fail_at
+        self.actors = []
+        self.restarts = 0
+        self.setup = None
+
+    def __repr__(self):
+        return f"RayWorkers(address={self.address!r}, n_workers={self.n_workers})"
+
+    def _ray(self):
+        ray = _import_ray()
+        if not ray.is_initialized():
+            if self.address is None:
+                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+                from ray._private import ray_constants
+                ray_constants.ENABLE_RAY_CLUSTER = False     # loopback only for a local cluster
+                ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
+                         log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+        return ray
+
+    def _new_actor(self, w):
+        ray = self._ray()
+        Actor = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
+                           scheduling_strategy="SPREAD")(ShardWorker)
+        return Actor.remote(self._source_ref, self.assignment[w])
+
+    def _start(self):
+        ray = self._ray()
+        self._source_ref = ray.put(self.source)
+        self.actors = [self._new_actor(w) for w in range(len(self.assignment))]
+
+    def _call(self, method, args):
+        ray = self._ray()
+        failures = 0
+        while True:
+            refs = [getattr(a, method).remote(*x) for a, x in zip(self.actors, args)]
+            if self.fail_at is not None and method == "step" and args[0][0] == self.fail_at[1]:
+                ray.kill(self.actors[self.fail_at[0]], no_restart=True)
+                self.fail_at = None
+            try:
+                return ray.get(refs)
+            except ray.exceptions.RayActorError as exc:
+                failures += 1
+                if failures > self.max_failures:
+                    raise RuntimeError(f"RayWorkers: more than {self.max_failures} worker "
+                                       "failures in one call") from exc
+                self._restart_dead(ray)
+
+    def _restart_dead(self, ray):
+        for w, actor in enumerate(self.actors):
+            try:
+                ray.get(actor.ping.remote(), timeout=60)
+                continue
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                pass
+            self.actors[w] = self._new_actor(w)
+            self.restarts += 1
+            if self.setup is not None:   # reload and re-map its shards before the retry
+                status, detail = ray.get(self.actors[w].prepare.remote(self.setup))
+                if status != "ok":
+                    raise ShardValidationError(detail)
+
+    def close(self):
+        if self.actors:
+            ray = self._ray()
+            for a in self.actors:
+                ray.kill(a)
+            self.actors = []

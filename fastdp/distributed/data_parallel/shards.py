@@ -1,0 +1,204 @@
+"""Shards of a data-parallel run: row ranges of whole sampling blocks, loaded where they are used.
+
+A *source* describes the data without holding it: the number of rows, the
+block size, and a *row loader*, a picklable callable
+``loader(start, stop) -> (X, y)`` that returns rows ``[start, stop)``
+(``X`` any CSR-convertible matrix, ``y`` the labels).  Each worker calls the
+loader for its own shards, so the rows never pass through the driver.  Two
+loaders are provided: :class:`LibsvmRows` (a row range of a LIBSVM file; once
+``fastdp.datasets.load_libsvm`` reads byte ranges, a byte-range loader plugs
+in the same way) and :class:`ArrayRows` (an in-memory matrix, for the
+single-machine path and tests).  Any user callable with that signature works.
+
+Privacy: loading and checking release nothing.  A shard that fails its checks
+stops the run with :class:`ShardValidationError` naming it, before the run's
+privacy budget is reserved and before any noise is drawn.
+"""
+
+import dataclasses
+import io
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastdp.exceptions import ValidationError
+from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges
+
+__all__ = ["ShardValidationError", "ShardSpec", "Source", "LibsvmRows", "ArrayRows",
+           "count_libsvm_rows", "libsvm_source", "array_source", "load_shard"]
+
+
+class ShardValidationError(ValidationError):
+    """A shard's rows failed their checks (the message names the shard)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardSpec:
+    """Shard ``index``: rows ``[start, stop)`` of the source (whole sampling blocks)."""
+
+    index: int
+    start: int
+    stop: int
+
+    @property
+    def n_rows(self):
+        return self.stop - self.start
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where the rows are: ``n_rows`` rows cut into ``n_shards`` shards of whole blocks.
+
+    Attributes
+    ----------
+    loader : callable
+        ``loader(start, stop) -> (X, y)``, picklable (it is sent to the workers).
+    n_rows : int
+        Rows of the data set (public, as in every fastdp fit).
+    n_shards : int
+        Shards (units of loading and of reduction: partial sums are added in
+        shard order, so a run's bits depend on ``n_shards``, not on the
+        number of workers).
+    block_size : int
+        Rows per sampling block (:class:`~fastdp.sampling_blocks.BlockPoissonSampler`).
+    name : str
+        For messages (e.g. the file name).
+    n_features : int or None
+        Columns, if known; otherwise the largest column index seen plus one.
+    zero_based : bool or "auto"
+        Whether the loader's column indices start at 0 (LIBSVM); ``"auto"``:
+        one-based unless some shard has a column 0 (scikit-learn's rule,
+        applied to the whole data set, not shard by shard).
+    """
+
+    loader: object
+    n_rows: int
+    n_shards: int = 1
+    block_size: int = DEFAULT_BLOCK_SIZE
+    name: str = "data"
+    n_features: object = None
+    zero_based: object = True
+
+    def shards(self):
+        """The :class:`ShardSpec` of every shard, in order."""
+        return [ShardSpec(i, a, b) for i, (a, b) in
+                enumerate(block_ranges(self.n_rows, self.block_size, self.n_shards))]
+
+    def describe(self, spec):
+        return f"shard {spec.index} (rows {spec.start}..{spec.stop - 1} of {self.name})"
+
+
+def _data_line(line):
+    body = line.split(b"#", 1)[0].strip()
+    return bool(body)
+
+
+def count_libsvm_rows(path):
+    """Data lines of a LIBSVM file (comments and blank lines skipped), reading it in one pass."""
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if _data_line(line))
+
+
+@dataclasses.dataclass(frozen=True)
+class LibsvmRows:
+    """Row loader of a (plain-text) LIBSVM file: rows ``[start, stop)`` by streaming its lines.
+
+    Parameters
+    ----------
+    path : str
+    dtype : numpy dtype, default=float64
+    """
+
+    path: str
+    dtype: object = np.float64
+
+    def __call__(self, start, stop):
+        from fastdp.datasets import load_libsvm
+
+        buf = io.BytesIO()
+        row = 0
+        with open(self.path, "rb") as fh:
+            for line in fh:
+                if not _data_line(line):
+                    continue
+                if row >= stop:
+                    break
+                if row >= start:
+                    buf.write(line if line.endswith(b"\n") else line + b"\n")
+                row += 1
+        if buf.tell() == 0:
+            return sp.csr_matrix((0, 1)), np.zeros(0)
+        buf.seek(0)
+        # zero_based=True keeps the indices as written; the run decides the shift globally
+        return load_libsvm(buf, zero_based=True, dtype=self.dtype)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ArrayRows:
+    """Row loader of an in-memory matrix (the single-machine path, tests)."""
+
+    X: object
+    y: object
+
+    def __call__(self, start, stop):
+        return self.X[start:stop], np.asarray(self.y)[start:stop]
+
+
+def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features=None,
+                  zero_based="auto", n_rows=None):
+    """A :class:`Source` over a LIBSVM file (rows counted here unless ``n_rows`` is given).
+
+    Counting streams the file once; it holds one line at a time.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ValidationError(f"no such file: {path!r}.")
+    n = count_libsvm_rows(path) if n_rows is None else int(n_rows)
+    if n < 1:
+        raise ValidationError(f"{path!r} has no data rows.")
+    return Source(LibsvmRows(path), n, int(n_shards), int(block_size), os.path.basename(path),
+                  n_features, zero_based)
+
+
+def array_source(X, y, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, name="X"):
+    """A :class:`Source` over in-memory ``(X, y)`` (``X`` already validated, columns zero-based)."""
+    return Source(ArrayRows(X, y), int(X.shape[0]), int(n_shards), int(block_size), name,
+                  int(X.shape[1]), True)
+
+
+def load_shard(source, spec):
+    """Load and check one shard's raw rows; returns ``(X csr, y float64, summary)``.
+
+    The summary (public facts the driver combines): ``n_rows``, ``max_col``
+    (largest column index, -1 if none), ``has_col0``, ``labels`` (sorted
+    distinct labels).
+
+    Raises
+    ------
+    ShardValidationError
+        The loader failed, returned the wrong number of rows, or the rows
+        are not finite numbers; the message names the shard.
+    """
+    from fastdp._validation import check_X
+
+    where = source.describe(spec)
+    try:
+        X, y = source.loader(spec.start, spec.stop)
+        X = check_X(sp.csr_matrix(X) if not sp.issparse(X) else X)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+    except ShardValidationError:
+        raise
+    except (ValidationError, ValueError, TypeError, OSError) as exc:
+        raise ShardValidationError(f"{where}: {exc}") from exc
+    if X.shape[0] != spec.n_rows or y.shape[0] != spec.n_rows:
+        raise ShardValidationError(
+            f"{where}: the loader returned {X.shape[0]} rows and {y.shape[0]} labels; expected "
+            f"{spec.n_rows} (did the data change since it was counted?).")
+    if not np.all(np.isfinite(y)):
+        raise ShardValidationError(f"{where}: labels must be finite numbers.")
+    summary = {"n_rows": spec.n_rows,
+               "max_col": int(X.indices.max()) if X.nnz else -1,
+               "has_col0": bool(X.nnz and X.indices.min() == 0),
+               "labels": np.unique(y)}
+    return X, y, summary

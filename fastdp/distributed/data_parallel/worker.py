@@ -1,0 +1,207 @@
+"""One data-parallel worker: its shards, its lots, its clipped partial sums.
+
+A :class:`ShardWorker` holds the rows of one or more shards (loaded by itself
+through the source's loader), draws the members of each lot among its rows
+with the block-keyed sampler, and computes, per shard, the sparse sum of the
+clipped per-example gradients of its sampled rows with the single-machine
+kernel (:func:`fastdp._kernels._glm.clipped_gradient_sum`).  It holds no model
+state between steps: a step is a function of (t, the model coordinates it is
+sent), so a step can be retried on a restarted worker and gives the same bits.
+
+Privacy: a worker reads private rows and returns *un-noised* partial sums to
+the driver (inside the trust boundary, like the single-machine kernel's
+accumulator); the driver adds the noise before anything is released.
+"""
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastdp._kernels import _glm
+from fastdp.distributed.data_parallel.shards import ShardValidationError, load_shard
+from fastdp.exceptions import ValidationError
+from fastdp.sampling_blocks import keyed_streams
+
+__all__ = ["WorkerSetup", "ShardWorker", "rows_columns"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSetup:
+    """Public settings the driver sends after combining the shard summaries.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows of the whole data set (the sampler's n).
+    n_features : int
+        Columns before the row map.
+    shift : int
+        Subtracted from the raw column indices (1 for one-based LIBSVM files).
+    classes : ndarray of 2 labels or None
+        Binary labels (``classes[1]`` maps to +1, ``classes[0]`` to -1), or
+        None to use the labels as they are.
+    row_map : fastdp.preprocessing.RowMap or None
+        Per-example map of the estimator (None: rows used as loaded).
+    max_row_norm : float or None
+        Rows above this norm are refused (the estimators' ``normalize=False``).
+    loss_code : int
+    clip : float
+    sampler : fastdp.sampling_blocks.BlockPoissonSampler
+    sampling_key : ndarray of 2 uint64
+    n_steps : int
+    num_threads : int
+    """
+
+    n_rows: int
+    n_features: int
+    shift: int
+    classes: object
+    row_map: object
+    max_row_norm: object
+    loss_code: int
+    clip: float
+    sampler: object
+    sampling_key: object
+    n_steps: int
+    num_threads: int = 1
+
+
+def rows_columns(X, rows, marks=None):
+    """Sorted distinct column indices (int64) of the CSR rows ``rows`` of ``X``.
+
+    ``marks``: optional all-False bool scratch array of length ``X.shape[1]``;
+    when the rows hold many entries, the columns are found by marking it
+    (O(entries + n_features)) instead of sorting (O(entries log entries)); it
+    is left all-False.
+    """
+    starts, stops = X.indptr[rows], X.indptr[rows + 1]
+    counts = stops - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    entries = X.indices[offsets + np.arange(total)]
+    if marks is None or 8 * total < marks.shape[0]:
+        return np.unique(entries).astype(np.int64, copy=False)
+    marks[entries] = True
+    cols = np.flatnonzero(marks)
+    marks[cols] = False
+    return cols.astype(np.int64, copy=False)
+
+
+class ShardWorker:
+    """Shards ``shard_indices`` of ``source``, loaded in this process.
+
+    Parameters
+    ----------
+    source : fastdp.distributed.data_parallel.shards.Source
+    shard_indices : sequence of int
+        Consecutive shard numbers.
+    """
+
+    def __init__(self, source, shard_indices):
+        self.source = source
+        specs = source.shards()
+        self.specs = [specs[int(i)] for i in shard_indices]
+        self.raw = None
+        self.shards = None
+        self.setup = None
+        self._lot = None
+
+    def ping(self):
+        return True
+
+    def load(self):
+        """Load and check the raw shards; ``("ok", summaries)`` or ``("error", message)``."""
+        try:
+            self.raw = [load_shard(self.source, s) for s in self.specs]
+        except ShardValidationError as exc:
+            return "error", str(exc)
+        return "ok", [r[2] for r in self.raw]
+
+    def prepare(self, setup):
+        """Map the rows as the estimator would (column shift, width, row map, labels).
+
+        Returns ``("ok", None)`` or ``("error", message naming the shard)``.
+        """
+        from fastdp._validation import check_X, structure_token
+
+        if self.raw is None:
+            status, detail = self.load()
+            if status != "ok":
+                return status, detail
+        shards = []
+        for spec, (X, y, summary) in zip(self.specs, self.raw):
+            where = self.source.describe(spec)
+            try:
+                if summary["max_col"] - setup.shift >= setup.n_features:
+                    raise ValidationError(
+                        f"column index {summary['max_col'] - setup.shift} >= n_features = "
+                        f"{setup.n_features}")
+                if setup.shift or X.shape[1] != setup.n_features:
+                    X = sp.csr_matrix((X.data, X.indices - setup.shift, X.indptr),
+                                      shape=(X.shape[0], setup.n_features))
+                X = check_X(X, max_row_norm=setup.max_row_norm)
+                if setup.row_map is not None:
+                    X = setup.row_map.transform(X)
+                if setup.classes is not None:
+                    unknown = ~np.isin(y, setup.classes)
+                    if unknown.any():
+                        raise ValidationError(f"label {y[unknown][0]!r} is not one of "
+                                              f"{list(setup.classes)}")
+                    y = np.where(y == setup.classes[1], 1.0, -1.0)
+            except ValidationError as exc:
+                return "error", f"{where}: {exc}"
+            shards.append((spec, X, np.ascontiguousarray(y, dtype=np.float64), structure_token(X)))
+        self.shards, self.raw, self.setup = shards, None, setup
+        width = shards[0][1].shape[1]
+        self._theta = np.zeros(width, dtype=np.float64)
+        self._out = np.zeros(width, dtype=np.float64)
+        self._marks = np.zeros(width, dtype=bool)
+        self._streams = keyed_streams(setup.sampling_key)
+        self._lot = None
+        return "ok", None
+
+    def columns(self, t):
+        """Sorted distinct columns the rows of lot ``t`` read in this worker's shards."""
+        s = self.setup
+        lots = []
+        for spec, X, _, _ in self.shards:
+            rows = s.sampler.lot(self._streams, s.n_rows, t, spec.start, spec.stop) - spec.start
+            lots.append((rows, rows_columns(X, rows, self._marks)))
+        cols = [c for _, c in lots]
+        union = cols[0] if len(cols) == 1 else np.unique(np.concatenate(cols))
+        self._lot = (t, lots, union)
+        return union
+
+    def step(self, t, theta_values):
+        """Partial sums of lot ``t`` given the model at this worker's columns.
+
+        Parameters
+        ----------
+        t : int
+        theta_values : float64 array
+            The model at ``self.columns(t)``, in that order.
+
+        Returns
+        -------
+        partials : list of (cols, sums)
+            Per shard (in order): the clipped gradient sum of its sampled rows,
+            on the sorted columns those rows read.
+        next_columns : int64 array or None
+            ``columns(t + 1)``, or None after the last step.
+        """
+        if self._lot is None or self._lot[0] != t:
+            self.columns(t)
+        _, lots, union = self._lot
+        s = self.setup
+        self._theta[union] = theta_values
+        partials = []
+        for (rows, cols), (_, X, y, token) in zip(lots, self.shards):
+            _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, self._theta,
+                                      s.loss_code, s.clip, self._out, s.num_threads,
+                                      check_structure=token)
+            partials.append((cols, self._out[cols].copy()))
+            self._out[cols] = 0.0
+        return partials, (self.columns(t + 1) if t < s.n_steps else None)
