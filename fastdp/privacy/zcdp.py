@@ -32,28 +32,16 @@ import functools
 import math
 
 from fastdp.exceptions import PrivacyAnalysisError
+from fastdp.privacy import events as ev
 from fastdp.privacy.accountants import Accountant
 from fastdp.privacy.calibration import calibrate
-from fastdp.privacy.events import (
-    ComposedEvent,
-    DpEvent,
-    FixedSizeSampledEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    LineSearchEvent,
-    NonPrivateEvent,
-    PoissonSampledEvent,
-    PrivacyFilterEvent,
-    PureEvent,
-    SelfComposedEvent,
-)
 from fastdp.privacy.rdp import RdpAccountant
 
 __all__ = ["zcdp_of", "ZcdpAccountant", "rho_for_epsilon", "bun_steinke_rho"]
 
 
 @functools.singledispatch
-def zcdp_of(event: DpEvent) -> float:
+def zcdp_of(event: ev.DpEvent) -> float:
     """An upper bound ρ on the zCDP of ``event`` (RDP ≤ α·ρ at every α > 1), unsampled.
 
     See the module docstring for the rules.
@@ -67,27 +55,27 @@ def zcdp_of(event: DpEvent) -> float:
 
 
 @zcdp_of.register
-def _(event: NonPrivateEvent) -> float:
+def _(event: ev.NonPrivateEvent) -> float:
     return math.inf
 
 
 @zcdp_of.register
-def _(event: GaussianEvent) -> float:
+def _(event: ev.GaussianEvent) -> float:
     return 0.5 / event.noise_multiplier ** 2
 
 
 @zcdp_of.register
-def _(event: LaplaceEvent) -> float:
+def _(event: ev.LaplaceEvent) -> float:
     return 0.5 / event.scale ** 2
 
 
 @zcdp_of.register
-def _(event: PureEvent) -> float:
+def _(event: ev.PureEvent) -> float:
     return 0.5 * event.epsilon ** 2
 
 
 @zcdp_of.register
-def _(event: LineSearchEvent) -> float:
+def _(event: ev.LineSearchEvent) -> float:
     if event.form == "laplace":
         factor = 0.25 if event.analysis == "paper" else 0.5
         return factor * event.epsilon_bt ** 2
@@ -95,23 +83,23 @@ def _(event: LineSearchEvent) -> float:
 
 
 @zcdp_of.register
-def _(event: ComposedEvent) -> float:
+def _(event: ev.ComposedEvent) -> float:
     return math.fsum(zcdp_of(e) for e in event.events)
 
 
 @zcdp_of.register
-def _(event: SelfComposedEvent) -> float:
+def _(event: ev.SelfComposedEvent) -> float:
     return event.count * zcdp_of(event.event) if event.count else 0.0
 
 
-@zcdp_of.register(PoissonSampledEvent)
-@zcdp_of.register(FixedSizeSampledEvent)
+@zcdp_of.register(ev.PoissonSampledEvent)
+@zcdp_of.register(ev.FixedSizeSampledEvent)
 def _(event) -> float:
     return zcdp_of(event.event)
 
 
 @zcdp_of.register
-def _(event: PrivacyFilterEvent) -> float:
+def _(event: ev.PrivacyFilterEvent) -> float:
     if event.rho is None:
         raise PrivacyAnalysisError("no zCDP bound is known for a fixed-order RDP filter.")
     return event.rho
@@ -140,7 +128,7 @@ class ZcdpAccountant(Accountant):
     def __init__(self, rdp_accountant=None):
         self._rdp = RdpAccountant() if rdp_accountant is None else rdp_accountant
 
-    def rho(self, event: DpEvent) -> float:
+    def rho(self, event: ev.DpEvent) -> float:
         """ρ of ``event`` (:func:`zcdp_of`)."""
         return zcdp_of(event)
 
@@ -150,7 +138,7 @@ class ZcdpAccountant(Accountant):
             return 0.0
         if math.isinf(rho):
             return math.inf
-        return float(self._rdp.epsilon(PrivacyFilterEvent.zcdp(rho), delta))
+        return float(self._rdp.epsilon(ev.PrivacyFilterEvent.zcdp(rho), delta))
 
     def _epsilon(self, event, delta, view):
         return self.epsilon_of_rho(zcdp_of(event), delta)
@@ -161,7 +149,7 @@ class ZcdpAccountant(Accountant):
             return 0.0
         if math.isinf(rho):
             return 1.0
-        return float(self._rdp.delta(PrivacyFilterEvent.zcdp(rho), epsilon))
+        return float(self._rdp.delta(ev.PrivacyFilterEvent.zcdp(rho), epsilon))
 
 
 def rho_for_epsilon(epsilon, delta, accountant=None):
@@ -171,7 +159,7 @@ def rho_for_epsilon(epsilon, delta, accountant=None):
     the search is :func:`fastdp.privacy.calibration.calibrate` (never above
     the target).
     """
-    return float(calibrate(PrivacyFilterEvent.zcdp, epsilon, delta,
+    return float(calibrate(ev.PrivacyFilterEvent.zcdp, epsilon, delta,
                            accountant=("rdp" if accountant is None else accountant),
                            increasing_privacy=False))
 
