@@ -23,6 +23,7 @@ for the data owner, not for publication. No function here spends privacy.
 """
 
 import itertools
+import math
 import numbers
 import weakref
 
@@ -41,6 +42,9 @@ __all__ = [
     "check_real",
     "check_real_array",
     "check_positive",
+    "check_integer",
+    "check_epsilon",
+    "check_delta",
     "check_in_interval",
     "check_in_open_interval",
     "check_privacy_params",
@@ -1010,15 +1014,26 @@ def check_X_y(X, y, task, **check_X_kwargs):
 # --------------------------------------------------------------------------
 
 
-def check_real(name, value):
+def check_real(name, value, *, low=None, high=None, low_open=False, high_open=False,
+               allow_inf=True):
     """Check that a scalar parameter is a real number (not NaN) and return it as a float.
+
+    This is the one scalar check of fastdp; the other scalar checks
+    (:func:`check_positive`, :func:`check_integer`, :func:`check_delta`,
+    :func:`check_epsilon`, ...) are written with it.
 
     Parameters
     ----------
     name : str
         Parameter name used in the error message.
     value : real number
-        Value to check; bools are rejected, infinities are kept.
+        Value to check; bools are rejected.
+    low, high : float, optional
+        Bounds (inclusive unless ``low_open``/``high_open``).
+    low_open, high_open : bool, default=False
+        Exclude the bound itself.
+    allow_inf : bool, default=True
+        Accept infinities (they are still compared with the bounds).
 
     Returns
     -------
@@ -1027,13 +1042,20 @@ def check_real(name, value):
     Raises
     ------
     ValidationError
-        If ``value`` is not a real number or is NaN.
+        If ``value`` is not a real number, is NaN, is infinite while
+        ``allow_inf`` is False, or lies outside the bounds.
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValidationError(f"{name} must be a real number; got {value!r} of type {type(value).__name__}.")
     value = float(value)
     if np.isnan(value):
         raise ValidationError(f"{name} must be a number; got NaN.")
+    if not allow_inf and np.isinf(value):
+        raise ValidationError(f"{name} must be finite; got {value!r}.")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValidationError(f"{name} must be {'>' if low_open else '>='} {low:g}; got {value!r}.")
+    if high is not None and (value > high or (high_open and value == high)):
+        raise ValidationError(f"{name} must be {'<' if high_open else '<='} {high:g}; got {value!r}.")
     return value
 
 
@@ -1102,6 +1124,106 @@ def check_positive(name, value, *, allow_inf=False):
     if np.isinf(value) and not allow_inf:
         raise ValidationError(f"{name} must be finite; got {value!r}. Pass a finite positive number.")
     return value
+
+
+def check_integer(name, value, *, low=None, high=None, allow_integral_float=False):
+    """Check that a scalar parameter is an integer (bools rejected) and return it as an int.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the error message.
+    value : int
+        Value to check.
+    low, high : int, optional
+        Inclusive bounds.
+    allow_integral_float : bool, default=False
+        Also accept a real number with an integer value (``3.0``).
+
+    Returns
+    -------
+    value : int
+
+    Raises
+    ------
+    ValidationError
+        If ``value`` is not an integer or lies outside ``[low, high]``.
+    """
+    integral = isinstance(value, numbers.Integral) or (
+        allow_integral_float and isinstance(value, numbers.Real) and float(value).is_integer())
+    if isinstance(value, (bool, np.bool_)) or not integral:
+        raise ValidationError(f"{name} must be an integer; got {value!r}.")
+    value = int(value)
+    if low is not None and value < low:
+        raise ValidationError(f"{name} must be >= {low}; got {value}.")
+    if high is not None and value > high:
+        raise ValidationError(f"{name} must be <= {high}; got {value}.")
+    return value
+
+
+def check_epsilon(epsilon, *, name="epsilon", allow_zero=False, allow_inf=False):
+    """Check a privacy loss ε: a real number > 0 (``>= 0`` with ``allow_zero``).
+
+    Parameters
+    ----------
+    epsilon : float
+    name : str, default="epsilon"
+    allow_zero : bool, default=False
+        Accept 0 (an accountant's query "δ at ε = 0").
+    allow_inf : bool, default=False
+        Accept ``inf`` (no privacy).
+
+    Returns
+    -------
+    epsilon : float
+    """
+    return check_real(name, epsilon, low=0.0, low_open=not allow_zero, allow_inf=allow_inf)
+
+
+def check_delta(delta, *, name="delta", allow_zero=False, allow_one=False):
+    """Check a privacy parameter δ: in the open interval (0, 1) by default.
+
+    A privacy *target* or *guarantee* has δ in (0, 1): δ = 0 is pure DP,
+    which only Laplace-type mechanisms can meet, and δ = 1 promises nothing.
+    The closed ends are opened only where they mean something:
+
+    * ``allow_zero=True``, δ in [0, 1): pure-DP targets (``epsilon`` of a pure
+      mechanism, an audit's δ);
+    * ``allow_zero=True, allow_one=True``, δ in [0, 1]: the *query* δ of an
+      accountant (``Accountant.epsilon(event, delta)``), where ε(δ) is defined
+      on the whole interval (ε(1) = 0);
+    * ``allow_one=True``, δ' in (0, 1]: the slack of advanced composition
+      (:func:`fastdp.privacy.pure.advanced_composition`), which the pure
+      accountant evaluates up to 1 while it searches.
+
+    These two are the only places fastdp accepts δ = 1.
+
+    Parameters
+    ----------
+    delta : float
+    name : str, default="delta"
+    allow_zero, allow_one : bool, default=False
+
+    Returns
+    -------
+    delta : float
+
+    Raises
+    ------
+    ValidationError
+        If ``delta`` is not a real number or lies outside the interval.
+    """
+    if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, numbers.Real) \
+            or math.isnan(delta):
+        raise ValidationError(f"{name} must be a real number; got {delta!r}.")
+    delta = float(delta)
+    low_ok = delta >= 0.0 if allow_zero else delta > 0.0
+    high_ok = delta <= 1.0 if allow_one else delta < 1.0
+    if not (low_ok and high_ok):
+        interval = f"{'[' if allow_zero else '('}0, 1{']' if allow_one else ')'}"
+        raise ValidationError(f"{name} must lie in {interval}; got {delta!r}. A common choice "
+                              "for a target is a value below 1/n_samples, e.g. 1e-5.")
+    return delta
 
 
 def check_in_interval(name, value, low, high, *, include_low=False, advice=""):
@@ -1204,11 +1326,7 @@ def check_privacy_params(epsilon, delta, *, allow_inf_epsilon=False, allow_zero_
             "epsilon = inf means no privacy at all, which this function does not accept. "
             "Pass a finite epsilon, or use the non-private option (private=False) if one exists."
         )
-    delta = check_in_interval(
-        "delta", delta, 0.0, 1.0, include_low=allow_zero_delta,
-        advice="A common choice is a value below 1/n_samples, e.g. 1e-5.",
-    )
-    return epsilon, delta
+    return epsilon, check_delta(delta, allow_zero=allow_zero_delta)
 
 
 def check_random_state(random_state):

@@ -6,8 +6,8 @@ Subcommands::
                  [--delta D] [--ledger FILE [--budget EPS]] [--out MODEL] [--test DATA]
     fastdp predict MODEL DATA [--output FILE]
     fastdp evaluate MODEL DATA
-    fastdp privacy epsilon   --noise-multiplier S (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D
-    fastdp privacy calibrate --epsilon E          (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D
+    fastdp privacy epsilon   --noise-multiplier S (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D [--sampler poisson]
+    fastdp privacy calibrate --epsilon E          (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D [--sampler poisson]
     fastdp ledger show FILE
     fastdp ledger upgrade FILE
     fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [-- EXTRA ARGS...]
@@ -99,6 +99,23 @@ def _positive_int(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {text}")
     return value
+
+
+def _sampler_name(text):
+    """A sampler name of :data:`fastdp.sampling.SAMPLER_NAMES`; old spellings warn on stderr."""
+    import warnings
+
+    from fastdp.sampling import canonical_sampler_name
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        name = canonical_sampler_name(text)
+    for w in caught:
+        print(f"fastdp: warning: {w.message}", file=sys.stderr)
+    if name == "none":
+        print("fastdp: warning: sampling 'none' is deprecated; it is --sampler poisson with "
+              "--sample-rate 1.", file=sys.stderr)
+    return name
 
 
 def _clip(text):
@@ -470,9 +487,12 @@ def _add_accounting_arguments(p):
     p.add_argument("--n", type=_positive_int, help="dataset size (with --batch-size, --epochs)")
     p.add_argument("--batch-size", type=_positive_int, help="(expected) batch size L")
     p.add_argument("--epochs", type=_positive_float, help="passes; T = floor(epochs n / L)")
-    p.add_argument("--sampling", default="poisson",
-                   choices=("poisson", "fixed_size", "shuffle", "none"),
-                   help="how batches are drawn (default poisson: add/remove adjacency)")
+    p.add_argument("--sampler", "--sampling", dest="sampling", default="poisson",
+                   type=_sampler_name, choices=("poisson", "fixed", "shuffle", "none"),
+                   metavar="{poisson,fixed,shuffle}",
+                   help="the sampler training runs (default poisson: add/remove adjacency); "
+                   "the event is the one that sampler emits. --sampling and the spellings "
+                   "fixed_size and none are deprecated")
     p.add_argument("--accountant", default="rdp", choices=("rdp", "pld", "moments"),
                    help="accountant (default rdp)")
 

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _libsvm_parse as _kernel
+from fastdp._validation import check_integer
 from fastdp.exceptions import DatasetNotFoundError, LibsvmParseError, ValidationError
 
 __all__ = [
@@ -451,12 +452,6 @@ def _parse_content(raw, zero_based, return_qid):
 # --------------------------------------------------------------------------- #
 
 
-def _check_positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _sparse_design(n_samples, n_features, nnz_per_row, zipf_offset, value_sigma, rng):
     """Unit-row CSR design: Zipf column popularity, 1 + Poisson row lengths."""
     popularity = 1.0 / (np.arange(n_features, dtype=np.float64) + zipf_offset)
@@ -488,8 +483,8 @@ def _planted_margin(X, rng):
 
 
 def _make_sparse(n_samples, n_features, nnz_per_row, noise, zipf_offset, value_sigma, random_state):
-    n_samples = _check_positive_int(n_samples, "n_samples")
-    n_features = _check_positive_int(n_features, "n_features")
+    n_samples = check_integer("n_samples", n_samples, low=1)
+    n_features = check_integer("n_features", n_features, low=1)
     if not np.isfinite(nnz_per_row) or nnz_per_row < 1:
         raise ValidationError(f"nnz_per_row must be a number >= 1, got {nnz_per_row!r}")
     if not (np.isfinite(noise) and noise >= 0):

@@ -38,18 +38,39 @@ the ``numpy.random.Generator`` passed in.
 
 The number of steps of a run of ``epochs`` epochs is ``T = floor(epochs * n / L)``
 (spec 000, section 2.8), with ``L`` the (expected) batch size.
+
+Vocabulary
+----------
+fastdp names its samplers ``"poisson"``, ``"fixed"`` and ``"shuffle"``
+(:data:`SAMPLER_NAMES`) everywhere: the estimators' ``sampler``, the solvers,
+the planning helpers of :mod:`fastdp.privacy.calibration` (``sampling=``) and
+the CLI (``--sampler``).  The old spellings ``"fixed_size"`` and
+``"uniform"`` (both meaning ``"fixed"``) are still accepted with a
+:class:`DeprecationWarning` (:func:`canonical_sampler_name`).
+
+Layer
+-----
+Samplers sit beside the privacy layer, not under it (DESIGN.md): a sampler
+emits the event of what it sampled, so this module imports the event algebra
+(:mod:`fastdp.privacy.events`), and the planning helpers build their events
+from the same sampler objects (:func:`fastdp.privacy.calibration.dp_sgd_event`),
+so planning and training cannot disagree.
 """
 
 import math
 import numbers
+import warnings
 from fractions import Fraction
 
 import numpy as np
 
 from fastdp._validation import check_batch_size
 from fastdp.exceptions import ValidationError
+from fastdp.privacy import events as ev
 
 __all__ = [
+    "SAMPLER_NAMES",
+    "canonical_sampler_name",
     "Sampler",
     "PoissonSampler",
     "FixedSizeSampler",
@@ -243,14 +264,7 @@ class BatchStream:
         return self.sampler._draw(self.n, n_steps, self.rng, self._state)
 
 
-def _events():
-    from fastdp.privacy import events
-
-    return events
-
-
 def _self_composed(event, count):
-    ev = _events()
     return ev.SelfComposedEvent(event, int(count))
 
 
@@ -312,7 +326,6 @@ class PoissonSampler(Sampler):
         return uniform_subsets(rng, n, sizes)
 
     def event(self, n, n_steps, step_event):
-        ev = _events()
         return _self_composed(ev.PoissonSampledEvent(self.sample_rate(n), step_event), n_steps)
 
 
@@ -360,7 +373,6 @@ class FixedSizeSampler(_FixedBatchSizeSampler):
         return uniform_subsets(rng, n, np.full(n_steps, self.batch_size, dtype=np.int64))
 
     def event(self, n, n_steps, step_event):
-        ev = _events()
         return _self_composed(ev.FixedSizeSampledEvent(int(n), self.batch_size, step_event), n_steps)
 
 
@@ -413,7 +425,6 @@ class ShuffleSampler(_FixedBatchSizeSampler):
         return ptr, _sort_within_batches(ptr, np.concatenate(parts), n)
 
     def event(self, n, n_steps, step_event):
-        ev = _events()
         passes = -(-(int(n_steps) * self.batch_size) // int(n))
         return ev.ShuffledEvent(int(n), self.batch_size, step_event, passes)
 
@@ -428,8 +439,31 @@ def _separate_from_open_lot(perm, open_items, head_len):
     perm[bad], perm[spare] = perm[spare].copy(), perm[bad].copy()
 
 
-_SAMPLERS = {"poisson": PoissonSampler, "fixed": FixedSizeSampler, "uniform": FixedSizeSampler,
-             "shuffle": ShuffleSampler}
+_SAMPLERS = {"poisson": PoissonSampler, "fixed": FixedSizeSampler, "shuffle": ShuffleSampler}
+
+#: The sampler vocabulary of fastdp (module docstring).
+SAMPLER_NAMES = tuple(_SAMPLERS)
+
+#: Old spellings, accepted with a DeprecationWarning: old name -> name.
+DEPRECATED_SAMPLER_NAMES = {"fixed_size": "fixed", "uniform": "fixed"}
+
+
+def canonical_sampler_name(name):
+    """The name in :data:`SAMPLER_NAMES` of a sampler spelling (case-insensitive).
+
+    The old spellings ``"fixed_size"`` and ``"uniform"`` give ``"fixed"``
+    with a :class:`DeprecationWarning`; anything else unknown is returned
+    lower-cased, for the caller to refuse (or to handle, like the planning
+    helpers' deprecated ``"none"``).
+    """
+    key = name.lower()
+    if key in DEPRECATED_SAMPLER_NAMES:
+        new = DEPRECATED_SAMPLER_NAMES[key]
+        warnings.warn(f"sampler name {name!r} is deprecated; use {new!r} (the same sampler: "
+                      f"fixed-size batches drawn without replacement).",
+                      DeprecationWarning, stacklevel=3)
+        return new
+    return key
 
 
 def get_sampler(sampler, batch_size):
@@ -437,9 +471,10 @@ def get_sampler(sampler, batch_size):
 
     Parameters
     ----------
-    sampler : {"poisson", "fixed", "uniform", "shuffle"} or Sampler
-        ``"uniform"`` is an alias of ``"fixed"``.  For ``"poisson"`` the
-        batch size is the expected one (``q = batch_size / n``).
+    sampler : {"poisson", "fixed", "shuffle"} or Sampler
+        For ``"poisson"`` the batch size is the expected one
+        (``q = batch_size / n``).  ``"uniform"`` and ``"fixed_size"`` are
+        deprecated spellings of ``"fixed"``.
     batch_size : int
         L.
 
@@ -449,8 +484,9 @@ def get_sampler(sampler, batch_size):
     """
     if isinstance(sampler, Sampler):
         return sampler
-    if isinstance(sampler, str) and sampler.lower() in _SAMPLERS:
-        cls = _SAMPLERS[sampler.lower()]
+    name = canonical_sampler_name(sampler) if isinstance(sampler, str) else None
+    if name in _SAMPLERS:
+        cls = _SAMPLERS[name]
         if cls is PoissonSampler:
             return PoissonSampler(batch_size=batch_size)
         return cls(batch_size)

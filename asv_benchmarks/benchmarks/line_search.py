@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 from fastdp._kernels import _line_search as K
 from fastdp.privacy.events import GaussianEvent, LineSearchEvent
-from fastdp.solvers._ls_budget import RdpBudgetFilter
+from fastdp.privacy.filters import RdpBudgetFilter
 from fastdp.solvers.line_search import dp_blsgd
 
 

@@ -41,13 +41,13 @@ It decides how often each agent is active, which the accountant uses.
 
 import dataclasses
 import fractions
+import functools
 import itertools
 import math
-import numbers
 
 import numpy as np
 
-from fastdp._validation import check_random_state
+from fastdp._validation import check_integer, check_random_state
 from fastdp.distributed.graphs import Graph
 from fastdp.exceptions import ValidationError
 
@@ -217,12 +217,8 @@ def _cat(parts, empty_shape):
     return np.concatenate(parts) if parts else np.zeros(empty_shape, dtype=np.int64)
 
 
-def _positive_int(name, value, minimum=1):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValidationError(f"{name} must be an int; got {value!r}.")
-    if value < minimum:
-        raise ValidationError(f"{name} must be >= {minimum}; got {value}.")
-    return int(value)
+#: A count of rounds, edges or agents: an int >= 1.
+_positive_int = functools.partial(check_integer, low=1)
 
 
 class GossipSampler:

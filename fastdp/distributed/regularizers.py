@@ -29,10 +29,12 @@ Privacy: pure functions of public constants and of ``z`` (itself a
 post-processing of released messages); nothing here reads private data.
 """
 
+import functools
 import math
 
 import numpy as np
 
+from fastdp._validation import check_real
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -51,11 +53,8 @@ def soft_threshold(z, tau):
     return np.sign(z) * np.maximum(np.abs(z) - tau, 0.0)
 
 
-def _nonneg(name, value):
-    value = float(value)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValidationError(f"{name} must be a finite number >= 0; got {value!r}.")
-    return value
+#: A penalty strength: a finite real >= 0.
+_nonneg = functools.partial(check_real, low=0.0, allow_inf=False)
 
 
 class Regularizer:

@@ -98,8 +98,8 @@ import scipy.sparse as sp
 from fastdp.datasets import load_dataset
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.privacy.calibration import calibrate_noise_multiplier, compute_epsilon
+from fastdp.privacy.filters import AMPLIFICATIONS
 from fastdp.solvers import line_search as LS
-from fastdp.solvers._ls_budget import AMPLIFICATIONS
 
 __all__ = [
     "DATASETS",

@@ -20,9 +20,9 @@ from __future__ import annotations
 import abc
 import dataclasses
 import importlib
-import math
-import numbers
 
+from fastdp._validation import check_delta as _check_delta
+from fastdp._validation import check_epsilon as _check_epsilon
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import Adjacency, DpEvent
 
@@ -31,23 +31,16 @@ __all__ = ["Accountant", "EpsilonReport", "get_accountant", "register_accountant
 
 
 def check_delta(delta) -> float:
-    """Validate δ ∈ [0, 1] and return it as a float."""
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or math.isnan(delta):
-        raise ValidationError(f"delta must be a real number in [0, 1], got {delta!r}.")
-    delta = float(delta)
-    if not 0.0 <= delta <= 1.0:
-        raise ValidationError(f"delta must be in [0, 1], got {delta}.")
-    return delta
+    """Validate an accountant's *query* δ ∈ [0, 1] (ε(δ) is defined on all of it).
+
+    Privacy targets use (0, 1): :func:`fastdp._validation.check_delta`.
+    """
+    return _check_delta(delta, allow_zero=True, allow_one=True)
 
 
 def check_epsilon(epsilon) -> float:
-    """Validate ε ≥ 0 and return it as a float."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or math.isnan(epsilon):
-        raise ValidationError(f"epsilon must be a real number >= 0, got {epsilon!r}.")
-    epsilon = float(epsilon)
-    if epsilon < 0:
-        raise ValidationError(f"epsilon must be >= 0, got {epsilon}.")
-    return epsilon
+    """Validate an accountant's query ε ≥ 0 (``inf`` allowed) and return it as a float."""
+    return _check_epsilon(epsilon, allow_zero=True, allow_inf=True)
 
 
 def check_event(event) -> DpEvent:

@@ -47,13 +47,18 @@ Public functions
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import check_sparse_structure
+from fastdp._validation import (
+    check_delta,
+    check_in_open_interval,
+    check_integer,
+    check_sparse_structure,
+)
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy import events as ev
 
@@ -75,26 +80,10 @@ __all__ = [
 # ----------------------------------------------------------------------------
 # argument checks
 # ----------------------------------------------------------------------------
-def _check_confidence(confidence):
-    if isinstance(confidence, bool) or not isinstance(confidence, numbers.Real) or not (
-            0.0 < float(confidence) < 1.0):
-        raise ValidationError(f"confidence must lie in (0, 1), e.g. 0.95; got {confidence!r}.")
-    return float(confidence)
-
-
-def _check_delta(delta):
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (
-            0.0 <= float(delta) < 1.0):
-        raise ValidationError(f"delta must lie in [0, 1); got {delta!r}.")
-    return float(delta)
-
-
-def _check_count(name, value, upper=None):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValidationError(f"{name} must be an integer >= 0; got {value!r}.")
-    if upper is not None and value > upper:
-        raise ValidationError(f"{name} = {value} exceeds the number of trials {upper}.")
-    return int(value)
+#: A confidence level, in (0, 1) (e.g. 0.95).
+_check_confidence = functools.partial(check_in_open_interval, "confidence", low=0.0, high=1.0)
+#: A count of trials: an integer in [0, upper].
+_check_count = functools.partial(check_integer, low=0)
 
 
 def _check_scores(name, scores):
@@ -166,7 +155,7 @@ def epsilon_from_rates(fpr, fnr, delta=0.0):
     """
     fpr = np.asarray(fpr, dtype=np.float64)
     fnr = np.asarray(fnr, dtype=np.float64)
-    delta = _check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)   # δ = 0 audits a pure-DP claim
     if np.any((fpr < 0) | (fpr > 1) | (fnr < 0) | (fnr > 1)):
         raise ValidationError("error rates must lie in [0, 1].")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -205,8 +194,8 @@ def epsilon_lower_bound(false_positives, negatives, false_negatives, positives, 
     positives = _check_count("positives", positives)
     if negatives < 1 or positives < 1:
         raise ValidationError("need at least one trial with and one without the canary.")
-    fp = _check_count("false_positives", false_positives, negatives)
-    fn = _check_count("false_negatives", false_negatives, positives)
+    fp = _check_count("false_positives", false_positives, high=negatives)
+    fn = _check_count("false_negatives", false_negatives, high=positives)
     level = 1.0 - (1.0 - _check_confidence(confidence)) / 2.0
     fpr_upper = clopper_pearson(fp, negatives, level, side="upper")
     fnr_upper = clopper_pearson(fn, positives, level, side="upper")
@@ -350,7 +339,7 @@ def audit_scores(scores_without, scores_with, *, delta=0.0, confidence=0.95,
     """
     without = _check_scores("scores_without", scores_without)
     with_ = _check_scores("scores_with", scores_with)
-    delta = _check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)   # δ = 0 audits a pure-DP claim
     confidence = _check_confidence(confidence)
     if threshold is None:
         fraction = float(selection_fraction)
@@ -449,7 +438,7 @@ def claimed_epsilon(event, delta, accountants=None):
 
     if not isinstance(event, ev.DpEvent):
         raise ValidationError(f"event must be a fastdp DpEvent; got {type(event).__name__}.")
-    delta = _check_delta(delta)
+    delta = check_delta(delta, allow_zero=True)   # δ = 0 audits a pure-DP claim
     if not event.is_private:
         return math.inf
     simplified = _strip_trivial_sampling(event)
@@ -578,8 +567,7 @@ def run_audit(release, n_trials, *, statistic=None, claimed_event=None, claimed=
     """
     from fastdp._validation import check_random_state
 
-    if isinstance(n_trials, bool) or not isinstance(n_trials, numbers.Integral) or n_trials < 4:
-        raise ValidationError(f"n_trials must be an int >= 4; got {n_trials!r}.")
+    n_trials = check_integer("n_trials", n_trials, low=4)
     if claimed_event is not None and claimed is not None:
         raise ValidationError("give claimed_event or claimed, not both.")
     statistic = (lambda out: float(out)) if statistic is None else statistic
@@ -595,12 +583,15 @@ def run_audit(release, n_trials, *, statistic=None, claimed_event=None, claimed=
 
 
 def solver_release(solver, datasets, *, loss, config, noise, output="coef"):
-    """A ``release`` for :func:`run_audit` that runs an estimator solver of the registry.
+    """A ``release`` for :func:`run_audit` that runs an estimator solver.
 
     Parameters
     ----------
-    solver : str or EstimatorSolver
-        A name of :data:`fastdp.solvers.registry.ESTIMATOR_SOLVER_NAMES`.
+    solver : EstimatorSolver
+        The solver object to audit, e.g.
+        ``fastdp.solvers.registry.get_estimator_solver("dpsgd")``.  The
+        privacy layer does not import the solvers (imports only go downward,
+        DESIGN.md): the caller hands the audit what it runs.
     datasets : ((X0, y0), (X1, y1))
         From :func:`neighbouring_datasets`.
     loss : str
@@ -617,9 +608,11 @@ def solver_release(solver, datasets, *, loss, config, noise, output="coef"):
     -------
     callable ``(with_canary, rng) -> output``
     """
-    from fastdp.solvers.registry import get_estimator_solver
-
-    runner = get_estimator_solver(solver) if isinstance(solver, str) else solver
+    if isinstance(solver, str) or not callable(getattr(solver, "run", None)):
+        raise ValidationError(
+            f"solver must be an estimator solver object (with a run method), e.g. "
+            f"fastdp.solvers.registry.get_estimator_solver('dpsgd'); got {solver!r}.")
+    runner = solver
     (X0, y0), (X1, y1) = datasets
 
     def release(with_canary, rng):

@@ -1,7 +1,7 @@
 """Noise calibration and the convenience privacy API.
 
 * :func:`compute_epsilon`: ε of noisy SGD-style training (Gaussian noise,
-  ``steps`` steps, a given sampling scheme).
+  ``steps`` steps, a given sampler).
 * :func:`calibrate_noise_multiplier`: the smallest noise multiplier whose ε
   does not exceed a target, to a relative tolerance of 1e-6 in σ.
 * :func:`calibrate`: the same search for any one-parameter family of events
@@ -14,25 +14,34 @@ by geometric expansion from a warm-start guess, then shrinks the bracket with
 secant steps on log ε against log parameter (safeguarded by bisection) and
 closes it with two evaluations straddling the converged root estimate, until
 hi/lo − 1 ≤ ``rtol``. Typically 7-10 accountant calls.
+
+One source of a sampler's event: :func:`dp_sgd_event` (and so
+:func:`compute_epsilon`, :func:`calibrate_noise_multiplier` and the CLI's
+``fastdp privacy`` commands) asks the sampler object of :mod:`fastdp.sampling`
+that training runs for its event, so a plan and a run cannot disagree.
+
+Changed in issue 19: ``sampling="shuffle"`` used to assume epoch-aligned lots
+with a short last lot (``epochs = ceil(steps / ceil(n / batch))``), which is
+not what :class:`~fastdp.sampling.ShuffleSampler` runs: its lots run on
+across permutations, so ``steps`` lots touch ``ceil(steps·batch / n)``
+permutations.  The planner now reports the ε of what runs (e.g. n = 10,
+batch 3, 4 steps, σ = 1, δ = 1e-5: 16.5, was 10.7).  The spellings
+``"fixed_size"`` (now ``"fixed"``) and ``"none"`` are deprecated.
 """
 
 from __future__ import annotations
 
 import fractions
+import functools
 import math
-import numbers
+import warnings
 from typing import Callable
 
+from fastdp import sampling as _sampling   # samplers sit beside this layer (DESIGN.md)
+from fastdp._validation import check_integer, check_real
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.accountants import EpsilonReport, check_delta, get_accountant
-from fastdp.privacy.events import (
-    DpEvent,
-    FixedSizeSampledEvent,
-    GaussianEvent,
-    PoissonSampledEvent,
-    SelfComposedEvent,
-    ShuffledEvent,
-)
+from fastdp.privacy.events import DpEvent, GaussianEvent, SelfComposedEvent
 
 __all__ = [
     "SAMPLING_SCHEMES",
@@ -44,7 +53,10 @@ __all__ = [
     "dp_sgd_event",
 ]
 
-SAMPLING_SCHEMES = ("poisson", "fixed_size", "shuffle", "none")
+#: The samplers the planning helpers know: :data:`fastdp.sampling.SAMPLER_NAMES`
+#: (spelled out because this module loads while :mod:`fastdp.sampling` may
+#: still be loading; tests/privacy/test_calibration_sampling.py checks they agree).
+SAMPLING_SCHEMES = ("poisson", "fixed", "shuffle")
 
 _DEFAULT_RTOL = 1e-6
 _MAX_EVALUATIONS = 200
@@ -55,36 +67,15 @@ _MAX_LOG_RANGE = math.log(1e12)   # default search: initial guess × 1e±12
 # ---------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------
-def _real(name, value, *, low=None, high=None, low_open=False, allow_inf=False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValidationError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if math.isinf(value) and not allow_inf:
-        raise ValidationError(f"{name} must be finite, got {value}.")
-    if low is not None and (value < low or (low_open and value == low)):
-        op = ">" if low_open else ">="
-        raise ValidationError(f"{name} must be {op} {low}, got {value}.")
-    if high is not None and value > high:
-        raise ValidationError(f"{name} must be <= {high}, got {value}.")
-    return value
-
-
-def _steps(steps) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Real) or not float(steps).is_integer():
-        raise ValidationError(f"steps must be a non-negative integer, got {steps!r}.")
-    steps = int(steps)
-    if steps < 0:
-        raise ValidationError(f"steps must be >= 0, got {steps}.")
-    return steps
+#: Calibration's parameters are finite reals; steps a whole number >= 0 (``3.0`` accepted).
+_real = functools.partial(check_real, allow_inf=False)
+_steps = functools.partial(check_integer, "steps", low=0, allow_integral_float=True)
 
 
 def _dataset_and_batch(sample_rate: float, dataset_size) -> tuple[int, int]:
     """(n, batch) with batch/n == sample_rate, for the samplers that need sizes."""
     if dataset_size is not None:
-        if isinstance(dataset_size, bool) or not isinstance(dataset_size, numbers.Integral) \
-                or dataset_size < 1:
-            raise ValidationError(f"dataset_size must be a positive integer, got {dataset_size!r}.")
-        n = int(dataset_size)
+        n = check_integer("dataset_size", dataset_size, low=1)
         batch = round(sample_rate * n)
         if batch < 1 or abs(batch / n - sample_rate) > 1e-9 * sample_rate:
             raise ValidationError(
@@ -98,12 +89,50 @@ def _dataset_and_batch(sample_rate: float, dataset_size) -> tuple[int, int]:
     return frac.denominator, frac.numerator
 
 
+def _planning_sampler(sampling, q: float, dataset_size):
+    """(sampler, n) for ``sampling`` at rate q; ``(None, None)`` for the deprecated "none".
+
+    The samplers are those of :mod:`fastdp.sampling` that training runs: a
+    name gives ``PoissonSampler(q)``, ``FixedSizeSampler(batch)`` or
+    ``ShuffleSampler(batch)`` with ``batch / n = q``; a
+    :class:`~fastdp.sampling.Sampler` object is used as it is (its rate at n
+    must be q).
+    """
+    if isinstance(sampling, _sampling.Sampler):
+        if isinstance(sampling, _sampling.PoissonSampler) and dataset_size is None:
+            n = None
+        else:
+            n, _ = _dataset_and_batch(q, dataset_size)
+        if abs(sampling.sample_rate(n) - q) > 1e-12 * q:
+            raise ValidationError(f"sample_rate={q} is not the rate {sampling.sample_rate(n)} "
+                                  f"of {sampling!r} at n={n}.")
+        return sampling, n
+    if not isinstance(sampling, str):
+        raise ValidationError(f"sampling must be one of {SAMPLING_SCHEMES} or a "
+                              f"fastdp.sampling.Sampler; got {sampling!r}.")
+    name = _sampling.canonical_sampler_name(sampling)
+    if name == "none":
+        warnings.warn("sampling='none' is deprecated; it accounts every step as a release on "
+                      "the whole dataset, which is sampling='poisson' with sample_rate=1.",
+                      DeprecationWarning, stacklevel=4)
+        return None, None
+    if name not in SAMPLING_SCHEMES:
+        raise ValidationError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}.")
+    if name == "poisson":
+        return _sampling.PoissonSampler(q), dataset_size
+    n, batch = _dataset_and_batch(q, dataset_size)
+    return _sampling.get_sampler(name, batch), n
+
+
 def dp_sgd_event(noise_multiplier, sample_rate, steps, sampling="poisson", *,
                  noise_multiplier_adjacency="add_remove", dataset_size=None) -> DpEvent:
     """The event of ``steps`` noisy-gradient steps with Gaussian noise.
 
     Each step adds Gaussian noise with standard deviation σ·Δ₂ to a query on
-    the batch (e.g. a sum of per-example gradients clipped to norm C).
+    the batch (e.g. a sum of per-example gradients clipped to norm C). The
+    event is the one the sampler of :mod:`fastdp.sampling` that training
+    runs emits (``sampler.event(n, steps, GaussianEvent(σ))``), so planning
+    and training account the same thing.
 
     Parameters
     ----------
@@ -114,35 +143,37 @@ def dp_sgd_event(noise_multiplier, sample_rate, steps, sampling="poisson", *,
     sample_rate : float
         q = expected batch / n in (0, 1].
     steps : int
-    sampling : {"poisson", "fixed_size", "shuffle", "none"}
+    sampling : {"poisson", "fixed", "shuffle"} or fastdp.sampling.Sampler
         * ``"poisson"``: each record joins each batch independently with
           probability q; add/remove adjacency; amplification by subsampling.
-        * ``"fixed_size"``: batches of exactly q·n records drawn without
+        * ``"fixed"``: batches of exactly q·n records drawn without
           replacement; replace-one adjacency (σ under add/remove is halved).
-        * ``"shuffle"``: one shuffle per epoch, consecutive batches; no
-          amplification (see :class:`~fastdp.privacy.events.ShuffledEvent`);
-          ``epochs = ceil(steps / steps_per_epoch)``.
-        * ``"none"``: no amplification whatever the batches: every step is
-          accounted as a full Gaussian release (``sample_rate`` is ignored).
+        * ``"shuffle"``: a fresh permutation per pass, cut into consecutive
+          lots of q·n that run on across permutations, as
+          :class:`~fastdp.sampling.ShuffleSampler` draws them; no
+          amplification (see :class:`~fastdp.privacy.events.ShuffledEvent`):
+          the lots touch ``ceil(steps·q)`` permutations.
+        * deprecated: ``"fixed_size"`` (= ``"fixed"``) and ``"none"`` (no
+          amplification whatever the batches: every step accounted as a full
+          Gaussian release, ``sample_rate`` ignored).
     noise_multiplier_adjacency : {"add_remove", "replace_one"}
     dataset_size : int, optional
-        n, for ``"fixed_size"``/``"shuffle"`` (derived from ``sample_rate``
-        as a fraction if omitted).
+        n, for ``"fixed"``/``"shuffle"`` (derived from ``sample_rate`` as a
+        fraction if omitted).
+
+    Notes
+    -----
+    Changed in issue 19: ``"shuffle"`` is now the event of the shuffle
+    sampler that runs (its lots straddle permutations); it used to assume
+    epoch-aligned lots with a short last lot and reported a smaller ε.
     """
-    if sampling not in SAMPLING_SCHEMES:
-        raise ValidationError(f"sampling must be one of {SAMPLING_SCHEMES}, got {sampling!r}.")
     q = _real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True)
     steps = _steps(steps)
     gaussian = GaussianEvent(noise_multiplier, noise_multiplier_adjacency)
-    if sampling == "poisson":
-        return SelfComposedEvent(PoissonSampledEvent(q, gaussian), steps)
-    if sampling == "none":
+    sampler, n = _planning_sampler(sampling, q, dataset_size)
+    if sampler is None:
         return SelfComposedEvent(gaussian, steps)
-    n, batch = _dataset_and_batch(q, dataset_size)
-    if sampling == "fixed_size":
-        return SelfComposedEvent(FixedSizeSampledEvent(n, batch, gaussian), steps)
-    per_epoch = -(-n // batch)
-    return ShuffledEvent(n, batch, gaussian, epochs=-(-steps // per_epoch))
+    return sampler.event(n, steps, gaussian)
 
 
 # ---------------------------------------------------------------------------
@@ -166,7 +197,7 @@ def compute_epsilon(noise_multiplier, sample_rate, steps, delta, accountant="rdp
     """Guaranteed ε of ``steps`` Gaussian noisy steps at ``delta``.
 
     What is private: every record of the training set. Adjacency: add/remove
-    for ``"poisson"``/``"none"``, replace-one for ``"fixed_size"``/``"shuffle"``.
+    for ``"poisson"``, replace-one for ``"fixed"``/``"shuffle"``.
     Released: every step's noisy output (all iterates). See
     :func:`dp_sgd_event` for the parameters. For ``"shuffle"`` this is the
     guaranteed number (no amplification); :func:`compute_epsilon_report`
@@ -450,7 +481,7 @@ def calibrate_noise_multiplier(target_epsilon, delta, sample_rate, steps, accoun
         raise ValidationError("Gaussian noise cannot give delta = 0; choose delta > 0.")
     guess = 1.0
     if 0 < d < 1 and _real("target_epsilon", target_epsilon, low=0.0, low_open=True) > 0:
-        eff_q = 1.0 if sampling == "none" else q
+        eff_q = 1.0 if isinstance(sampling, str) and sampling.lower() == "none" else q
         guess = eff_q * math.sqrt(steps * 2.0 * math.log(1.0 / d)) / float(target_epsilon)
         guess = min(max(guess, 0.3), 1e4)
 

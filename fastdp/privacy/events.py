@@ -60,6 +60,7 @@ import math
 import numbers
 from typing import Any, Iterator
 
+from fastdp._validation import check_integer, check_real
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 
 __all__ = [
@@ -133,29 +134,11 @@ def _check_view(view: str) -> None:
 
 def _positive_float(name: str, value, *, allow_zero: bool = False,
                     allow_inf: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"{name} must be a real number, got {value!r}.")
-    value = float(value)
-    if math.isnan(value):
-        raise ValidationError(f"{name} must not be NaN.")
-    if math.isinf(value) and not allow_inf:
-        raise ValidationError(f"{name} must be finite, got {value}.")
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValidationError(f"{name} must be {bound}, got {value}.")
-    return value
+    return check_real(name, value, low=0.0, low_open=not allow_zero, allow_inf=allow_inf)
 
 
 def _positive_int(name: str, value, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, numbers.Real) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise ValidationError(f"{name} must be an integer, got {value!r}.")
-    value = int(value)
-    if value < minimum:
-        raise ValidationError(f"{name} must be >= {minimum}, got {value}.")
-    return value
+    return check_integer(name, value, low=minimum, allow_integral_float=True)
 
 
 def _set(obj, name, value) -> None:

@@ -43,11 +43,19 @@ Two arithmetics
 spec 000 §2.7) and :func:`calibrate_moments_sigma` the conservative one.
 """
 
+import functools
 import math
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from fastdp._validation import (
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_positive,
+    check_real,
+)
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy import events as ev
 from fastdp.privacy.accountants import Accountant
@@ -90,22 +98,8 @@ def _check_arithmetic(arithmetic):
 
 
 def _check_sigma_q(noise_multiplier, sample_rate):
-    sigma = float(noise_multiplier)
-    q = float(sample_rate)
-    if not (sigma > 0 and math.isfinite(sigma)):
-        raise ValidationError(
-            f"noise_multiplier must be a finite number > 0; got {noise_multiplier!r}"
-        )
-    if not (0.0 < q <= 1.0):
-        raise ValidationError(f"sample_rate must lie in (0, 1]; got {sample_rate!r}")
-    return sigma, q
-
-
-def _check_delta(delta):
-    delta = float(delta)
-    if not (0.0 < delta < 1.0):
-        raise ValidationError(f"delta must lie in (0, 1); got {delta!r}")
-    return delta
+    return (check_positive("noise_multiplier", noise_multiplier),
+            check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=True))
 
 
 # ----------------------------------------------------------------------------
@@ -282,7 +276,7 @@ def moments_epsilon(noise_multiplier, sample_rate, steps, delta,
     """
     sigma, q = _check_sigma_q(noise_multiplier, sample_rate)
     steps = _check_steps(steps)
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     orders = _check_orders(orders)
     log_moments = steps * moments_log_moments(sigma, q, orders, arithmetic)
     fallback = (_repo_fallback_epsilon(sigma, q, steps, delta)
@@ -310,10 +304,8 @@ def moments_delta(noise_multiplier, sample_rate, steps, epsilon,
     return _delta_from_log_moments(log_moments, orders, epsilon, fallback)
 
 
-def _check_steps(steps):
-    if isinstance(steps, bool) or int(steps) != steps or steps < 0:
-        raise ValidationError(f"steps must be an integer >= 0; got {steps!r}")
-    return int(steps)
+#: A number of steps: a whole number >= 0 (``3.0`` accepted).
+_check_steps = functools.partial(check_integer, "steps", low=0, allow_integral_float=True)
 
 
 # ----------------------------------------------------------------------------
@@ -352,10 +344,8 @@ def legacy_sigma_search(epsilon, delta, sample_rate, steps,
     float
         The σ the paper's code would have used.
     """
-    epsilon = float(epsilon)
-    if not epsilon > 0:
-        raise ValidationError(f"epsilon must be > 0; got {epsilon!r}")
-    delta = _check_delta(delta)
+    epsilon = check_epsilon(epsilon, allow_inf=True)
+    delta = check_delta(delta)
 
     def measured(sigma):
         return moments_epsilon(sigma, sample_rate, steps, delta, orders, arithmetic)

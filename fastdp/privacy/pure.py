@@ -39,6 +39,7 @@ fixed; the accountant checks adjacency on events.
 
 import math
 
+from fastdp._validation import check_delta, check_epsilon, check_integer, check_real
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy import events as ev
 from fastdp.privacy.accountants import Accountant
@@ -57,16 +58,6 @@ ADVANCED_FORMS = ("kov", "paper_004", "drv")
 _COMPOSITIONS = ("basic", "advanced")
 
 
-def _check_epsilon(epsilon, name="epsilon"):
-    try:
-        epsilon = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a number >= 0; got {epsilon!r}") from None
-    if math.isnan(epsilon) or epsilon < 0:
-        raise ValidationError(f"{name} must be a number >= 0; got {epsilon!r}")
-    return epsilon
-
-
 def amplify_without_replacement(epsilon, batch_size, n):
     """ε of an ε-DP mechanism run on a uniformly random batch of ``batch_size`` of ``n`` records.
 
@@ -75,11 +66,9 @@ def amplify_without_replacement(epsilon, batch_size, n):
     Adjacency: replace-one (datasets of the public size ``n``); the inner ε
     must also be stated for replace-one neighbours of the batch.
     """
-    epsilon = _check_epsilon(epsilon)
-    if int(batch_size) != batch_size or int(n) != n or not (1 <= batch_size <= n):
-        raise ValidationError(
-            f"need integers 1 <= batch_size <= n; got batch_size={batch_size!r}, n={n!r}"
-        )
+    epsilon = check_epsilon(epsilon, allow_zero=True, allow_inf=True)
+    n = check_integer("n", n, low=1, allow_integral_float=True)
+    batch_size = check_integer("batch_size", batch_size, low=1, high=n, allow_integral_float=True)
     return _amplify(epsilon, batch_size / n)
 
 
@@ -88,11 +77,8 @@ def amplify_poisson(epsilon, sample_rate):
 
     Li, Qardaji, Su (2012): log(1 + q(e^ε − 1)).  Adjacency: add/remove.
     """
-    epsilon = _check_epsilon(epsilon)
-    q = float(sample_rate)
-    if not (0.0 <= q <= 1.0):
-        raise ValidationError(f"sample_rate must lie in [0, 1]; got {sample_rate!r}")
-    return _amplify(epsilon, q)
+    epsilon = check_epsilon(epsilon, allow_zero=True, allow_inf=True)
+    return _amplify(epsilon, check_real("sample_rate", sample_rate, low=0.0, high=1.0))
 
 
 def _amplify(epsilon, rate):
@@ -113,11 +99,10 @@ def _pairs(epsilons):
             eps, count = item
         else:
             eps, count = item, 1
-        eps = _check_epsilon(eps)
-        if int(count) != count or count < 0:
-            raise ValidationError(f"composition counts must be integers >= 0; got {count!r}")
+        eps = check_epsilon(eps, allow_zero=True, allow_inf=True)
+        count = check_integer("a composition count", count, low=0, allow_integral_float=True)
         if count:
-            pairs.append((eps, int(count)))
+            pairs.append((eps, count))
     return pairs
 
 
@@ -145,9 +130,7 @@ def advanced_composition(epsilons, delta_prime, form="kov"):
     """
     if form not in ADVANCED_FORMS:
         raise ValidationError(f"form must be one of {ADVANCED_FORMS}; got {form!r}")
-    delta_prime = float(delta_prime)
-    if not (0.0 < delta_prime <= 1.0):
-        raise ValidationError(f"delta_prime must lie in (0, 1]; got {delta_prime!r}")
+    delta_prime = check_delta(delta_prime, name="delta_prime", allow_one=True)
     pairs = _pairs(epsilons)
     if any(math.isinf(eps) for eps, _ in pairs):
         return math.inf
@@ -212,9 +195,7 @@ class PureDPAccountant(Accountant):
             raise ValidationError(
                 f"advanced_form must be one of {ADVANCED_FORMS}; got {advanced_form!r}")
         if delta_prime is not None:
-            delta_prime = float(delta_prime)
-            if not (0.0 < delta_prime < 1.0):
-                raise ValidationError(f"delta_prime must lie in (0, 1); got {delta_prime!r}")
+            delta_prime = check_delta(delta_prime, name="delta_prime")
         self.composition = composition
         self.delta_prime = delta_prime
         self.advanced_form = advanced_form

@@ -370,7 +370,7 @@ def _next_integer_orders(orders: np.ndarray) -> np.ndarray:
     return np.maximum(np.ceil(orders), 2.0)
 
 
-def rdp_poisson_general(sample_rate: float, curve, orders) -> np.ndarray:
+def rdp_poisson_general(sample_rate: float, curve, orders, *, factor_three: bool = True) -> np.ndarray:
     """Zhu & Wang (2019) upper bound for a Poisson-subsampled mechanism.
 
     ``curve(orders)`` is the mechanism's RDP on its sample (add/remove). At an
@@ -382,6 +382,12 @@ def rdp_poisson_general(sample_rate: float, curve, orders) -> np.ndarray:
     A fractional order uses the next integer order (RDP is non-decreasing in
     α). The result never exceeds the unsubsampled curve (subsampling does not
     increase RDP, by joint convexity).
+
+    ``factor_three=False`` drops the factor 3 of the terms l ≥ 3: Zhu and
+    Wang's tighter form, proven only for mechanisms that satisfy their
+    condition (not for the sparse vector technique); fastdp uses it solely for
+    the ``"zw_tight_all"`` ablation of :class:`~fastdp.privacy.filters.RdpBudgetFilter`,
+    whose results are not guarantees.
     """
     q, orders, unamplified = _unamplified(sample_rate, orders, curve)
     if q in (0.0, 1.0):
@@ -394,7 +400,8 @@ def rdp_poisson_general(sample_rate: float, curve, orders) -> np.ndarray:
     k_int = k.astype(np.int64)
     eps_k = np.where(k_int >= 2, base[np.clip(k_int - 2, 0, base.size - 1)], 0.0)
     terms = log_binom + k * log_q + (alpha_rep - k) * log_1mq + (k - 1.0) * eps_k
-    terms = np.where(k_int >= 3, terms + _LOG3, terms)
+    if factor_three:
+        terms = np.where(k_int >= 3, terms + _LOG3, terms)
     # k = 0 and k = 1 together: (1−γ)^{α−1}(αγ − γ + 1)
     terms = np.where(k_int == 0, (alpha_rep - 1.0) * log_1mq + np.log1p((alpha_rep - 1.0) * q), terms)
     terms = np.where(k_int == 1, -np.inf, terms)

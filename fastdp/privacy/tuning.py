@@ -56,10 +56,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 
 import numpy as np
 
+from fastdp._validation import check_real as _real
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -75,12 +75,6 @@ __all__ = [
 
 #: Names of the supported distributions of the number of repetitions K.
 DISTRIBUTIONS = ("truncated_negative_binomial", "poisson", "geometric")
-
-
-def _real(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValidationError(f"{name} must be a real number, got {value!r}.")
-    return float(value)
 
 
 def _check_eta(eta):

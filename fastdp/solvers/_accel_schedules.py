@@ -26,11 +26,13 @@ the default) or, to regenerate the authors' Fig. 2 exactly,
 of the nominal schedule, except the final iteration) in (t, τ] (spec C11).
 """
 
+import functools
 import math
 
 import numpy as np
 from scipy.special import logsumexp
 
+from fastdp._validation import check_real
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -54,16 +56,8 @@ BOUND_CONSTANTS = ("paper", "consistent", "reference_code")
 ALLOCATIONS = ("uniform", "prop42", "numerical")
 
 
-def _real(name, value, low=0.0, low_open=True, allow_inf=False):
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(f"{name} must be a number; got {value!r}") from None
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise ValidationError(f"{name} must be finite; got {value!r}")
-    if value < low or (low_open and value == low):
-        raise ValidationError(f"{name} must be {'>' if low_open else '>='} {low}; got {value!r}")
-    return value
+#: The schedules' parameters are finite reals > 0 unless a call says otherwise.
+_real = functools.partial(check_real, low=0.0, low_open=True, allow_inf=False)
 
 
 def nag_momentum(step_size, strong_convexity):

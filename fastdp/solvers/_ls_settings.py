@@ -5,36 +5,20 @@ decisions; every decision is a switch (see :class:`BlsgdSettings`).
 """
 
 import dataclasses
-import math
-import numbers
+import functools
 
+from fastdp._validation import check_integer, check_real
 from fastdp.exceptions import ValidationError
+from fastdp.privacy.filters import AMPLIFICATIONS
 from fastdp.solvers._ls_adapt import BUDGET_RULES
-from fastdp.solvers._ls_budget import AMPLIFICATIONS
 from fastdp.solvers._ls_search import ARMIJO_SCALES
 
 __all__ = ["BlsgdSettings"]
 
 
-def _real(name, value, *, low=None, high=None, low_open=False, high_open=False, allow_inf=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValidationError(f"{name} must be a real number; got {value!r}.")
-    value = float(value)
-    if math.isnan(value) or (math.isinf(value) and not allow_inf):
-        raise ValidationError(f"{name} must be finite; got {value!r}.")
-    if low is not None and (value < low or (low_open and value == low)):
-        raise ValidationError(f"{name} must be {'>' if low_open else '>='} {low}; got {value!r}.")
-    if high is not None and (value > high or (high_open and value == high)):
-        raise ValidationError(f"{name} must be {'<' if high_open else '<='} {high}; got {value!r}.")
-    return value
-
-
-def _integer(name, value, *, low=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValidationError(f"{name} must be an integer; got {value!r}.")
-    if value < low:
-        raise ValidationError(f"{name} must be >= {low}; got {value!r}.")
-    return int(value)
+#: The settings are finite reals and integers >= 1 unless a field says otherwise.
+_real = functools.partial(check_real, allow_inf=False)
+_integer = functools.partial(check_integer, low=1)
 
 
 def _choice(name, value, choices):
@@ -55,15 +39,15 @@ class BlsgdSettings:
     noise : "laplace" (ε_BT, eq. 4) or "gaussian" (ρ_BT, eq. 5) NOISYBTLS.
     c_grad, c_obj : gradient / objective clipping thresholds (paper 3 and 1).
     amplification, check, fixed_order, batch_accounting : see
-        :class:`~fastdp.solvers._ls_budget.RdpBudgetFilter` (defaults "zw_general",
+        :class:`~fastdp.privacy.filters.RdpBudgetFilter` (defaults "zw_general",
         "unamplified", None, "joint"; ``batch_accounting="separate"`` is the paper's
         slightly optimistic per-call amplification).
     svt_analysis : "paper" (Thms 2/3) or "conservative" (pure ε_BT / naive composition).
     normalize : "expected" (divide by the public m = q·n, default) or "actual" (|B|,
         paper-literal; the batch size is then not protected by the analysis).
     budget_filter : "rdp_paper" (default: the paper's running per-order RDP budget,
-        :class:`~fastdp.solvers._ls_budget.RdpBudgetFilter`) or "zcdp" (the sound zCDP
-        privacy filter of :mod:`fastdp.solvers._ls_filter`: cap ρ from (ε, δ), every call
+        :class:`~fastdp.privacy.filters.RdpBudgetFilter`) or "zcdp" (the sound zCDP
+        privacy filter :class:`~fastdp.privacy.filters.ZcdpFilter`: cap ρ from (ε, δ), every call
         charged unsampled, the run's event is the cap; ignores ``amplification``,
         ``check``, ``fixed_order``, ``batch_accounting``).
 

@@ -56,21 +56,25 @@ import numbers
 
 import numpy as np
 
-from fastdp._validation import check_positive, check_random_state
+from fastdp._validation import check_integer, check_positive, check_random_state
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
+from fastdp.privacy.pure import basic_composition
 from fastdp.privacy.calibration import calibrate
-from fastdp.sampling import FixedSizeSampler
-from fastdp.solvers import _accel_accounting as acc
-from fastdp.solvers import _accel_schedules as sch
-from fastdp.solvers._accel_accounting import (  # noqa: F401  (public re-exports)
+from fastdp.sampling import FixedSizeSampler, get_sampler
+from fastdp.privacy import laplace_schedule as lap
+from fastdp.privacy.laplace_schedule import (  # noqa: F401  (public re-exports)
     b_for_eps,
     eps0_uniform,
     eps_step,
     laplace_schedule_event,
+    total_epsilon,
+)
+from fastdp.solvers import _accel_accounting as acc
+from fastdp.solvers import _accel_schedules as sch
+from fastdp.solvers._accel_accounting import (  # noqa: F401  (public re-exports)
     noise_second_moment,
     subsampling_variance_bound,
-    total_epsilon,
 )
 from fastdp.solvers._accel_oracle import GLMProblem, glm_l1_sensitivity, sensitivity_logreg  # noqa: F401
 from fastdp.solvers._accel_schedules import (  # noqa: F401
@@ -175,13 +179,13 @@ class AcceleratedPlan:
         self.extra = {} if extra is None else dict(extra)
         self.private = bool(np.all(self.scales > 0))
         if self.private:
-            self.step_epsilons = np.array([acc.eps_step(self.sensitivity, b, self.n_samples,
-                                                        self.batch_size) for b in self.scales])
-            self.epsilon = math.fsum(self.step_epsilons)
+            self.step_epsilons = lap.step_epsilons(self.scales, self.sensitivity, self.n_samples,
+                                                   self.batch_size)
+            self.epsilon = basic_composition(self.step_epsilons)
         else:
             self.step_epsilons = np.full(self.scales.size, math.inf)
             self.epsilon = math.inf
-        self.event = (acc.laplace_schedule_event(self.scales, self.sensitivity, self.n_samples,
+        self.event = (lap.laplace_schedule_event(self.scales, self.sensitivity, self.n_samples,
                                                  self.batch_size)
                       if self.private else NonPrivateEvent())
 
@@ -191,20 +195,14 @@ class AcceleratedPlan:
         return int(self.step_sizes.size)
 
 
-def _int_at_least(name, value, low=1):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValidationError(f"{name} must be an int >= {low}; got {value!r}")
-    return int(value)
-
-
 def _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter, noise_convention):
-    n = _int_at_least("n_samples", n_samples)
-    m = n if batch_size is None else _int_at_least("batch_size", batch_size)
+    n = check_integer("n_samples", n_samples, low=1)
+    m = n if batch_size is None else check_integer("batch_size", batch_size, low=1)
     if m > n:
         raise ValidationError(f"batch_size ({m}) must not exceed the number of samples ({n})")
     S = check_positive("sensitivity", sensitivity)
     eps = check_positive("epsilon", epsilon, allow_inf=True)
-    T = _int_at_least("n_iter", n_iter)
+    T = check_integer("n_iter", n_iter, low=1)
     if noise_convention not in acc.NOISE_CONVENTIONS:
         raise ValidationError(
             f"noise_convention must be one of {acc.NOISE_CONVENTIONS}; got {noise_convention!r}")
@@ -224,7 +222,7 @@ def _uniform_or_explicit_scales(laplace_scales, S, eps, T, n, m):
     """The user's ``laplace_scales``, or the uniform split of ε over the T steps."""
     if laplace_scales is not None:
         return _explicit_scales(laplace_scales, T)
-    return acc.uniform_scales(S, eps, T, n, m)
+    return lap.uniform_scales(S, eps, T, n, m)
 
 
 def _momentum(momentum, step_size, strong_convexity):
@@ -301,7 +299,7 @@ def _allocated_scales(laplace_scales, allocation, step_sizes, stages, *, smoothn
     horizon = T
     if alter_horizon:
         horizon = sch.choose_horizon(step_sizes, stages, smoothness, strong_convexity,
-                                     _int_at_least("n_features", n_features), S, n, eps,
+                                     check_integer("n_features", n_features, low=1), S, n, eps,
                                      initial_error, constants, batch_size=m,
                                      horizon_rule=horizon_rule)
     log_a, _ = sch.log_bound_coefficients(step_sizes[:horizon], stages[:horizon], smoothness,
@@ -310,7 +308,7 @@ def _allocated_scales(laplace_scales, allocation, step_sizes, stages, *, smoothn
         budgets = sch.prop42_allocation(log_a, eps)
     else:
         budgets = sch.numerical_allocation(log_a, S, n, m, eps)
-    scales = np.array([acc.b_for_eps(S, e, n, m) for e in budgets])
+    scales = np.array([lap.b_for_eps(S, e, n, m) for e in budgets])
     return horizon, scales
 
 
@@ -862,7 +860,7 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
         self.check_options(options)
         m = int(config["batch_size"])
         sampler = config.get("sampler", "fixed")
-        if m < n and sampler not in ("fixed", "uniform"):
+        if m < n and get_sampler(sampler, m).name != "fixed":
             raise ValidationError(
                 f"solver {self.name!r} samples batches uniformly without replacement (spec 002); "
                 f"pass sampler='fixed' (or batch_size = n_samples for full batches), not {sampler!r}.")

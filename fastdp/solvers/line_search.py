@@ -37,7 +37,7 @@ Privacy
   model (the whole transcript). No row-norm bound is needed: clipping bounds
   each record's contribution.
 * Budget: the adaptive algorithms (dp_blsgd, dp_blgd, dp_agd) run until a
-  running per-order RDP budget (:class:`~fastdp.solvers._ls_budget.RdpBudgetFilter`)
+  running per-order RDP budget (:class:`~fastdp.privacy.filters.RdpBudgetFilter`)
   cannot afford the next call; ``result.event`` is the composition of every
   call that ran, and ``result.extra["epsilon_spent"] ≤ epsilon`` (classic
   RDP → DP conversion, integer orders 2..500). The guarantee rests on
@@ -47,7 +47,7 @@ Privacy
   ablation is not a guarantee.
 * ``budget_filter="zcdp"`` (and the estimator solvers ``"dp_blsgd_adaptive"``,
   ``"dp_blsgd_ac"``, ``"dp_blgd"``, ``"dpagd"``) instead run under a sound zCDP
-  privacy filter (:mod:`fastdp.solvers._ls_filter`, Feldman & Zrnic 2021):
+  privacy filter (:class:`~fastdp.privacy.filters.ZcdpFilter`, Feldman & Zrnic 2021):
   every call charged its unsampled zCDP cost, the run halted before the cap
   ρ would be exceeded; ``result.event`` is the cap
   (``PrivacyFilterEvent.zcdp(ρ)``, planned before the run) and
@@ -64,7 +64,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._kernels import _line_search as _kernel
-from fastdp._validation import check_labels, check_random_state
+from fastdp._validation import check_labels, check_privacy_params, check_random_state
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import (
     ComposedEvent,
@@ -74,6 +74,8 @@ from fastdp.privacy.events import (
     NonPrivateEvent,
     PrivacyFilterEvent,
 )
+from fastdp.privacy.filters import RdpBudgetFilter, RunningZcdpBudget, ZcdpFilter
+from fastdp.privacy.zcdp import bun_steinke_rho, rho_for_epsilon, zcdp_of
 from fastdp.sampling import PoissonSampler, get_sampler
 from fastdp.solvers._ls_adapt import (
     INCREASE_EPS,
@@ -82,8 +84,6 @@ from fastdp.solvers._ls_adapt import (
     StepSizeAdapter,
     cheb_decision,
 )
-from fastdp.solvers._ls_budget import RdpBudgetFilter
-from fastdp.solvers._ls_filter import ZcdpFilter, rho_cap_for, zcdp_of
 from fastdp.solvers._ls_oracle import GlmBatchOracle
 from fastdp.solvers._ls_search import (
     armijo_coefficients,
@@ -111,17 +111,6 @@ __all__ = [
 # --------------------------------------------------------------------------
 # shared pieces
 # --------------------------------------------------------------------------
-def _check_privacy(epsilon, delta):
-    for name, value in (("epsilon", epsilon), ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
-            raise ValidationError(f"{name} must be a number; got {value!r}.")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValidationError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
-    if not (0.0 < delta < 1.0):
-        raise ValidationError(f"delta must lie in (0, 1); got {delta!r}.")
-    return float(epsilon), float(delta)
-
-
 def _prepare(X, y, loss, num_threads=1):
     if loss not in ("logistic", "hinge", "squared"):
         raise ValidationError(f"loss must be 'logistic', 'hinge' or 'squared'; got {loss!r}.")
@@ -306,12 +295,12 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
     # ``budget``: a ready ZcdpFilter (estimator form: the cap is the planned event);
     # otherwise one is built from (epsilon, delta) and ``budget_filter``.
     if budget is None:
-        epsilon, delta = _check_privacy(epsilon, delta)
+        epsilon, delta = check_privacy_params(epsilon, delta)
     cfg = BlsgdSettings.from_options(settings).validate(epsilon if budget is None else math.nan)
     if noise_free and cfg.max_iter is None:
         raise ValidationError("the noise-free test mode needs max_iter.")
     if budget is None and cfg.budget_filter == "zcdp":
-        budget = ZcdpFilter(rho_cap_for(epsilon, delta), delta)
+        budget = ZcdpFilter(rho_for_epsilon(epsilon, delta), delta)
     if isinstance(budget, ZcdpFilter) and cfg.normalize != "expected":
         raise ValidationError("the zCDP privacy filter needs normalize='expected' (dividing by "
                               "the realised batch size is not covered by its analysis).")
@@ -578,10 +567,8 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
 # --------------------------------------------------------------------------
 # DP-AGD baseline (Lee & Kifer 2018), spec 003 §3.10 B3
 # --------------------------------------------------------------------------
-def zcdp_rho_for(epsilon, delta):
-    """Total zCDP budget ρ with ρ + 2·sqrt(ρ·log(1/δ)) = ε (DP-AGD's conversion)."""
-    L = math.log(1.0 / delta)
-    return (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2
+#: Total zCDP budget ρ with ρ + 2·sqrt(ρ·log(1/δ)) = ε (DP-AGD's conversion; privacy layer).
+zcdp_rho_for = bun_steinke_rho
 
 
 def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=1.0, splits=60,
@@ -613,11 +600,11 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
     transcript. ``result.event`` composes every call; the zCDP total stays
     ≤ ρ, and the RDP accountant's ε of the event is ≤ ε.
     """
-    epsilon, delta = _check_privacy(epsilon, delta)
+    epsilon, delta = check_privacy_params(epsilon, delta)
     oracle = _prepare(X, y, loss, num_threads)
     eps_nmax = epsilon / (2.0 * splits)
     sigma = c_grad * math.sqrt(2.0 * math.log(1.25 / delta)) / eps_nmax
-    budget = _AgdBudget(zcdp_rho_for(epsilon, delta))
+    budget = RunningZcdpBudget(bun_steinke_rho(epsilon, delta), delta)
     res = _dp_agd_core(oracle, budget=budget, rho_grad=c_grad ** 2 / (2.0 * sigma ** 2),
                        eps_nmax=eps_nmax, loss=loss, mu=mu, c_grad=c_grad, c_obj=c_obj,
                        n_candidates=n_candidates, step_max=step_max, gamma=gamma,
@@ -625,57 +612,21 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
                        step_update_factor=step_update_factor, init=init, init_scale=init_scale,
                        max_iter=max_iter, random_state=random_state,
                        record_history=record_history, num_threads=num_threads)
-    res.extra.update(rho_total=zcdp_rho_for(epsilon, delta), rho_left=budget.left)
+    res.extra.update(rho_total=budget.rho_cap, rho_left=budget.left)
     return res
-
-
-class _AgdBudget:
-    """DP-AGD's own running zCDP budget (the function form): ``left`` ρ; a call
-    of cost c is affordable unless ``left < c``. It is itself a zCDP filter
-    (every charged call is ρ_t-zCDP, Σ ρ_t ≤ ρ_total); the run's event is the
-    composition of the calls that ran."""
-
-    def __init__(self, rho_total):
-        self.left = rho_total
-        self.events = []
-
-    def afford(self, cost, events):
-        return not self.left < cost
-
-    def spend(self, cost, event):
-        self.left -= cost
-        self.events.append(event)
-
-    def event(self):
-        return ComposedEvent(tuple(self.events))
-
-
-class _AgdFilterBudget:
-    """DP-AGD driven by a :class:`ZcdpFilter` (the estimator form: event = the cap)."""
-
-    def __init__(self, zcdp_filter):
-        self.filter = zcdp_filter
-
-    def afford(self, cost, events):
-        return self.filter.can_afford(list(events))
-
-    def spend(self, cost, event):
-        self.filter.charge(event)
-
-    def event(self):
-        return self.filter.event()
 
 
 def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, n_candidates,
                  step_max, gamma, step_update_period, step_update_factor, init, init_scale,
                  max_iter, random_state, record_history, num_threads):
-    """The DP-AGD loop (see :func:`dp_agd`); ``budget`` decides affordability and
-    records the calls (:class:`_AgdBudget` or :class:`_AgdFilterBudget`)."""
+    """The DP-AGD loop (see :func:`dp_agd`); ``budget``, a privacy filter of
+    :mod:`fastdp.privacy.filters`, decides affordability and records the calls
+    (:class:`~fastdp.privacy.filters.RunningZcdpBudget` or
+    :class:`~fastdp.privacy.filters.ZcdpFilter`)."""
     n, d = oracle.n_samples, oracle.n_features
     rows = oracle.all_rows
     _, noise_rng, init_rng = check_random_state(random_state).spawn(3)
     w = _initial_point(init, init_scale, d, init_rng)
-    rho_nmax = eps_nmax ** 2 / 2.0
     select_event = ExponentialMechanismEvent(eps_nmax)
     chosen, etas_log, history = [], [], ([] if record_history else None)
     y_all = oracle.y
@@ -683,16 +634,16 @@ def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj,
     t = 0
     while max_iter is None or t < max_iter:
         grad_event = _gradient_event(rho_grad)
-        if not budget.afford(rho_grad + rho_nmax, (grad_event, select_event)):
+        if not budget.can_afford((grad_event, select_event)):
             break
         clean = oracle.clipped_gradient_sum(rows, w, c_grad)
         noisy = _add_gaussian(clean, c_grad, rho_grad, noise_rng)
-        budget.spend(rho_grad, grad_event)
+        budget.charge(grad_event)
         z = oracle.margins(rows, w)
         step = 0.0
         stop = False
         while True:
-            if not budget.afford(rho_nmax, (select_event,)):
+            if not budget.can_afford(select_event):
                 stop = True
                 break
             direction = noisy / max(float(np.linalg.norm(noisy)), 1e-300) + mu * w
@@ -707,7 +658,7 @@ def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj,
             scores = sums + reg
             noise = noise_rng.exponential(c_obj / eps_nmax, size=scores.size)
             k = int(np.argmin(scores - noise))
-            budget.spend(rho_nmax, select_event)
+            budget.charge(select_event)
             if k > 0:
                 step = float(steps_all[k])
                 w = w - step * direction
@@ -715,11 +666,11 @@ def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj,
                 break
             rho_new = (1.0 + gamma) * rho_grad
             refine_event = _gradient_event(rho_new - rho_grad)
-            if not budget.afford(rho_new - rho_grad, (refine_event,)):
+            if not budget.can_afford(refine_event):
                 stop = True
                 break
             fresh = _add_gaussian(clean, c_grad, rho_new - rho_grad, noise_rng)
-            budget.spend(rho_new - rho_grad, refine_event)
+            budget.charge(refine_event)
             noisy = average_releases(noisy, fresh, rho_grad, rho_new)
             rho_grad = rho_new
             n_refinements += 1
@@ -804,7 +755,7 @@ class _FilteredEstimatorSolver(EstimatorSolver):
     the planned event is ``PrivacyFilterEvent.zcdp(ρ)``, calibrated as the
     largest ρ whose ε (estimator's accountant, which must be an RDP
     accountant) is within the target; the run is halted before any query
-    that would take its summed zCDP cost above ρ (:mod:`fastdp.solvers._ls_filter`),
+    that would take its summed zCDP cost above ρ (:class:`~fastdp.privacy.filters.ZcdpFilter`),
     and ``result.event`` is that same cap event. A ledger is charged the cap,
     not the (smaller, data-dependent) consumed amount, which is reported in
     ``solver_result_.extra`` (``rho_consumed``, ``consumed_event``). A given
@@ -818,7 +769,7 @@ class _FilteredEstimatorSolver(EstimatorSolver):
         return PrivacyFilterEvent.zcdp(float(noise))
 
     def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
-        return rho_cap_for(epsilon, delta, accountant)
+        return rho_for_epsilon(epsilon, delta, accountant)
 
     @staticmethod
     def _nominal_iterations(n_samples, config, sample_rate):
@@ -963,7 +914,7 @@ class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
                         step_update_period=10, step_update_factor=1.1, init="zeros",
                         init_scale=0.01, max_iter=None)
         defaults.update(options)
-        res = _dp_agd_core(oracle, budget=_AgdFilterBudget(zcdp_filter),
+        res = _dp_agd_core(oracle, budget=zcdp_filter,
                            rho_grad=grad_share * rho_iter,
                            eps_nmax=math.sqrt(2.0 * (1.0 - grad_share) * rho_iter), loss=loss,
                            mu=config["lam"], c_grad=(3.0 if clip is None else float(clip)),

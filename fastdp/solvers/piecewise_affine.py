@@ -43,7 +43,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastdp._validation import check_random_state
+from fastdp._validation import check_delta, check_epsilon, check_random_state
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import (
     ApproxDpEvent,
@@ -187,15 +187,6 @@ def _check_problem(problem):
     return problem
 
 
-def _check_epsilon(epsilon):
-    try:
-        epsilon = float(epsilon)
-    except (TypeError, ValueError):
-        raise ValidationError(f"epsilon must be a number > 0; got {epsilon!r}.") from None
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValidationError(
-            f"epsilon must be a finite number > 0; got {epsilon!r}. Smaller epsilon means more privacy.")
-    return epsilon
 
 
 def _check_n_runs(n_runs):
@@ -276,7 +267,7 @@ def offset_perturbation(problem, epsilon, *, noise="vector_laplace", adjacency="
         raise ValidationError(
             "offset perturbation needs explicit pieces; this problem has 2^n implicit pieces. "
             "Use method='exponential', 'subgradient' or 'solution_perturbation'.")
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     _check_choice("noise", noise, ("vector_laplace", "iid_laplace"))
     _check_choice("adjacency", adjacency, ("linf", "single"))
     n, single = _check_n_runs(n_runs)
@@ -317,7 +308,7 @@ def solution_perturbation(problem, epsilon, *, sensitivity=None, paper_sqrt_d=Fa
     ``PureEvent(eps)``, composed ``n_runs`` times.
     """
     problem = _check_problem(problem)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     n, single = _check_n_runs(n_runs)
     rng = check_random_state(random_state)
     d = problem.n_features
@@ -399,7 +390,7 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     public numbers only).
     """
     problem = _check_problem(problem)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     _check_choice("sampler", sampler, _SAMPLERS)
     n, single = _check_n_runs(n_runs)
     rng = check_random_state(random_state)
@@ -436,9 +427,7 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
         exact, note, delta = False, _MCMC_NOTE.replace("random-walk chain", "random-walk and "
                                                        "hit-and-run chains"), None
     elif sampler == "independence":
-        target_delta = float(target_delta)
-        if not (0.0 < target_delta < 1.0):
-            raise ValidationError(f"target_delta must be in (0, 1); got {target_delta!r}.")
+        target_delta = check_delta(target_delta, name="target_delta")
         if rejection_bound > max_expected_proposals:
             raise ValidationError(
                 f"the public bound W = exp(beta G R) = {rejection_bound:.3g} on the importance "
@@ -494,7 +483,7 @@ def private_subgradient(problem, x, epsilon, *, paper_sign=False, random_state=N
     event : ExponentialMechanismEvent
     """
     problem = _check_problem(problem)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     rng = check_random_state(random_state)
     x = np.asarray(x, dtype=np.float64)
     if x.shape != (problem.n_features,) or not np.all(np.isfinite(x)):
@@ -575,7 +564,7 @@ def dp_subgradient(problem, epsilon, *, n_iter=100, step="constant", x1="center"
     ``n_runs`` times. ``paper_sign=True`` reproduces erratum E1.
     """
     problem = _check_problem(problem)
-    epsilon = _check_epsilon(epsilon)
+    epsilon = check_epsilon(epsilon)
     _check_choice("output", output, _OUTPUTS)
     n, single = _check_n_runs(n_runs)
     if isinstance(n_iter, bool) or int(n_iter) != n_iter or n_iter < 1:
