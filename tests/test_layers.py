@@ -29,10 +29,12 @@ LAYERS = {   # module-name prefix -> layer (higher imports lower)
     "fastdp._kernels": 1,
     "fastdp._validation": 2, "fastdp.losses": 2, "fastdp.datasets": 2,
     "fastdp.preprocessing": 2, "fastdp.progress": 2, "fastdp.defaults": 2,
-    "fastdp.privacy": 3, "fastdp.sampling": 3,
+    "fastdp.privacy": 3, "fastdp.sampling": 3, "fastdp.sampling_blocks": 3,
     "fastdp.solvers": 4, "fastdp.distributed": 4,
+    "fastdp.distributed.data_parallel.cli": 5,   # the CLI's --ray route (imported by fastdp.cli)
     "fastdp.linear_model": 5, "fastdp.model_selection": 5, "fastdp.cli": 5,
-    "fastdp.plotting": 5, "fastdp.persistence": 5, "fastdp.demo": 5,
+    "fastdp.plotting": 5, "fastdp.persistence": 5, "fastdp._pipeline_persistence": 5,
+    "fastdp.demo": 5,
     "fastdp.experiments": 5, "fastdp.__main__": 5,
 }
 NAMES = ["base", "kernels", "foundations", "privacy", "algorithms", "user"]

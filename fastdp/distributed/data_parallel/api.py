@@ -113,18 +113,18 @@ def _combine(source, summaries, estimator):
     return n, d, shift, classes
 
 
-def fit_distributed(source, estimator=None, *, engine=None):
+def fit_distributed(source, estimator, *, engine=None):
     """Fit a DP linear estimator with data-parallel DP-SGD on shards the driver never holds.
 
     Parameters
     ----------
     source : fastdp.distributed.data_parallel.shards.Source
         The data (e.g. :func:`~fastdp.distributed.data_parallel.libsvm_source`).
-    estimator : DPLogisticRegression, DPLinearSVC or DPRidge, optional
-        Its parameters (epsilon, delta, batch_size, epochs, clip, alpha,
-        normalize, fit_intercept, ledger, random_state, ...) are used as in
-        ``fit``; ``solver`` must be ``"auto"`` or ``"dpsgd"``, ``sampler``
-        None or ``"block_poisson"``.  Default: ``DPLogisticRegression()``.
+    estimator : DPLogisticRegression, DPLinearSVC or DPRidge
+        An unfitted estimator whose parameters (epsilon, delta, batch_size,
+        epochs, clip, alpha, normalize, fit_intercept, ledger, random_state,
+        ...) are used as in ``fit``; ``solver`` must be ``"auto"`` or
+        ``"dpsgd"``, ``sampler`` None or ``"block_poisson"``.
     engine : LocalWorkers or RayWorkers, optional
         Default ``LocalWorkers(1)``.
 
@@ -141,14 +141,15 @@ def fit_distributed(source, estimator=None, *, engine=None):
         A shard failed its checks (the message names it); nothing was
         reserved or released.
     """
-    from fastdp.linear_model import DPLogisticRegression
     from fastdp.privacy import get_accountant
     from fastdp.solvers._common import split_random_state
     from fastdp._validation import check_random_state
     from fastdp.solvers.sgd import _LOSS_CODES, decay_and_step
 
     started = time.perf_counter()
-    est = DPLogisticRegression() if estimator is None else estimator
+    if not hasattr(estimator, "_plan_private_fit") and not hasattr(estimator, "get_params"):
+        raise ValidationError("fit_distributed needs an estimator, e.g. DPLogisticRegression().")
+    est = estimator
     engine = LocalWorkers(1) if engine is None else engine
     row_map = est._check_public_params()
     private = est._private()
