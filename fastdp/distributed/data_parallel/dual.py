@@ -56,7 +56,8 @@ class ShardDual:
 
     def __init__(self, X):
         self.alpha = np.zeros(X.shape[0], dtype=np.float64)
-        self.sq_norms = _scd.row_squared_norms(X.data, X.indptr)
+        self.data = X.data.astype(np.float64, copy=False)   # alpha, v and the data: one dtype
+        self.sq_norms = _scd.row_squared_norms(self.data, X.indptr)
         self.zeta = np.zeros(1, dtype=np.float64)
 
     def checkpoint(self):
@@ -109,14 +110,14 @@ class DualStep:
         if state.zeta.size < k:
             state.zeta = np.zeros(2 * k, dtype=np.float64)
         read = v[cols].copy()        # the kernel also applies the steps to v: keep it
-        _scd.run_dual_scd(X.data, X.indices, X.indptr, y, state.sq_norms, state.alpha, v,
+        _scd.run_dual_scd(state.data, X.indices, X.indptr, y, state.sq_norms, state.alpha, v,
                           np.array([0, k], dtype=np.int64), rows, state.zeta, _NO_LAST,
                           self.loss_code, self.lam_n, self.sigma_prime, self.clip, self.box_eps,
                           False, 0.0, 0.0, False, None, 1, _ONE_CHUNK, None,
                           check_structure=token)
         v[cols] = read
         positions, counts = row_entries(X, rows)
-        weights = np.repeat(state.zeta[:k], counts) * X.data[positions]
+        weights = np.repeat(state.zeta[:k], counts) * state.data[positions]
         sums = np.bincount(np.searchsorted(cols, X.indices[positions]), weights=weights,
                            minlength=cols.size)
         return cols, sums
