@@ -187,6 +187,16 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         sigma_prime = float(sampler.expected_batch_size(n))
     sensitivity = sensitivity_fn(clip, sampler) if private else 0.0
     noise_std = sigma * sensitivity
+    if getattr(sampler, "keyed", False):  # block-keyed lots: the data-parallel step loop
+        if sequential or (noise_alpha and private):
+            raise ValidationError("the block-keyed sampler runs dual DP-SCD with released='v' "
+                                  "(independent updates, noise on v only).")
+        from fastdp.distributed.data_parallel.dual import keyed_dpscd
+        return keyed_dpscd(X, y, sampler=sampler, sampling_rng=stream.rng, noise_rng=noise_rng,
+                           loss=loss, lam=lam, epochs=epochs, sigma=sigma, clip=clip,
+                           box_eps=box_eps, noise_std=noise_std, sensitivity=sensitivity,
+                           num_threads=num_threads, algorithm=algorithm,
+                           record_history=record_history, callback=callback, extra=extra)
 
     dtype = X.dtype
     alpha = np.zeros(n, dtype=dtype)

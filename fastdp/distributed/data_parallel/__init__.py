@@ -1,8 +1,9 @@
-"""Data-parallel DP-SGD over row shards, on Ray or in-process (issue 21).
+"""Data-parallel DP-SGD and dual DP-SCD over row shards, on Ray or in-process (issue 21).
 
 Workers load their own shards (whole blocks of rows), draw the lots with the
 block-keyed Poisson sampler (:mod:`fastdp.sampling_blocks`) and return sparse
-clipped partial sums; the driver adds one keyed noise draw per step.  The
+clipped partial sums (DP-SCD: their part of Delta v, see :mod:`.dual`); the
+driver adds one keyed noise draw per step.  The
 privacy event, epsilon and (for one shard) the bits are those of the
 single-machine ``dpsgd`` with ``sampler="block_poisson"``.  See
 ``docs/distributed.md``.

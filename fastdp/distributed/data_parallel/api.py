@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from fastdp.distributed.data_parallel.driver import run_dpsgd
+from fastdp.distributed.data_parallel.dual import DualStep, run_dpscd
 from fastdp.distributed.data_parallel.executors import LocalWorkers
 from fastdp.distributed.data_parallel.shards import ShardValidationError, array_source
 from fastdp.distributed.data_parallel.worker import WorkerSetup
@@ -113,18 +114,34 @@ def _combine(source, summaries, estimator):
     return n, d, shift, classes
 
 
+def _dual_step(name, loss, lam_n, sampler, n, clip, options):
+    """The :class:`~.dual.DualStep` of a ``solver="dpscd"`` fit (None for DP-SGD)."""
+    if name != "dpscd":
+        return None
+    from fastdp.solvers.scd import _LOSS_CODES
+
+    released = options.get("released", "v")
+    if released != "v":
+        raise ValidationError("fit_distributed runs dual DP-SCD with released='v' only (alpha "
+                              f"stays on the workers); got released={released!r}.")
+    return DualStep(loss_code=_LOSS_CODES[loss.name], lam_n=float(lam_n),
+                    sigma_prime=float(sampler.expected_batch_size(n)), clip=float(clip),
+                    box_eps=loss.check_box_eps(options.get("box_eps", 1e-4)))
+
+
 def fit_distributed(source, estimator, *, engine=None):
-    """Fit a DP linear estimator with data-parallel DP-SGD on shards the driver never holds.
+    """Fit a DP linear estimator with data-parallel DP-SGD or DP-SCD on shards the driver never holds.
 
     Parameters
     ----------
     source : fastdp.distributed.data_parallel.shards.Source
         The data (e.g. :func:`~fastdp.distributed.data_parallel.libsvm_source`).
     estimator : DPLogisticRegression, DPLinearSVC or DPRidge
-        An unfitted estimator whose parameters (epsilon, delta, batch_size,
-        epochs, clip, alpha, normalize, fit_intercept, ledger, random_state,
-        ...) are used as in ``fit``; ``solver`` must be ``"auto"`` or
-        ``"dpsgd"``, ``sampler`` None or ``"block_poisson"``.
+        Its parameters (epsilon, delta, batch_size, epochs, clip, alpha,
+        normalize, fit_intercept, ledger, random_state, ...) are used as in
+        ``fit``; ``solver`` must be ``"auto"``, ``"dpsgd"`` or ``"dpscd"``
+        (dual DP-SCD, ``released="v"``: alpha stays on the workers), ``sampler``
+        None or ``"block_poisson"``.
     engine : LocalWorkers or RayWorkers, optional
         Default ``LocalWorkers(1)``.
 
@@ -153,8 +170,9 @@ def fit_distributed(source, estimator, *, engine=None):
     engine = LocalWorkers(1) if engine is None else engine
     row_map = est._check_public_params()
     private = est._private()
-    if est.solver not in (("auto", "dpsgd") if private else ("sgd",)):
-        raise ValidationError(f"fit_distributed runs DP-SGD; got solver={est.solver!r}.")
+    if est.solver not in (("auto", "dpsgd", "dpscd") if private else ("sgd",)):
+        raise ValidationError(f"fit_distributed runs DP-SGD or dual DP-SCD; got "
+                              f"solver={est.solver!r}.")
     if est.sampler not in (None, "block_poisson") and not isinstance(est.sampler,
                                                                    BlockPoissonSampler):
         raise ValidationError("fit_distributed draws lots with the block-keyed Poisson sampler; "
@@ -182,9 +200,11 @@ def fit_distributed(source, estimator, *, engine=None):
         from fastdp.solvers._common import check_run_arguments
         loss, lam, epochs, sigma, clip = check_run_arguments(
             est._loss, config["lam"], config["epochs"], noise, config["clip"], allow_zero_lam=True)
-        eta = config["options"].get("learning_rate", 1.0)
-        reg = config["options"].get("reg", "paper")
-        rho, kappa = decay_and_step(eta, lam, float(sampler.expected_batch_size(n)), reg)
+        dual = _dual_step(name, loss, lam * n, sampler, n, clip, config["options"])
+        if dual is None:
+            eta = config["options"].get("learning_rate", 1.0)
+            reg = config["options"].get("reg", "paper")
+            rho, kappa = decay_and_step(eta, lam, float(sampler.expected_batch_size(n)), reg)
         rng = check_random_state(est.random_state)
         sampling_rng, noise_rng = split_random_state(rng)
         epoch_ends = sampler.epoch_boundaries(n, epochs)
@@ -194,16 +214,22 @@ def fit_distributed(source, estimator, *, engine=None):
             max_row_norm=1.0 if private and row_map.bound == "reject" else None,
             loss_code=_LOSS_CODES[loss.name], clip=clip, sampler=sampler,
             sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
-            num_threads=int(config.get("num_threads") or 1))
+            num_threads=int(config.get("num_threads") or 1), dual=dual)
         engine.prepare(setup)   # the last check of the shards: nothing reserved or drawn yet
         reservation = None
         if est.ledger is not None:
             reservation = est.ledger.reserve(planned_event, label=type(est).__name__)
         try:
-            theta, stats = run_dpsgd(engine, n_features=d + int(row_map.fit_intercept),
-                                     epoch_ends=epoch_ends, rho=rho, kappa=kappa,
-                                     noise_std=sigma * clip if sigma > 0 else 0.0,
-                                     noise_key=sampling_key(noise_rng))
+            width = d + int(row_map.fit_intercept)
+            noise_std = sigma * clip if sigma > 0 else 0.0   # C: DP-SGD and DP-SCD (released v)
+            if dual is None:
+                theta, stats = run_dpsgd(engine, n_features=width, epoch_ends=epoch_ends,
+                                         rho=rho, kappa=kappa, noise_std=noise_std,
+                                         noise_key=sampling_key(noise_rng))
+            else:
+                v, stats = run_dpscd(engine, n_features=width, epoch_ends=epoch_ends,
+                                     noise_std=noise_std, noise_key=sampling_key(noise_rng))
+                theta = v / dual.lam_n
         except KeyboardInterrupt:
             if reservation is not None:
                 reservation.cancel()   # nothing leaves the driver before the run ends

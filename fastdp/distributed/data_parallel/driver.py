@@ -40,7 +40,7 @@ from fastdp._kernels._sgd import pending_noise_scales
 from fastdp.exceptions import FastDPError
 from fastdp.sampling_blocks import keyed_streams
 
-__all__ = ["LazyNoisyModel", "StepStats", "run_dpsgd"]
+__all__ = ["LazyNoisyModel", "StepStats", "WorkersRestarted", "run_dpsgd", "run_steps"]
 
 _FOLD_BELOW = 1e-100
 
@@ -65,7 +65,7 @@ class LazyNoisyModel:
         self.a = 1.0
         self.last = np.zeros(int(n_features), dtype=np.int64)
         self.rho, self.kappa = float(rho), float(kappa)
-        self.noise_scale = float(kappa) * float(noise_std)
+        self.noise_scale = abs(float(kappa)) * float(noise_std)   # the sign of a centred draw is immaterial
         self.scales = pending_noise_scales(float(rho), int(max_steps) + 1)
         self.streams = keyed_streams(noise_key)
         self.n_draws = 0
@@ -91,6 +91,11 @@ class LazyNoisyModel:
             self.w *= self.a
             self.a = 1.0
 
+    def restore(self, t, theta):
+        """Back to the flushed state ``theta`` after step t (a checkpoint of :meth:`flush`)."""
+        self.w, self.a = theta.copy(), 1.0
+        self.last[:] = t
+
     def flush(self, t):
         """Add every owed noise after step t; returns theta (a new array, released)."""
         theta = self._owed(self.a * self.w, t - self.last, (t, 1))
@@ -110,6 +115,7 @@ class StepStats:
     seconds_workers: float = 0.0
     n_noise_draws: int = 0
     restarts: int = 0
+    replayed_steps: int = 0
 
     def per_step(self):
         k = max(self.n_steps, 1)
@@ -149,40 +155,82 @@ def run_dpsgd(executor, *, n_features, epoch_ends, rho, kappa, noise_std, noise_
     callback : callable, optional
         ``callback(epoch, n_done, theta)`` after each epoch (theta released).
     """
+    model = LazyNoisyModel(n_features, rho, kappa, noise_std, noise_key, int(epoch_ends[-1]))
+    return run_steps(executor, model, epoch_ends, callback=callback, algorithm=algorithm)
+
+
+class WorkersRestarted(Exception):
+    """Raised by an executor after it restarted a worker that holds state (dual DP-SCD).
+
+    The driver then restores every worker from the last checkpoint and replays
+    from its own checkpoint (stateless DP-SGD workers just retry the call).
+    """
+
+
+def run_steps(executor, model, epoch_ends, *, callback=None, algorithm="dpsgd", stateful=False):
+    """The step loop shared by DP-SGD and dual DP-SCD; returns ``(theta, stats)``.
+
+    Step t: read the model at the union of the columns the workers' lots
+    read (with the keyed noise they owe), send each worker its columns,
+    add the per-shard partial sums in shard order, commit.  Flush at every
+    epoch end.  ``stateful``: the workers keep state between steps; the
+    executor checkpoints it at every epoch end and, when a worker was
+    restarted (:class:`WorkersRestarted`), every worker is restored and the
+    epoch replayed from the driver's checkpoint (same keyed draws, same bits).
+    """
     T = int(epoch_ends[-1])
-    model = LazyNoisyModel(n_features, rho, kappa, noise_std, noise_key, T)
+    n_features = model.w.shape[0]
     stats = StepStats()
-    columns = executor.columns(1)
     theta = model.w
     marks = np.zeros(int(n_features), dtype=bool)
     position = np.zeros(int(n_features), dtype=np.int64)   # column -> index in the union
-    t = 0
-    for epoch, end in enumerate(epoch_ends, start=1):
-        while t < end:
-            t += 1
-            started = time.perf_counter()
-            union = _union(columns, marks)
-            position[union] = np.arange(union.size)
-            values = model.read(t, union)
-            sends = [values[position[c]] for c in columns]
-            waited = time.perf_counter()
-            results = executor.step(t, sends)
-            back = time.perf_counter()
-            G = np.zeros(union.size, dtype=np.float64)
-            for partials, _ in results:
-                for cols, sums in partials:     # shard order
-                    G[position[cols]] += sums     # distinct cols: one add per entry
-                    stats.bytes_from_workers += cols.nbytes + sums.nbytes
-            model.commit(t, union, values, G)
-            columns = [r[1] for r in results]
-            stats.bytes_to_workers += sum(s.nbytes for s in sends)
-            stats.bytes_from_workers += sum(c.nbytes for c in columns if c is not None)
-            stats.seconds_workers += back - waited
-            stats.seconds_driver += (waited - started) + (time.perf_counter() - back)
-        theta = model.flush(end)
+    t, epoch = 0, 0
+    if stateful:
+        executor.checkpoint(initial=True)
+        saved = model.w.copy()
+    columns = None
+    while epoch < len(epoch_ends):
+        end = epoch_ends[epoch]
+        try:
+            if columns is None:
+                columns = executor.columns(t + 1)
+            while t < end:
+                t += 1
+                started = time.perf_counter()
+                union = _union(columns, marks)
+                position[union] = np.arange(union.size)
+                values = model.read(t, union)
+                sends = [values[position[c]] for c in columns]
+                waited = time.perf_counter()
+                results = executor.step(t, sends)
+                back = time.perf_counter()
+                G = np.zeros(union.size, dtype=np.float64)
+                for partials, _ in results:
+                    for cols, sums in partials:     # shard order
+                        G[position[cols]] += sums     # distinct cols: one add per entry
+                        stats.bytes_from_workers += cols.nbytes + sums.nbytes
+                model.commit(t, union, values, G)
+                columns = [r[1] for r in results]
+                stats.bytes_to_workers += sum(s.nbytes for s in sends)
+                stats.bytes_from_workers += sum(c.nbytes for c in columns if c is not None)
+                stats.seconds_workers += back - waited
+                stats.seconds_driver += (waited - started) + (time.perf_counter() - back)
+            theta = model.flush(end)       # keyed draws: a replayed flush is the same
+            if stateful:
+                executor.checkpoint()
+        except WorkersRestarted:
+            start = epoch_ends[epoch - 1] if epoch else 0
+            stats.replayed_steps += t - start
+            model.restore(start, saved)
+            executor.restore()
+            t, columns = start, None
+            continue
         if not np.all(np.isfinite(theta)):
-            raise FastDPError(f"{algorithm} diverged in epoch {epoch} (non-finite coefficients); "
-                              "lower the learning rate or normalise the rows.")
+            raise FastDPError(f"{algorithm} diverged in epoch {epoch + 1} (non-finite "
+                              "coefficients); lower the learning rate or normalise the rows.")
+        if stateful:
+            saved = theta.copy()
+        epoch += 1
         if callback is not None:
             callback(epoch, end, theta)
     stats.n_steps = T

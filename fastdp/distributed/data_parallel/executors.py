@@ -8,13 +8,18 @@ Fault tolerance (:class:`RayWorkers`): when a call fails because an actor
 died, the driver starts a new actor for the same shards, which reloads and
 re-maps them, and retries the step with the same model values (the driver's
 state, unchanged until every partial sum of the step has arrived): the run
-completes with the same result as without the failure.
+completes with the same result as without the failure.  Workers with state
+(dual DP-SCD: alpha) cannot retry a step after a restart; the executor raises
+:class:`~.driver.WorkersRestarted` instead, and the driver restores every
+worker from the last epoch checkpoint (:meth:`checkpoint`, kept in the Ray
+object store) and replays the epoch (:mod:`.dual`).
 """
 
 import os
 
 import numpy as np
 
+from fastdp.distributed.data_parallel.driver import WorkersRestarted
 from fastdp.distributed.data_parallel.shards import ShardValidationError
 from fastdp.distributed.data_parallel.worker import ShardWorker
 from fastdp.exceptions import ValidationError
@@ -60,6 +65,25 @@ class _Workers:
 
     def step(self, t, theta_values):
         return self._call("step", [(t, v) for v in theta_values])
+
+    def checkpoint(self, initial=False):
+        """Keep every worker's private state (dual DP-SCD: alpha) as of now.
+
+        ``initial``: the start of the run (no call: workers start from zero).
+        """
+        self._saved = [None] * len(self.assignment) if initial else self._keep("checkpoint")
+
+    def restore(self):
+        """Every worker back to the last :meth:`checkpoint` (retried if a worker dies)."""
+        while True:
+            try:
+                self._call("restore", [(s,) for s in self._saved])
+                return
+            except WorkersRestarted:
+                continue
+
+    def _keep(self, method):
+        return self._call(method, [()] * len(self.assignment))
 
     def close(self):
         pass
@@ -181,6 +205,25 @@ class RayWorkers(_Workers):
                     raise RuntimeError(f"RayWorkers: more than {self.max_failures} worker "
                                        "failures in one call") from exc
                 self._restart_dead(ray)
+                if getattr(self.setup, "dual", None) is not None:
+                    raise WorkersRestarted() from exc   # state lost: the driver replays
+
+    def _keep(self, method):
+        """Run ``method`` on every actor; keep the results as references owned by the driver.
+
+        The bytes stay in the cluster's object store (the driver process never
+        fetches them); the call waits until every result exists.
+        """
+        ray = self._ray()
+        while True:
+            refs = [getattr(a, method).remote() for a in self.actors]
+            ray.wait(refs, num_returns=len(refs), fetch_local=False)
+            try:   # a dead actor's reference holds its error: restart and replay
+                ray.get([a.ping.remote() for a in self.actors])
+                return refs
+            except ray.exceptions.RayActorError as exc:
+                self._restart_dead(ray)
+                raise WorkersRestarted() from exc
 
     def _restart_dead(self, ray):
         for w, actor in enumerate(self.actors):

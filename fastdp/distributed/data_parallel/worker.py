@@ -23,7 +23,7 @@ from fastdp.distributed.data_parallel.shards import ShardValidationError, load_s
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import keyed_streams
 
-__all__ = ["WorkerSetup", "ShardWorker", "rows_columns"]
+__all__ = ["WorkerSetup", "ShardWorker", "row_entries", "rows_columns"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +51,10 @@ class WorkerSetup:
     sampling_key : ndarray of 2 uint64
     n_steps : int
     num_threads : int
+    dual : fastdp.distributed.data_parallel.dual.DualStep or None
+        None: DP-SGD partial sums (clipped gradients).  Otherwise dual DP-SCD:
+        the worker keeps its shards' dual variables and returns its part of
+        Delta v (see :mod:`.dual`).
     """
 
     n_rows: int
@@ -65,6 +69,17 @@ class WorkerSetup:
     sampling_key: object
     n_steps: int
     num_threads: int = 1
+    dual: object = None
+
+
+def row_entries(X, rows):
+    """Storage positions of the entries of the CSR rows ``rows`` (row order, then storage
+    order) and the number of entries of each row."""
+    starts, stops = X.indptr[rows], X.indptr[rows + 1]
+    counts = stops - starts
+    total = int(counts.sum())
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    return (offsets + np.arange(total)).astype(np.int64, copy=False), counts
 
 
 def rows_columns(X, rows, marks=None):
@@ -75,13 +90,11 @@ def rows_columns(X, rows, marks=None):
     (O(entries + n_features)) instead of sorting (O(entries log entries)); it
     is left all-False.
     """
-    starts, stops = X.indptr[rows], X.indptr[rows + 1]
-    counts = stops - starts
-    total = int(counts.sum())
+    positions, _ = row_entries(X, rows)
+    total = positions.size
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    entries = X.indices[offsets + np.arange(total)]
+    entries = X.indices[positions]
     if marks is None or 8 * total < marks.shape[0]:
         return np.unique(entries).astype(np.int64, copy=False)
     marks[entries] = True
@@ -161,7 +174,20 @@ class ShardWorker:
         self._marks = np.zeros(width, dtype=bool)
         self._streams = keyed_streams(setup.sampling_key)
         self._lot = None
+        self._dual = None if setup.dual is None else [setup.dual.start(X) for _, X, _, _ in shards]
         return "ok", None
+
+    def checkpoint(self):
+        """A copy of this worker's private state (dual DP-SCD: alpha of each shard), or None."""
+        return None if self._dual is None else [state.checkpoint() for state in self._dual]
+
+    def restore(self, states):
+        """Reset the private state to a :meth:`checkpoint` (None: the start of the run)."""
+        if self._dual is not None:
+            for state, saved in zip(self._dual, states or [None] * len(self._dual)):
+                state.restore(saved)
+        self._lot = None
+        return True
 
     def columns(self, t):
         """Sorted distinct columns the rows of lot ``t`` read in this worker's shards."""
@@ -197,6 +223,11 @@ class ShardWorker:
         _, lots, union = self._lot
         s = self.setup
         self._theta[union] = theta_values
+        if self._dual is not None:
+            partials = [s.dual.partial(X, y, token, state, rows, cols, self._theta)
+                        for (rows, cols), (_, X, y, token), state
+                        in zip(lots, self.shards, self._dual)]
+            return partials, (self.columns(t + 1) if t < s.n_steps else None)
         partials = []
         for (rows, cols), (_, X, y, token) in zip(lots, self.shards):
             _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, self._theta,
