@@ -1,7 +1,9 @@
 """Build script: declares and cythonizes the compiled kernels only.
 
 All package metadata lives in ``pyproject.toml``.  Every ``.pyx`` file under
-``fastdp/_kernels/`` becomes one extension module.  OpenMP flags are added when
+``fastdp/_kernels/`` becomes one extension module, compiled as C++ (the CSR
+view of ``fastdp/_kernels/_csr.pxd`` is a template over the value and index
+types; nothing else of C++ is used).  OpenMP flags are added when
 the compiler accepts them; the build still succeeds without OpenMP (the kernels
 then run on one thread, with identical results).
 """
@@ -67,6 +69,7 @@ def _extensions():
                 library_dirs=[npyrandom_dir],
                 libraries=["npyrandom"],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
+                language="c++",
             )
         )
     directives = {
