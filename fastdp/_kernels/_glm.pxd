@@ -54,6 +54,18 @@ cdef inline ColumnRange thread_columns(const int64_t* splits, int tid) noexcept 
     return r
 
 
+cdef inline void row_span(const CsrView[real_t, index_t]* X, int64_t j, ColumnRange columns,
+                          index_t* k0, index_t* k1) noexcept nogil:
+    """Storage positions ``[k0[0], k1[0])`` of row j's entries in the columns of
+    ``columns`` (binary search unless it is every column)."""
+    if columns.every:
+        k0[0] = X.indptr[j]
+        k1[0] = X.indptr[j + 1]
+    else:
+        k0[0] = lower_bound(X.indices, X.indptr[j], X.indptr[j + 1], columns.lo)
+        k1[0] = lower_bound(X.indices, k0[0], X.indptr[j + 1], columns.hi)
+
+
 # ---------------------------------------------------------------------------
 # per-example gradients of a GLM
 # ---------------------------------------------------------------------------
@@ -117,12 +129,7 @@ cdef inline void scatter_rows(const CsrView[real_t, index_t]* X, RowBatch batch,
         z = scale * coefs[q]
         if z == 0.0:
             continue
-        if columns.every:
-            k0 = X.indptr[j]
-            k1 = X.indptr[j + 1]
-        else:
-            k0 = lower_bound(X.indices, X.indptr[j], X.indptr[j + 1], columns.lo)
-            k1 = lower_bound(X.indices, k0, X.indptr[j + 1], columns.hi)
+        row_span(X, j, columns, &k0, &k1)
         for k in range(k0, k1):
             out[X.indices[k]] = out[X.indices[k]] + z * <double>X.data[k]
 

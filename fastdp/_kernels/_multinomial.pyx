@@ -63,14 +63,14 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
 from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_view, index_t, lower_bound, prefetch_row,
-    real_t,
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_view, index_t, prefetch_row, real_t,
 )
 from fastdp._kernels._glm cimport (
     GATE_SLOTS, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
     check_all_rows, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
     check_threads, collect_pending, column_splits_of, every_column, gate_begin, gate_end,
-    gate_slot, gates_reset, lazy_noise_scratch, raise_invalid, structure_proven, thread_columns,
+    gate_slot, gates_reset, lazy_noise_scratch, raise_invalid, row_span, structure_proven,
+    thread_columns,
 )
 
 import numpy as np
@@ -170,12 +170,7 @@ cdef inline void _scatter(const CsrView[real_t, index_t]* X, RowBatch batch, con
     for q in range(batch.count):
         j = batch.rows[q]
         rq = &R[q * K]
-        if columns.every:
-            k0 = X.indptr[j]
-            k1 = X.indptr[j + 1]
-        else:
-            k0 = lower_bound(X.indices, X.indptr[j], X.indptr[j + 1], columns.lo)
-            k1 = lower_bound(X.indices, k0, X.indptr[j + 1], columns.hi)
+        row_span(X, j, columns, &k0, &k1)
         for k in range(k0, k1):
             z = scale * <double>X.data[k]
             base = <Py_ssize_t>X.indices[k] * K
