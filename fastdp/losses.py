@@ -24,6 +24,13 @@ hinge      max(0, 1 - y z)            -alpha y                alpha y in [0, 1]
 Labels are real for the squared loss and must be exactly -1 or +1 for the
 logistic and hinge losses (see :func:`fastdp._validation.check_labels`).
 
+This module is the only Python implementation of the losses; the compiled
+kernels have the same formulas once, in ``fastdp/_kernels/_losses.pxd``, and
+``Loss.code`` (a member of the ``IntEnum`` ``fastdp._kernels._losses.LossCode``)
+names a loss to them.  :class:`HuberHingeLoss`, the smoothed hinge loss of
+the perturbation baselines, has no kernel code and is not among the names
+:func:`get_loss` accepts.
+
 Privacy
 -------
 The loss methods are pure functions of their arguments. The module-level
@@ -39,7 +46,8 @@ import math
 import numpy as np
 from scipy.special import expit, xlogy
 
-from fastdp._validation import check_in_interval, check_real
+from fastdp._kernels._losses import LossCode
+from fastdp._validation import check_in_interval, check_positive, check_real
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -47,6 +55,8 @@ __all__ = [
     "SquaredLoss",
     "LogisticLoss",
     "HingeLoss",
+    "HuberHingeLoss",
+    "LossCode",
     "get_loss",
     "primal_objective",
     "dual_objective",
@@ -75,11 +85,15 @@ class Loss:
         (0 for the hinge loss).
     task : str
         ``"regression"`` or ``"binary"``: the label kind the loss expects.
+    code : LossCode or None
+        The code that names this loss to the compiled kernels (None: no kernel
+        implements it).
     """
 
     name = None
     smoothness = None
     task = None
+    code = None
 
     @property
     def mu(self):
@@ -107,6 +121,16 @@ class Loss:
     def second_derivative(self, z, y):
         """Second derivative ``d^2 loss / d z^2``."""
         raise NotImplementedError
+
+    def derivative_in_place(self, z, y):
+        """:meth:`derivative`, written over ``z`` (a float64 array, returned).
+
+        For large arrays (e.g. margins of many models at once) where a second
+        array of the same size is not wanted; equal to :meth:`derivative` up to
+        rounding.
+        """
+        z[...] = self.derivative(z, y)
+        return z
 
     def conjugate(self, u, y):
         """Convex conjugate ``loss*(u) = sup_z (u z - loss(z, y))``; ``inf`` off its domain."""
@@ -200,6 +224,7 @@ class SquaredLoss(Loss):
     name = "squared"
     smoothness = 1.0
     task = "regression"
+    code = LossCode.SQUARED
 
     def value(self, z, y):
         r = _f64(z) - _f64(y)
@@ -265,6 +290,7 @@ class LogisticLoss(_BoxedDualLoss):
 
     name = "logistic"
     smoothness = 0.25
+    code = LossCode.LOGISTIC
     _box_eps_may_be_zero = False
 
     def value(self, z, y):
@@ -273,6 +299,18 @@ class LogisticLoss(_BoxedDualLoss):
     def derivative(self, z, y):
         y = _f64(y)
         return -y * expit(-y * _f64(z))
+
+    def derivative_in_place(self, z, y):
+        """``-y / (1 + exp(y z))`` written over ``z`` (the kernels' form; ``exp(y z) = inf``
+        gives ``-0``), with no temporary of the size of ``z``."""
+        y = _f64(y)
+        with np.errstate(over="ignore"):
+            z *= y
+            np.exp(z, out=z)
+            z += 1.0
+            np.reciprocal(z, out=z)
+            z *= -y
+        return z
 
     def second_derivative(self, z, y):
         y = _f64(y)
@@ -312,6 +350,7 @@ class HingeLoss(_BoxedDualLoss):
 
     name = "hinge"
     smoothness = math.inf
+    code = LossCode.HINGE
 
     def value(self, z, y):
         return np.maximum(0.0, 1.0 - _f64(y) * _f64(z))
@@ -337,6 +376,53 @@ class HingeLoss(_BoxedDualLoss):
         with np.errstate(divide="ignore", invalid="ignore"):
             step = (y - margin) / s
         return np.where(np.isnan(step), 0.0, step)
+
+
+class HuberHingeLoss(Loss):
+    """Huber-smoothed hinge loss of the margin ``u = y z`` (Chaudhuri et al. 2011, section 3.4.2).
+
+    ``0`` for ``u > 1 + h``; ``(1 + h - u)^2 / (4h)`` for ``|1 - u| <= h``;
+    ``1 - u`` for ``u < 1 - h``, for ``y`` in {-1, +1}.  ``|loss'| <= 1`` and
+    ``loss'' <= 1/(2h)`` (its smoothness).  Used by the perturbation
+    baselines; no dual pieces and no kernel code.
+
+    Parameters
+    ----------
+    h : float, default=0.5
+        Half-width ``h > 0`` of the smoothed region.
+    """
+
+    name = "huber_hinge"
+    task = "binary"
+
+    def __init__(self, h=0.5):
+        self.h = check_positive("huber_h", h)
+        self.smoothness = 1.0 / (2.0 * self.h)
+
+    def __repr__(self):
+        return f"HuberHingeLoss(h={self.h!r})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.h == other.h
+
+    def __hash__(self):
+        return hash((type(self), self.h))
+
+    def value(self, z, y):
+        h, u = self.h, _f64(y) * _f64(z)
+        inside = (1.0 + h - u) ** 2 / (4.0 * h)
+        return np.where(u > 1.0 + h, 0.0, np.where(u < 1.0 - h, 1.0 - u, inside))
+
+    def derivative(self, z, y):
+        h, y = self.h, _f64(y)
+        u = y * _f64(z)
+        return y * np.where(u > 1.0 + h, 0.0,
+                            np.where(u < 1.0 - h, -1.0, -(1.0 + h - u) / (2.0 * h)))
+
+    def second_derivative(self, z, y):
+        h, y = self.h, _f64(y)
+        u = y * _f64(z)
+        return y * y * np.where(np.abs(1.0 - u) <= h, 1.0 / (2.0 * h), 0.0)
 
 
 _LOSSES = {

@@ -1,82 +1,82 @@
 # cython: language_level=3
 """C-level building blocks of the sparse GLM kernels (shared by every solver family).
 
-``cimport`` this file (``from fastdp._kernels cimport _glm``) to use the inline
-helpers inside another ``nogil`` kernel; the Python entry points live in
-``_glm.pyx``.  Everything works on raw CSR pointers: ``data`` (float32 or
-float64), ``indices`` and ``indptr`` (int32 or int64, the same type), column
-indices sorted within rows for the column-split helpers.
+``cimport`` this file (``from fastdp._kernels._glm cimport ...``) to use the
+inline helpers inside another ``nogil`` kernel; the Python entry points live
+in ``_glm.pyx``.  X is read through the CSR view of ``_csr.pxd`` (float32 or
+float64 values, int32 or int64 indices, column indices sorted within rows
+for the column-split helpers); the losses come from ``_losses.pxd``.
+
+Contents: the clipped per-example gradient coefficient, the scatter of a
+batch into a dense vector, the lazy-noise bookkeeping, the serial/parallel
+timing gate, and the argument checks every entry point runs.
 """
-from libc.math cimport exp, fabs, sqrt
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport int32_t, int64_t
+from numpy.random cimport bitgen_t
+
+from fastdp._kernels._csr cimport (
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, lower_bound, prefetch_row, real_t,
+    row_dot, row_dot_sq,
+)
+from fastdp._kernels._losses cimport is_loss_code, loss_derivative
 
 
-ctypedef fused real_t:
-    float
-    double
-
-ctypedef fused index_t:
-    int32_t
-    int64_t
+ctypedef struct RowBatch:
+    # The rows a step reads: rows[0 .. count - 1], row numbers of X (any order).
+    const int64_t* rows
+    int64_t count
 
 
-cdef enum:
-    GLM_SQUARED = 0
-    GLM_LOGISTIC = 1
-    GLM_HINGE = 2
+ctypedef struct ColumnRange:
+    # The columns one thread updates: [lo, hi), or every column when ``every``
+    # (then no binary search is needed to find them within a row).
+    int64_t lo
+    int64_t hi
+    bint every
 
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define FASTDP_GLM_PREFETCH(p) __builtin_prefetch((const void*)(p))
-    #else
-    #define FASTDP_GLM_PREFETCH(p) ((void)0)
-    #endif
-    """
-    void FASTDP_GLM_PREFETCH(const void* p) nogil
+cdef inline ColumnRange every_column() noexcept nogil:
+    cdef ColumnRange r
+    r.lo = 0
+    r.hi = 0
+    r.every = True
+    return r
 
 
-cdef inline double loss_derivative(int loss, double z, double y) noexcept nogil:
-    """d loss(z, y) / dz: squared ``z - y``; logistic ``-y / (1 + exp(y z))``;
-    hinge ``-y`` if ``y z < 1`` else 0 (the subgradient 0 at the kink)."""
-    cdef double yz, e
-    if loss == GLM_SQUARED:
-        return z - y
-    yz = y * z
-    if loss == GLM_LOGISTIC:
-        if yz > 0.0:
-            e = exp(-yz)
-            return -y * e / (1.0 + e)
-        return -y / (1.0 + exp(yz))
-    if yz < 1.0:
-        return -y
-    return 0.0
+cdef inline ColumnRange thread_columns(const int64_t* splits, int tid) noexcept nogil:
+    """Thread tid's columns ``[splits[tid], splits[tid + 1])``."""
+    cdef ColumnRange r
+    r.lo = splits[tid]
+    r.hi = splits[tid + 1]
+    r.every = False
+    return r
 
 
-cdef inline double row_dot(const real_t* data, const index_t* indices, index_t k0, index_t k1,
-                           const double* theta) noexcept nogil:
-    """sum_k data[k] theta[indices[k]] over the stored entries k0 <= k < k1 (storage order)."""
-    cdef double s = 0.0
-    cdef index_t k
-    for k in range(k0, k1):
-        s = s + <double>data[k] * theta[indices[k]]
-    return s
+cdef inline void row_span(const CsrView[real_t, index_t]* X, int64_t j, ColumnRange columns,
+                          index_t* k0, index_t* k1) noexcept nogil:
+    """Storage positions ``[k0[0], k1[0])`` of row j's entries in the columns of
+    ``columns`` (binary search unless it is every column)."""
+    if columns.every:
+        k0[0] = X.indptr[j]
+        k1[0] = X.indptr[j + 1]
+    else:
+        k0[0] = lower_bound(X.indices, X.indptr[j], X.indptr[j + 1], columns.lo)
+        k1[0] = lower_bound(X.indices, k0[0], X.indptr[j + 1], columns.hi)
 
 
-cdef inline double row_dot_sq(const real_t* data, const index_t* indices, index_t k0, index_t k1,
-                              const double* theta, double* sq_norm) noexcept nogil:
-    """As :func:`row_dot`, also storing the squared L2 norm of the row in ``sq_norm[0]``."""
-    cdef double s = 0.0
-    cdef double q = 0.0
-    cdef double x
-    cdef index_t k
-    for k in range(k0, k1):
-        x = <double>data[k]
-        s = s + x * theta[indices[k]]
-        q = q + x * x
-    sq_norm[0] = q
-    return s
+# ---------------------------------------------------------------------------
+# per-example gradients of a GLM
+# ---------------------------------------------------------------------------
+
+ctypedef struct ClippedLoss:
+    # What the coefficient of x_j in the clipped gradient of example j needs.
+    int loss                  # a LossCode
+    double clip               # C, the L2 bound on each example's gradient
+    bint clipping             # clip < inf
+    const double* y           # labels, by row number
+    const double* sq_norms    # squared row norms by row number; NULL: computed from the row
 
 
 cdef inline double clipped_coefficient(double deriv, double sq_norm, double clip) noexcept nogil:
@@ -91,97 +91,111 @@ cdef inline double clipped_coefficient(double deriv, double sq_norm, double clip
     return deriv
 
 
-cdef inline void prefetch_row(const real_t* data, const index_t* indices,
-                              const index_t* indptr, int64_t j) noexcept nogil:
-    """Hint every cache line of row j (its column indices and values)."""
-    cdef index_t k
-    cdef index_t step = <index_t>(64 // sizeof(index_t))
-    k = indptr[j]
-    while k < indptr[j + 1]:
-        FASTDP_GLM_PREFETCH(&indices[k])
-        k = k + step
-    step = <index_t>(64 // sizeof(real_t))
-    k = indptr[j]
-    while k < indptr[j + 1]:
-        FASTDP_GLM_PREFETCH(&data[k])
-        k = k + step
+cdef inline double gradient_coefficient(const ClippedLoss* g, const CsrView[real_t, index_t]* X,
+                                        int64_t j, const double* theta,
+                                        double scale) noexcept nogil:
+    """c_j with ``clip(loss'(x_j^T theta', y_j) x_j, C) = c_j x_j`` at ``theta' = scale * theta``."""
+    cdef CsrRow[real_t, index_t] row = csr_row(X, j)
+    cdef double sq = 0.0        # ||x_j||^2
+    cdef double z               # x_j^T theta
+    cdef double d               # loss'(scale z, y_j)
+    if g.clipping and g.sq_norms == NULL:
+        z = row_dot_sq(row, theta, &sq)
+    else:
+        z = row_dot(row, theta)
+    d = loss_derivative(g.loss, scale * z, g.y[j])
+    if not g.clipping:
+        return d
+    if g.sq_norms != NULL:
+        sq = g.sq_norms[j]
+    return clipped_coefficient(d, sq, g.clip)
 
 
-cdef inline index_t lower_bound(const index_t* indices, index_t lo, index_t hi,
-                                int64_t c) noexcept nogil:
-    """First k in [lo, hi) with ``indices[k] >= c`` (indices sorted within the row)."""
-    cdef index_t mid
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if indices[mid] < c:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+cdef inline void scatter_rows(const CsrView[real_t, index_t]* X, RowBatch batch,
+                              const double* coefs, double scale, double* out,
+                              ColumnRange columns) noexcept nogil:
+    """``out[c] += scale * coefs[q] * x_{rows[q], c}`` for q = 0..count-1 (in this order),
+    for the columns c of ``columns``.
 
-
-cdef inline void scatter_rows(const double* coefs, double scale, const real_t* data,
-                              const index_t* indices, const index_t* indptr,
-                              const int64_t* rows, int64_t count, double* out,
-                              int64_t c_lo, int64_t c_hi, bint whole_rows) noexcept nogil:
-    """``out[c] += scale * coefs[q] * x_{rows[q], c}`` for q = 0..count-1 (in this order).
-
-    With ``whole_rows`` every column is updated; otherwise only the columns
-    in ``[c_lo, c_hi)`` (found by binary search).  Each column receives its
-    updates in the same order either way, so splitting the columns among
-    threads changes no bit of the result.
+    Each column receives its updates in the same order whichever range it
+    falls in, so splitting the columns among threads changes no bit of the
+    result.
     """
-    cdef int64_t q, j
-    cdef index_t k, k0, k1
-    cdef double z
-    for q in range(count):
-        j = rows[q]
+    cdef int64_t q, j                   # position in the batch, row number
+    cdef index_t k, k0, k1              # storage positions of the row's entries in range
+    cdef double z                       # scale * coefs[q]
+    for q in range(batch.count):
+        j = batch.rows[q]
         z = scale * coefs[q]
         if z == 0.0:
             continue
-        if whole_rows:
-            k0 = indptr[j]
-            k1 = indptr[j + 1]
-        else:
-            k0 = lower_bound(indices, indptr[j], indptr[j + 1], c_lo)
-            k1 = lower_bound(indices, k0, indptr[j + 1], c_hi)
+        row_span(X, j, columns, &k0, &k1)
         for k in range(k0, k1):
-            out[indices[k]] = out[indices[k]] + z * <double>data[k]
+            out[X.indices[k]] = out[X.indices[k]] + z * <double>X.data[k]
 
 
 # ---------------------------------------------------------------------------
 # lazy-noise bookkeeping (shared by the mini-batch kernels with lazy Gaussian noise)
 # ---------------------------------------------------------------------------
 
-cdef inline int64_t collect_pending(const real_t* data, const index_t* indices,
-                                    const index_t* indptr, const int64_t* batch, int64_t count,
-                                    int32_t* last, int32_t t_prev, int64_t* columns,
-                                    int32_t* pending) noexcept nogil:
+ctypedef struct LazyNoise:
+    # Which noise each column still owes.  A column c read at step t has had
+    # its noise drawn up to step last[c]; the steps in between are drawn as
+    # one Gaussian when c is next read (see the kernels' module docstrings).
+    int32_t* last             # per column (n_columns)
+    int64_t* columns          # scratch (n_columns + 1): columns of a batch that owe noise
+    int32_t* owed             # scratch (n_columns + 1): how many steps each of them owes
+    double* normals           # scratch: standard normals for the draws
+
+
+cdef inline int64_t collect_pending(const CsrView[real_t, index_t]* X, RowBatch batch,
+                                    int32_t t_prev, LazyNoise* lazy) noexcept nogil:
     """List the columns the batch reads that still owe noise, and how many steps each owes.
 
     Columns are listed once, at their first occurrence in batch order and
     storage order, and marked as brought up to ``t_prev`` (``last[c] = t_prev``).
     Branch-free: every entry is written, the count only advances for a column
-    with ``t_prev - last[c] > 0``.  ``columns`` and ``pending`` need room for
-    n_features + 1 entries.  Returns the number of listed columns.
+    with ``t_prev - last[c] > 0``.  Returns the number of listed columns.
     """
-    cdef int64_t q, j, c, n_owing = 0
-    cdef index_t k
+    cdef int64_t q, j, c                # position in the batch, row number, column
+    cdef int64_t n_owing = 0
+    cdef index_t k                      # storage position
     cdef int32_t owed
-    for q in range(count):
-        j = batch[q]
-        if q + 8 < count:
-            FASTDP_GLM_PREFETCH(&indptr[batch[q + 8]])
-        if q + 4 < count:
-            prefetch_row(data, indices, indptr, batch[q + 4])
-        for k in range(indptr[j], indptr[j + 1]):
-            c = indices[k]
-            owed = t_prev - last[c]
-            columns[n_owing] = c
-            pending[n_owing] = owed
+    for q in range(batch.count):
+        j = batch.rows[q]
+        if q + 8 < batch.count:
+            FASTDP_PREFETCH(&X.indptr[batch.rows[q + 8]])
+        if q + 4 < batch.count:
+            prefetch_row(X, batch.rows[q + 4])
+        for k in range(X.indptr[j], X.indptr[j + 1]):
+            c = X.indices[k]
+            owed = t_prev - lazy.last[c]
+            lazy.columns[n_owing] = c
+            lazy.owed[n_owing] = owed
             n_owing += owed > 0
-            last[c] = t_prev
+            lazy.last[c] = t_prev
     return n_owing
+
+
+cdef inline LazyNoise lazy_noise_scratch(int32_t[::1] last_noised, Py_ssize_t n_columns,
+                                         Py_ssize_t n_normals, list keep) except *:
+    """The :data:`LazyNoise` of a kernel call: ``last_noised`` and new scratch arrays
+    for ``n_columns`` columns (one entry when lazy noise is off) and ``n_normals``
+    normals; the arrays are appended to ``keep`` (they must outlive the call)."""
+    import numpy as np
+    cdef LazyNoise lazy
+    columns = np.empty(n_columns + 1, dtype=np.int64)
+    owed = np.empty(n_columns + 1, dtype=np.int32)
+    normals = np.empty(max(n_normals, 1), dtype=np.float64)
+    keep.extend((columns, owed, normals))
+    cdef int64_t[::1] columns_view = columns
+    cdef int32_t[::1] owed_view = owed
+    cdef double[::1] normals_view = normals
+    lazy.last = &last_noised[0] if last_noised.shape[0] > 0 else NULL
+    lazy.columns = &columns_view[0]
+    lazy.owed = &owed_view[0]
+    lazy.normals = &normals_view[0]
+    return lazy
 
 
 # ---------------------------------------------------------------------------
@@ -218,11 +232,13 @@ ctypedef struct ParallelGate:
     int64_t countdown
     int probe_batches
     int preferred
+    double started            # clock at the start of the batch being timed
 
 
 cdef enum:
     GATE_FIRST_INTERVAL = 32
     GATE_MAX_INTERVAL = 8192
+    GATE_SLOTS = 9            # one gate per thread count 0..7, the last shared by 8 and more
 
 
 cdef inline void gate_reset(ParallelGate* g) noexcept nogil:
@@ -234,6 +250,18 @@ cdef inline void gate_reset(ParallelGate* g) noexcept nogil:
     g.countdown = 0
     g.probe_batches = 0
     g.preferred = 1
+    g.started = 0.0
+
+
+cdef inline void gates_reset(ParallelGate* gates, int count) noexcept nogil:
+    cdef int i
+    for i in range(count):
+        gate_reset(&gates[i])
+
+
+cdef inline int gate_slot(int64_t num_threads) noexcept nogil:
+    """The gate of a thread count in a table of GATE_SLOTS gates."""
+    return <int>num_threads if 0 < num_threads < GATE_SLOTS - 1 else GATE_SLOTS - 1
 
 
 cdef inline int gate_choose(ParallelGate* g) noexcept nogil:
@@ -281,6 +309,31 @@ cdef inline void gate_record(ParallelGate* g, int path, double seconds,
         if g.interval > GATE_MAX_INTERVAL:
             g.interval = GATE_MAX_INTERVAL
     g.countdown = g.interval
+
+
+cdef inline int gate_begin(ParallelGate* g, bint eligible) noexcept nogil:
+    """The path of the next batch (1 parallel, 0 serial), its clock started.
+
+    ``eligible``: the batch may run in parallel at all (more than one thread,
+    enough rows); if not, the serial path, untimed.
+    """
+    if not eligible:
+        return 0
+    g.started = fastdp_glm_now()
+    return gate_choose(g)
+
+
+cdef inline void gate_end(ParallelGate* g, bint eligible, int path, int64_t rows) noexcept nogil:
+    """Record the batch begun by :func:`gate_begin` (nothing unless eligible)."""
+    if eligible:
+        gate_record(g, path, fastdp_glm_now() - g.started, rows)
+
+
+cdef inline dict gate_state(const ParallelGate* g):
+    """The gate as a dict (diagnostics for benchmarks)."""
+    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
+            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
+            "batches_to_retry": g.countdown}
 
 
 # ---------------------------------------------------------------------------
@@ -370,7 +423,7 @@ cdef inline void prefetch_row_start(const index_t* indices, const index_t* indpt
         return
     stop = k + 4 * step if k1 - k > 4 * step else k1
     while k < stop:
-        FASTDP_GLM_PREFETCH(&indices[k])
+        FASTDP_PREFETCH(&indices[k])
         k = k + step
 
 
@@ -384,8 +437,8 @@ cdef inline int64_t first_flawed_row(const index_t* indices, const index_t* indp
     Otherwise ``rows[0..count-1]``: each must lie in ``[0, n_rows)`` and, with
     ``structure``, pass :func:`row_flaw`.
     """
-    cdef int64_t q, j
-    cdef int f
+    cdef int64_t q, j               # position in rows, row number
+    cdef int f                      # the flaw of row j
     if rows == NULL:
         for j in range(n_rows):
             f = row_flaw(indices, indptr, j, nnz, n_features)
@@ -400,7 +453,7 @@ cdef inline int64_t first_flawed_row(const index_t* indices, const index_t* indp
             return q
         if structure:
             if q + 8 < count and 0 <= rows[q + 8] < n_rows:
-                FASTDP_GLM_PREFETCH(&indptr[rows[q + 8]])
+                FASTDP_PREFETCH(&indptr[rows[q + 8]])
             if q + 4 < count and 0 <= rows[q + 4] < n_rows:
                 prefetch_row_start(indices, indptr, rows[q + 4], nnz)
             f = row_flaw(indices, indptr, j, nnz, n_features)
@@ -456,14 +509,14 @@ cdef inline int check_rows(str caller, str rows_name, const index_t[::1] indices
     CSR structure of those rows (:func:`row_flaw`, O(their nnz)).  Call after :func:`check_csr`."""
     cdef int flaw = CSR_OK
     cdef int64_t nnz = indices.shape[0]
-    cdef const index_t* ip = &indices[0] if nnz > 0 else NULL
-    cdef const index_t* pp = &indptr[0]
+    cdef const index_t* columns = &indices[0] if nnz > 0 else NULL
     cdef int64_t n_rows = indptr.shape[0] - 1
-    cdef int64_t q
+    cdef int64_t q                  # position of the first flawed row in rows, or -1
     if count <= 0:
         return 0
     with nogil:
-        q = first_flawed_row(ip, pp, n_rows, nnz, n_features, rows, count, structure, &flaw)
+        q = first_flawed_row(columns, &indptr[0], n_rows, nnz, n_features, rows, count,
+                             structure, &flaw)
     if q < 0:
         return 0
     return _raise_row_flaw(caller, rows_name, indptr, nnz, q, rows[q], flaw, n_features,
@@ -476,12 +529,11 @@ cdef inline int check_all_rows(str caller, const index_t[::1] indices, const ind
     Call after :func:`check_csr`."""
     cdef int flaw = CSR_OK
     cdef int64_t nnz = indices.shape[0]
-    cdef const index_t* ip = &indices[0] if nnz > 0 else NULL
-    cdef const index_t* pp = &indptr[0]
+    cdef const index_t* columns = &indices[0] if nnz > 0 else NULL
     cdef int64_t n_rows = indptr.shape[0] - 1
-    cdef int64_t j
+    cdef int64_t j                  # the first flawed row, or -1
     with nogil:
-        j = first_flawed_row(ip, pp, n_rows, nnz, n_features, NULL, 0, True, &flaw)
+        j = first_flawed_row(columns, &indptr[0], n_rows, nnz, n_features, NULL, 0, True, &flaw)
     if j < 0:
         return 0
     return _raise_row_flaw(caller, "", indptr, nnz, j, j, flaw, n_features, features_name)
@@ -598,3 +650,35 @@ cdef inline int64_t check_batches(str caller, const int64_t[::1] batch_ptr,
             f"{caller}: batch_idx[{bad_row}] = {batch_idx[bad_row]} is outside [0, {n_rows}) "
             f"(X has {n_rows} rows); pass row numbers of X.")
     return largest
+
+
+cdef inline int check_loss_code(str caller, long loss_code) except -1:
+    """``loss_code`` is a member of ``fastdp._kernels._losses.LossCode``."""
+    if not is_loss_code(loss_code):
+        return raise_invalid(f"{caller}: unknown loss code {loss_code}; use a member of "
+                             f"fastdp._kernels._losses.LossCode (LOSS_SQUARED = 0, "
+                             f"LOSS_LOGISTIC = 1, LOSS_HINGE = 2).")
+    return 0
+
+
+cdef inline bitgen_t* bit_generator_of(str caller, object bit_generator) except NULL:
+    """The C state of a numpy ``BitGenerator`` (the caller holds its lock)."""
+    capsule = getattr(bit_generator, "capsule", None)
+    if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
+        raise_invalid(f"{caller}: bit_generator must be a numpy BitGenerator.")
+    return <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
+
+
+cdef inline object column_splits_of(str caller, object column_splits, int nt, Py_ssize_t m,
+                                    str what):
+    """The threads' column ranges as an int64 array ``0 = s_0 <= ... <= s_nt = m``:
+    ``column_splits`` checked, or equal ranges when it is None (``what`` names m)."""
+    import numpy as np
+    if column_splits is None:
+        return (np.arange(nt + 1, dtype=np.int64) * m) // nt
+    splits = np.ascontiguousarray(column_splits, dtype=np.int64)
+    if (splits.shape[0] != nt + 1 or splits[0] != 0 or splits[nt] != m
+            or np.any(np.diff(splits) < 0)):
+        raise_invalid(f"{caller}: column_splits must be non-decreasing from 0 to M = {what}, "
+                      f"length num_threads + 1.")
+    return splits

@@ -55,53 +55,32 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
+from fastdp._kernels._csr cimport (
+    CsrView, csr_row, csr_view, index_t, prefetch_row, real_t, row_dot,
+)
+
 import numpy as np
 
+from fastdp._kernels._losses import LossCode as _LossCode
 from fastdp._validation import _StructureToken
 
-LOSS_SQUARED = GLM_SQUARED
-LOSS_LOGISTIC = GLM_LOGISTIC
-LOSS_HINGE = GLM_HINGE
+# the loss codes under their kernel-level names (the one definition is
+# fastdp._kernels._losses.LossCode)
+LOSS_SQUARED = _LossCode.SQUARED
+LOSS_LOGISTIC = _LossCode.LOGISTIC
+LOSS_HINGE = _LossCode.HINGE
 
 _PARALLEL_MIN_ROWS = 256
 
 # Serial-or-parallel choice (speed only, see ``_glm.pxd: ParallelGate``), one
 # gate per entry point (margins, clipped_gradient_sum, weighted_row_sum) and
-# thread count (2..8; more threads share the last).
+# thread count.
 cdef enum:
     _KIND_MARGINS = 0
     _KIND_GRADIENT = 1
     _KIND_SCATTER = 2
-cdef ParallelGate _gates[3][9]
-cdef int _k, _g
-for _k in range(3):
-    for _g in range(9):
-        gate_reset(&_gates[_k][_g])
-
-
-cdef inline ParallelGate* _gate_of(int kind, int nt) noexcept:
-    return &_gates[kind][nt if nt < 8 else 8]
-
-
-cdef int _gated_threads(int kind, int nt) noexcept:
-    """``nt`` if the gate picks the parallel path for this call, else 1."""
-    if nt <= 1:
-        return 1
-    return nt if gate_choose(_gate_of(kind, nt)) == 1 else 1
-
-
-cdef void _gate_done(int kind, int requested, int used, double started,
-                     Py_ssize_t count) noexcept:
-    if requested > 1:
-        gate_record(_gate_of(kind, requested), 1 if used > 1 else 0,
-                    fastdp_glm_now() - started, count)
-
-
-cdef int _check_loss(str caller, int loss_code) except -1:
-    if loss_code not in (GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE):
-        return raise_invalid(f"{caller}: unknown loss code {loss_code}; use LOSS_SQUARED, "
-                             f"LOSS_LOGISTIC or LOSS_HINGE.")
-    return 0
+cdef ParallelGate _gates[3][GATE_SLOTS]
+gates_reset(&_gates[0][0], 3 * GATE_SLOTS)
 
 
 cdef int _threads(str caller, num_threads, Py_ssize_t count) except -1:
@@ -128,19 +107,15 @@ cdef int _check_arrays(str caller, const real_t[::1] data, const index_t[::1] in
     return 0
 
 
-def _splits(Py_ssize_t n_columns, int nt):
-    return (np.arange(nt + 1, dtype=np.int64) * n_columns) // nt
-
-
-cdef void _scatter(const double* coefs, const real_t* dp, const index_t* ip, const index_t* pp,
-                   const int64_t* rp, int64_t count, double* op, Py_ssize_t n_columns,
-                   int nt, const int64_t* cs) noexcept nogil:
+cdef void _scatter(const CsrView[real_t, index_t]* X, RowBatch batch, const double* coefs,
+                   double* out, int nt, const int64_t* splits) noexcept nogil:
+    """``out += sum_q coefs[q] x_{rows[q]}``, the columns split among ``nt`` threads."""
     cdef int tid
     if nt <= 1:
-        scatter_rows(coefs, 1.0, dp, ip, pp, rp, count, op, 0, n_columns, True)
+        scatter_rows(X, batch, coefs, 1.0, out, every_column())
     else:
         for tid in prange(nt, num_threads=nt, schedule="static"):
-            scatter_rows(coefs, 1.0, dp, ip, pp, rp, count, op, cs[tid], cs[tid + 1], False)
+            scatter_rows(X, batch, coefs, 1.0, out, thread_columns(splits, tid))
 
 
 def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -168,30 +143,26 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         (see the module docstring, "Checks").
     """
     cdef Py_ssize_t count = rows.shape[0]
-    cdef Py_ssize_t q
-    cdef int64_t j
+    cdef Py_ssize_t q                   # position in rows
     check_length("margins", "out", out.shape[0], count, "one entry per row number in rows")
     _check_arrays("margins", data, indices, indptr, rows, check_structure, theta.shape[0], "theta")
     if count == 0:
         return
     cdef int requested = _threads("margins", num_threads, count)
-    cdef int nt = _gated_threads(_KIND_MARGINS, requested)
-    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
-    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
-    cdef const index_t* pp = &indptr[0]
-    cdef const double* tp = &theta[0] if theta.shape[0] > 0 else NULL
-    cdef double started = fastdp_glm_now()
+    cdef ParallelGate* gate = &_gates[_KIND_MARGINS][gate_slot(requested)]
+    cdef int path = gate_begin(gate, requested > 1)
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef const double* theta_ = &theta[0] if theta.shape[0] > 0 else NULL
     with nogil:
-        if nt > 1:
-            for q in prange(count, num_threads=nt, schedule="static"):
-                out[q] = row_dot(dp, ip, pp[rows[q]], pp[rows[q] + 1], tp)
+        if path == 1:
+            for q in prange(count, num_threads=requested, schedule="static"):
+                out[q] = row_dot(csr_row(&X, rows[q]), theta_)
         else:
             for q in range(count):
                 if q + 4 < count:
-                    prefetch_row(dp, ip, pp, rows[q + 4])
-                j = rows[q]
-                out[q] = row_dot(dp, ip, pp[j], pp[j + 1], tp)
-    _gate_done(_KIND_MARGINS, requested, nt, started, count)
+                    prefetch_row(&X, rows[q + 4])
+                out[q] = row_dot(csr_row(&X, rows[q]), theta_)
+    gate_end(gate, requested > 1, path, count)
 
 
 def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
@@ -210,7 +181,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     y : float64 labels, indexed by row number.
     rows : int64 row numbers.
     theta : float64 model, length n_features.
-    loss_code : LOSS_SQUARED, LOSS_LOGISTIC or LOSS_HINGE.
+    loss_code : a member of ``fastdp._kernels._losses.LossCode`` (``LOSS_SQUARED``,
+        ``LOSS_LOGISTIC`` or ``LOSS_HINGE``).
     clip : float
         C > 0 (``inf`` for none).
     out : float64 dense accumulator of length n_features (added to, not reset).
@@ -229,10 +201,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     """
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t n_columns = out.shape[0]
-    cdef Py_ssize_t q
-    cdef int64_t j
-    cdef double sq
-    _check_loss("clipped_gradient_sum", loss_code)
+    cdef Py_ssize_t q                   # position in rows
+    check_loss_code("clipped_gradient_sum", loss_code)
     if not clip > 0.0:
         raise_invalid(f"clipped_gradient_sum: clip must be > 0 (inf for none); got {clip}.")
     check_length("clipped_gradient_sum", "theta", theta.shape[0], n_columns,
@@ -245,43 +215,35 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     if count == 0:
         return
     cdef int requested = _threads("clipped_gradient_sum", num_threads, count)
-    cdef int nt = _gated_threads(_KIND_GRADIENT, requested)
+    cdef ParallelGate* gate = &_gates[_KIND_GRADIENT][gate_slot(requested)]
+    cdef int path = gate_begin(gate, requested > 1)
+    cdef int nt = requested if path == 1 else 1
     coef_arr = np.empty(count, dtype=np.float64)
-    splits_arr = _splits(n_columns, nt)
+    splits_arr = column_splits_of("clipped_gradient_sum", None, nt, n_columns, "len(out)")
     cdef double[::1] coefs = coef_arr
     cdef const int64_t[::1] splits = splits_arr
-    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
-    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
-    cdef const index_t* pp = &indptr[0]
-    cdef const double* tp = &theta[0] if n_columns > 0 else NULL
-    cdef double* op = &out[0] if n_columns > 0 else NULL
-    cdef double* cp = &coefs[0]
-    cdef bint clipping = clip < INFINITY
-    cdef double started = fastdp_glm_now()
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef ClippedLoss g                  # the loss, the clip and the labels
+    g.loss = loss_code
+    g.clip = clip
+    g.clipping = clip < INFINITY
+    g.y = &y[0] if y.shape[0] > 0 else NULL
+    g.sq_norms = NULL                   # computed from each row
+    cdef const double* theta_ = &theta[0] if n_columns > 0 else NULL
+    cdef RowBatch batch
+    batch.rows = &rows[0]
+    batch.count = count
     with nogil:
         if nt > 1:
             for q in prange(count, num_threads=nt, schedule="static"):
-                cp[q] = _row_coefficient(dp, ip, pp, rows[q], tp, y[rows[q]], loss_code, clip,
-                                         clipping)
+                coefs[q] = gradient_coefficient(&g, &X, rows[q], theta_, 1.0)
         else:
             for q in range(count):
                 if q + 4 < count:
-                    prefetch_row(dp, ip, pp, rows[q + 4])
-                cp[q] = _row_coefficient(dp, ip, pp, rows[q], tp, y[rows[q]], loss_code, clip,
-                                         clipping)
-        _scatter(cp, dp, ip, pp, &rows[0], count, op, n_columns, nt, &splits[0])
-    _gate_done(_KIND_GRADIENT, requested, nt, started, count)
-
-
-cdef inline double _row_coefficient(const real_t* dp, const index_t* ip, const index_t* pp,
-                                    int64_t j, const double* tp, double y_j, int loss_code,
-                                    double clip, bint clipping) noexcept nogil:
-    cdef double sq, z
-    if clipping:
-        z = row_dot_sq(dp, ip, pp[j], pp[j + 1], tp, &sq)
-        return clipped_coefficient(loss_derivative(loss_code, z, y_j), sq, clip)
-    z = row_dot(dp, ip, pp[j], pp[j + 1], tp)
-    return loss_derivative(loss_code, z, y_j)
+                    prefetch_row(&X, rows[q + 4])
+                coefs[q] = gradient_coefficient(&g, &X, rows[q], theta_, 1.0)
+        _scatter(&X, batch, &coefs[0], &out[0] if n_columns > 0 else NULL, nt, &splits[0])
+    gate_end(gate, requested > 1, path, count)
 
 
 def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -334,17 +296,18 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     if count == 0:
         return
     cdef int requested = _threads("weighted_row_sum", num_threads, count)
-    cdef int nt = _gated_threads(_KIND_SCATTER, requested)
-    splits_arr = _splits(n_columns, nt)
+    cdef ParallelGate* gate = &_gates[_KIND_SCATTER][gate_slot(requested)]
+    cdef int path = gate_begin(gate, requested > 1)
+    cdef int nt = requested if path == 1 else 1
+    splits_arr = column_splits_of("weighted_row_sum", None, nt, n_columns, "len(out)")
     cdef const int64_t[::1] splits = splits_arr
-    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
-    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
-    cdef const index_t* pp = &indptr[0]
-    cdef double* op = &out[0] if n_columns > 0 else NULL
-    cdef double started = fastdp_glm_now()
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef RowBatch batch
+    batch.rows = &rows[0]
+    batch.count = count
     with nogil:
-        _scatter(&weights[0], dp, ip, pp, &rows[0], count, op, n_columns, nt, &splits[0])
-    _gate_done(_KIND_SCATTER, requested, nt, started, count)
+        _scatter(&X, batch, &weights[0], &out[0] if n_columns > 0 else NULL, nt, &splits[0])
+    gate_end(gate, requested > 1, path, count)
 
 
 def _parallel_gate_state(str kind, int num_threads):
@@ -353,8 +316,4 @@ def _parallel_gate_state(str kind, int num_threads):
     kinds = {"margins": _KIND_MARGINS, "gradient": _KIND_GRADIENT, "scatter": _KIND_SCATTER}
     if kind not in kinds:
         raise_invalid(f"_parallel_gate_state: kind must be one of {sorted(kinds)}; got {kind!r}.")
-    cdef int k = kinds[kind]
-    cdef ParallelGate g = _gates[k][num_threads if 0 < num_threads < 8 else 8]
-    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
-            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
-            "batches_to_retry": g.countdown}
+    return gate_state(&_gates[<int>kinds[kind]][gate_slot(num_threads)])

@@ -17,7 +17,9 @@ index of the first accepted candidate is a private output; the clipped sums
 and queries computed here are intermediate values that the caller must not
 release.
 
-Losses (``loss_code``), all ``>= 0``:
+Losses (``loss_code``, a member of ``fastdp._kernels._losses.LossCode``), all ``>= 0``
+(the same formulas as ``_losses.pxd``, which numba cannot cimport; the tests
+compare them):
 
 =================  ========================  ===========================
 code               loss(z, y)                stable form used
@@ -42,6 +44,7 @@ the queries as long as ``etas``).
 import numpy as np
 from numba import njit
 
+from fastdp._kernels._losses import LossCode
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -56,12 +59,14 @@ __all__ = [
     "noisy_backtracking",
 ]
 
-LOSS_SQUARED = 0
-LOSS_LOGISTIC = 1
-LOSS_HINGE = 2
+# The loss codes of every kernel (one definition: ``_losses.pxd``), as plain
+# ints, which numba compiles in as constants.
+LOSS_SQUARED = int(LossCode.SQUARED)
+LOSS_LOGISTIC = int(LossCode.LOGISTIC)
+LOSS_HINGE = int(LossCode.HINGE)
 
-#: canonical loss name -> kernel code
-LOSS_CODES = {"squared": LOSS_SQUARED, "logistic": LOSS_LOGISTIC, "hinge": LOSS_HINGE}
+#: canonical loss name -> kernel code (read off the enum, not a second table)
+LOSS_CODES = {code.name.lower(): int(code) for code in LossCode}
 
 
 @njit(cache=True, inline="always")

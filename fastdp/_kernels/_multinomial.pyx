@@ -56,19 +56,21 @@ updates in batch order; every draw happens in the sequential part.  Results
 are bit-identical for any thread count and either path of the timing gate
 (``_glm.pxd: ParallelGate``).
 """
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, exp, sqrt
 from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
+from fastdp._kernels._csr cimport (
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_view, index_t, prefetch_row, real_t,
+)
 from fastdp._kernels._glm cimport (
-    real_t, index_t, prefetch_row, lower_bound, collect_pending, FASTDP_GLM_PREFETCH,
-    ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
-    raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
-    structure_proven, check_sq_norms,
-    check_batches,
+    GATE_SLOTS, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
+    check_all_rows, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
+    check_threads, collect_pending, column_splits_of, every_column, gate_begin, gate_end,
+    gate_slot, gates_reset, lazy_noise_scratch, raise_invalid, row_span, structure_proven,
+    thread_columns,
 )
 
 import numpy as np
@@ -77,40 +79,54 @@ from fastdp._validation import _StructureToken
 
 from fastdp._kernels._sgd import pending_noise_scales
 
-# Serial-or-parallel choice for batches (speed only), one per thread count (2..8).
-cdef ParallelGate _gates[9]
-cdef int _g
-for _g in range(9):
-    gate_reset(&_gates[_g])
+# Serial-or-parallel choice for batches (speed only), one per thread count.
+cdef ParallelGate _gates[GATE_SLOTS]
+gates_reset(_gates, GATE_SLOTS)
 
 cdef double _FOLD_BELOW = 1e-100
 
 
-cdef inline void _scale(double* wp, Py_ssize_t size, double a) noexcept nogil:
+ctypedef struct SoftmaxLoss:
+    # What the clipped residual of an example needs.
+    Py_ssize_t K              # number of classes
+    double clip               # C, the bound on each example's gradient (Frobenius norm)
+    bint clipping             # clip < inf
+    const int64_t* labels     # class index of each row
+    const double* sq_norms    # squared row norms (read only when clipping)
+
+
+cdef inline void _scale(double* w, Py_ssize_t size, double a) noexcept nogil:
+    """w *= a (folds the scale of Theta = a w into w)."""
     cdef Py_ssize_t i
     for i in range(size):
-        wp[i] = wp[i] * a
+        w[i] = w[i] * a
 
 
-cdef inline void _residual(const real_t* dp, const index_t* ip, const index_t* pp, int64_t j,
-                           const double* wp, Py_ssize_t K, double a, int64_t label,
-                           double sq_norm, double clip, bint clipping,
-                           double* r) noexcept nogil:
+cdef inline void _residual(const SoftmaxLoss* s, const CsrView[real_t, index_t]* X, int64_t j,
+                           const double* w, double a, double* r) noexcept nogil:
     """Clipped residual r (K) of row j: ``g_j = r x_j^T`` clipped to Frobenius norm C.
 
     ``r = softmax(a W^T x_j) - e_label``, then ``r *= min(1, C / (||r|| ||x_j||))``
-    (``sq_norm = ||x_j||^2``); a product, so a zero row gives no division by 0.
+    (``||x_j||^2`` from ``sq_norms``); a product, so a zero row gives no division by 0.
     """
-    cdef index_t k
-    cdef Py_ssize_t c, base
-    cdef double x, top, total, rest, norm2, g
+    cdef CsrRow[real_t, index_t] row = csr_row(X, j)
+    cdef Py_ssize_t K = s.K
+    cdef int64_t label = s.labels[j]
+    cdef index_t p                      # position within the row
+    cdef Py_ssize_t c, base             # class, offset of the row's column in w
+    cdef double x                       # a stored value
+    cdef double top                     # largest score
+    cdef double total                   # sum of the exponentials
+    cdef double rest                    # their sum over the classes other than the label
+    cdef double norm2                   # ||r||^2
+    cdef double g                       # ||g_j|| = ||r|| ||x_j||, then the clip factor
     for c in range(K):
         r[c] = 0.0
-    for k in range(pp[j], pp[j + 1]):
-        x = <double>dp[k]
-        base = <Py_ssize_t>ip[k] * K
+    for p in range(row.nnz):
+        x = <double>row.values[p]
+        base = <Py_ssize_t>row.columns[p] * K
         for c in range(K):
-            r[c] = r[c] + x * wp[base + c]
+            r[c] = r[c] + x * w[base + c]
     top = r[0]
     for c in range(1, K):
         if r[c] > top:
@@ -129,52 +145,46 @@ cdef inline void _residual(const real_t* dp, const index_t* ip, const index_t* p
         norm2 = norm2 + r[c] * r[c]
     r[label] = -rest / total
     norm2 = norm2 + r[label] * r[label]
-    if clipping:
-        g = sqrt(norm2 * sq_norm)
-        if g > clip:
-            g = clip / g
+    if s.clipping:
+        g = sqrt(norm2 * s.sq_norms[j])
+        if g > s.clip:
+            g = s.clip / g
             for c in range(K):
                 r[c] = r[c] * g
 
 
-cdef inline void _scatter(const double* R, Py_ssize_t K, double scale, const real_t* dp,
-                          const index_t* ip, const index_t* pp, const int64_t* rows,
-                          int64_t count, double* wp, int64_t c_lo, int64_t c_hi,
-                          bint whole_rows) noexcept nogil:
-    """``w[c, :] += scale * x_{rows[q], c} * R[q, :]`` for q = 0..count-1 (in this order).
+cdef inline void _scatter(const CsrView[real_t, index_t]* X, RowBatch batch, const double* R,
+                          Py_ssize_t K, double scale, double* w,
+                          ColumnRange columns) noexcept nogil:
+    """``w[c, :] += scale * x_{rows[q], c} * R[q, :]`` for q = 0..count-1 (in this order),
+    for the columns c of ``columns``.
 
-    With ``whole_rows`` every column; otherwise only columns in ``[c_lo, c_hi)``
-    (binary search).  Each column receives its updates in the same order
-    either way, so splitting the columns among threads changes no bit.
+    Each column receives its updates in the same order whichever range it
+    falls in, so splitting the columns among threads changes no bit.
     """
-    cdef int64_t q, j
-    cdef index_t k, k0, k1
-    cdef Py_ssize_t c, base
-    cdef double z
-    cdef const double* rq
-    for q in range(count):
-        j = rows[q]
+    cdef int64_t q, j                   # position in the batch, row number
+    cdef index_t k, k0, k1              # storage positions of the row's entries in range
+    cdef Py_ssize_t c, base             # class, offset of column indices[k] in w
+    cdef double z                       # scale * x
+    cdef const double* rq               # the residual of row q
+    for q in range(batch.count):
+        j = batch.rows[q]
         rq = &R[q * K]
-        if whole_rows:
-            k0 = pp[j]
-            k1 = pp[j + 1]
-        else:
-            k0 = lower_bound(ip, pp[j], pp[j + 1], c_lo)
-            k1 = lower_bound(ip, k0, pp[j + 1], c_hi)
+        row_span(X, j, columns, &k0, &k1)
         for k in range(k0, k1):
-            z = scale * <double>dp[k]
-            base = <Py_ssize_t>ip[k] * K
+            z = scale * <double>X.data[k]
+            base = <Py_ssize_t>X.indices[k] * K
             for c in range(K):
-                wp[base + c] = wp[base + c] + z * rq[c]
+                w[base + c] = w[base + c] + z * rq[c]
 
 
 cdef inline void _add_column_noise(bitgen_t* rng, double* wcol, Py_ssize_t K, double scale,
-                                   double* zbuf) noexcept nogil:
+                                   double* normals) noexcept nogil:
     """``wcol[k] += scale * z_k`` for K fresh standard normals (drawn in order k = 0..K-1)."""
     cdef Py_ssize_t c
-    random_standard_normal_fill(rng, K, zbuf)
+    random_standard_normal_fill(rng, K, normals)
     for c in range(K):
-        wcol[c] = wcol[c] + scale * zbuf[c]
+        wcol[c] = wcol[c] + scale * normals[c]
 
 
 def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
@@ -242,25 +252,26 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
         ``check_structure`` is a token for these arrays, the CSR structure
         (every column index < M).
     """
+
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t m = w.shape[0]
     cdef Py_ssize_t K = w.shape[1]
     cdef int nt = num_threads if num_threads > 0 else 1
     cdef bint noisy = noise_std > 0.0
-    cdef bint lazy = lazy_noise and noisy
-    cdef bint clipping = clip < INFINITY
+    cdef bint lazy = lazy_noise and noisy           # noise drawn lazily
     cdef bitgen_t* rng = NULL
     cdef int64_t n_draws = 0
-    cdef int64_t t, b0, b1, c, n_owing, i, j
-    cdef Py_ssize_t q
-    cdef int tid
-    cdef int32_t owed
-    cdef double a = 1.0
-    cdef double step_std = kappa * noise_std
-    cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
-    cdef ParallelGate gate = _gates[gate_slot]
-    cdef int path = 0
-    cdef double started = 0.0
+    cdef int64_t t, c, i                            # step, column, position in the owing list
+    cdef int64_t n_owing                            # columns of a batch that owe noise
+    cdef Py_ssize_t q                               # position in the batch
+    cdef int tid                                    # OpenMP thread
+    cdef int32_t owed                               # steps of noise a column owes
+    cdef double a = 1.0                             # Theta = a w
+    cdef double step_std = kappa * noise_std        # std of one step's noise, in Theta units
+    cdef RowBatch batch                             # the rows of step t
+    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
+    cdef bint eligible                              # the batch may take the parallel path
+    cdef int path                                   # 1: parallel, 0: serial
 
     _check_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
                      residual_buffer, last_noised, clip, rho, kappa, noise_std, lazy,
@@ -270,106 +281,82 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     if n_steps >= 2**31 - 1:
         raise_invalid("run_multinomial_sgd: at most 2**31 - 2 steps per call; split the batches "
                       "over several calls.")
+    # noise_scale[p]: std (Theta units) of the noise of p pending steps
     scale_arr = step_std * pending_noise_scales(rho, n_steps)
-    cdef const double[::1] scale_view = scale_arr
-    cdef const double* sp_ = &scale_view[0]
-    if column_splits is None:
-        splits_arr = (np.arange(nt + 1, dtype=np.int64) * m) // nt
-    else:
-        splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
-        if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0 or splits_arr[nt] != m
-                or np.any(np.diff(splits_arr) < 0)):
-            raise_invalid("run_multinomial_sgd: column_splits must be non-decreasing from 0 to "
-                          "M = w.shape[0], length num_threads + 1.")
-    cdef const int64_t[::1] splits_view = splits_arr
-    cdef const int64_t* cs = &splits_view[0]
-    columns_arr = np.empty(m + 1 if lazy else 1, dtype=np.int64)
-    pending_arr = np.empty(m + 1 if lazy else 1, dtype=np.int32)
-    normals_arr = np.empty(K, dtype=np.float64)
-    cdef int64_t[::1] columns_view = columns_arr
-    cdef int32_t[::1] pending_view = pending_arr
-    cdef double[::1] normals_view = normals_arr
-    cdef int64_t* colp = &columns_view[0]
-    cdef int32_t* pendp = &pending_view[0]
-    cdef double* zbuf = &normals_view[0]
+    cdef const double[::1] noise_scale = scale_arr
+    splits_arr = column_splits_of("run_multinomial_sgd", column_splits, nt, m, "w.shape[0]")
+    cdef const int64_t[::1] splits = splits_arr     # the threads' column ranges
+    scratch = []
+    cdef LazyNoise pending = lazy_noise_scratch(last_noised, m if lazy else 0, K, scratch)
     if noisy:
-        capsule = getattr(bit_generator, "capsule", None)
-        if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
-            raise_invalid("run_multinomial_sgd: bit_generator must be a numpy BitGenerator.")
-        rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
-    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
-    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
-    cdef const index_t* pp = &indptr[0]   # not empty (checked)
-    cdef const int64_t* yp = &y[0] if y.shape[0] > 0 else NULL
-    cdef const double* nrm = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
-    cdef double* wp = &w[0, 0] if m > 0 else NULL
-    cdef const int64_t* bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
-    cdef double* rp = &residual_buffer[0] if residual_buffer.shape[0] > 0 else NULL
-    cdef int32_t* lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
+        rng = bit_generator_of("run_multinomial_sgd", bit_generator)
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef SoftmaxLoss s
+    s.K = K
+    s.clip = clip
+    s.clipping = clip < INFINITY
+    s.labels = &y[0] if y.shape[0] > 0 else NULL
+    s.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef double* w_ = &w[0, 0] if m > 0 else NULL   # Theta^T, row c = column c of Theta
+    cdef const int64_t* rows = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
+    cdef double* residuals = &residual_buffer[0] if residual_buffer.shape[0] > 0 else NULL
 
     with nogil:
         if lazy:
             for c in range(m):
-                lp[c] = 0
+                pending.last[c] = 0
         for t in range(1, n_steps + 1):
-            b0 = batch_ptr[t - 1]
-            b1 = batch_ptr[t]
+            batch.rows = rows + batch_ptr[t - 1]
+            batch.count = batch_ptr[t] - batch_ptr[t - 1]
             # 1. lazy noise: bring every column the batch reads up to step t-1
-            if lazy and b1 > b0:
-                n_owing = collect_pending(dp, ip, pp, &bi[b0], b1 - b0, lp, <int32_t>(t - 1),
-                                          colp, pendp)
+            if lazy and batch.count > 0:
+                n_owing = collect_pending(&X, batch, <int32_t>(t - 1), &pending)
                 for i in range(n_owing):
                     if i + 8 < n_owing:
-                        FASTDP_GLM_PREFETCH(&wp[colp[i + 8] * K])
-                    _add_column_noise(rng, &wp[colp[i] * K], K, sp_[pendp[i]] / a, zbuf)
+                        FASTDP_PREFETCH(&w_[pending.columns[i + 8] * K])
+                    _add_column_noise(rng, &w_[pending.columns[i] * K], K,
+                                      noise_scale[pending.owed[i]] / a, pending.normals)
                 n_draws += n_owing * K
             # 2. clipped residuals from the same Theta = a w
-            path = 0
-            if nt > 1 and b1 - b0 >= parallel_min_rows:
-                path = gate_choose(&gate)
-                started = fastdp_glm_now()
+            eligible = nt > 1 and batch.count >= parallel_min_rows
+            path = gate_begin(&gate, eligible)
             if path == 1:
-                for q in prange(b1 - b0, num_threads=nt, schedule="static"):
-                    j = bi[b0 + q]
-                    _residual(dp, ip, pp, j, wp, K, a, yp[j],
-                              nrm[j] if clipping else 0.0, clip, clipping, &rp[q * K])
+                for q in prange(batch.count, num_threads=nt, schedule="static"):
+                    _residual(&s, &X, batch.rows[q], w_, a, &residuals[q * K])
             else:
-                for q in range(b1 - b0):
-                    if b0 + q + 4 < b1:
-                        prefetch_row(dp, ip, pp, bi[b0 + q + 4])
-                    j = bi[b0 + q]
-                    _residual(dp, ip, pp, j, wp, K, a, yp[j],
-                              nrm[j] if clipping else 0.0, clip, clipping, &rp[q * K])
+                for q in range(batch.count):
+                    if q + 4 < batch.count:
+                        prefetch_row(&X, batch.rows[q + 4])
+                    _residual(&s, &X, batch.rows[q], w_, a, &residuals[q * K])
             # 3. decay, then the sparse gradient step in w units
             a = a * rho
-            if b1 > b0:
+            if batch.count > 0:
                 if path == 1:
                     for tid in prange(nt, num_threads=nt, schedule="static"):
-                        _scatter(rp, K, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp,
-                                 cs[tid], cs[tid + 1], False)
+                        _scatter(&X, batch, residuals, K, -kappa / a, w_,
+                                 thread_columns(&splits[0], tid))
                 else:
-                    _scatter(rp, K, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp, 0, m, True)
-            if nt > 1 and b1 - b0 >= parallel_min_rows:
-                gate_record(&gate, path, fastdp_glm_now() - started, b1 - b0)
+                    _scatter(&X, batch, residuals, K, -kappa / a, w_, every_column())
+            gate_end(&gate, eligible, path, batch.count)
             # 4. eager noise on every coordinate
             if noisy and not lazy:
                 for i in range(m * K):
-                    wp[i] = wp[i] + (step_std / a) * random_standard_normal(rng)
+                    w_[i] = w_[i] + (step_std / a) * random_standard_normal(rng)
                 n_draws += m * K
             if a < _FOLD_BELOW:
-                _scale(wp, m * K, a)
+                _scale(w_, m * K, a)
                 a = 1.0
         # final flush: nothing leaves this call with pending noise
         if lazy:
             for c in range(m):
-                owed = <int32_t>n_steps - lp[c]
+                owed = <int32_t>n_steps - pending.last[c]
                 if owed > 0:
-                    _add_column_noise(rng, &wp[c * K], K, sp_[owed] / a, zbuf)
+                    _add_column_noise(rng, &w_[c * K], K, noise_scale[owed] / a, pending.normals)
                     n_draws += K
-                    lp[c] = <int32_t>n_steps
+                    pending.last[c] = <int32_t>n_steps
         if a != 1.0:
-            _scale(wp, m * K, a)
-    _gates[gate_slot] = gate
+            _scale(w_, m * K, a)
+    _gates[gate_slot(num_threads)] = gate
     return n_draws
 
 
@@ -383,8 +370,8 @@ cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
     """Every check of :func:`run_multinomial_sgd` (see its ``Raises``)."""
     cdef str caller = "run_multinomial_sgd"
     cdef int64_t n_rows, largest, K = w.shape[1]
-    cdef Py_ssize_t i
-    cdef int64_t bad = -1
+    cdef Py_ssize_t i                   # row
+    cdef int64_t bad = -1               # first row with a label outside [0, K)
     check_csr(caller, data.shape[0], indices, indptr)
     n_rows = indptr.shape[0] - 1
     if K < 2:

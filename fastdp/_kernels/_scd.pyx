@@ -77,176 +77,131 @@ distribution as in eager mode, and the same (epsilon, delta) holds for
 neighbouring datasets.  The un-flushed intermediate v exists only inside this
 ``nogil`` call and is never observable.
 """
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cython.parallel cimport prange
-from libc.math cimport fabs, log, sqrt, copysign, INFINITY
+from libc.math cimport fabs
 from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
-from fastdp._kernels._glm cimport (
-    real_t, index_t, prefetch_row, collect_pending, FASTDP_GLM_PREFETCH,
-    ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
-    raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
-    structure_proven, check_sq_norms,
-    check_batches, first_bad_pointer,
+from fastdp._kernels._csr cimport (
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_view, index_t, lower_bound, prefetch_row,
+    real_t,
 )
+from fastdp._kernels._glm cimport (
+    GATE_SLOTS, LazyNoise, ParallelGate, RowBatch, bit_generator_of, check_all_rows,
+    check_batches, check_csr, check_length, check_loss_code, check_min_length, check_sq_norms,
+    check_threads, collect_pending, column_splits_of, first_bad_pointer, gate_begin, gate_end,
+    gate_slot, gate_state, gates_reset, lazy_noise_scratch, raise_invalid, structure_proven,
+)
+from fastdp._kernels._losses cimport dual_coordinate_step
 
 import numpy as np
 
 from fastdp._validation import _StructureToken
 
-# Serial-or-parallel choice for batches (speed only; see ``_glm.ParallelGate``),
-# one per thread count (2..8; more threads share the last).  Copied into each
-# call and written back at its end (concurrent calls may lose an update: harmless).
-cdef ParallelGate _gates[9]
-cdef int _g
-for _g in range(9):
-    gate_reset(&_gates[_g])
+# Serial-or-parallel choice for batches (speed only; see ``_glm.pxd: ParallelGate``),
+# one per thread count.  Copied into each call and written back at its end
+# (concurrent calls may lose an update: harmless).
+cdef ParallelGate _gates[GATE_SLOTS]
+gates_reset(_gates, GATE_SLOTS)
 
 
-LOSS_RIDGE = 0
-LOSS_LOGISTIC = 1
-LOSS_HINGE = 2
-
-cdef enum:
-    _RIDGE = 0
-    _LOGISTIC = 1
-    _HINGE = 2
-
-
-cdef inline double _clip(double x, double lo, double hi) noexcept nogil:
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
+ctypedef struct DualStep:
+    # The constants of the scaled coordinate step of a row (spec 000 section 2.1).
+    int loss                  # a LossCode
+    double lam_n              # lambda N
+    double sigma_prime        # the subproblem constant sigma'
+    double clip               # C: |zeta_j| is scaled down to at most C
+    double box_eps            # box margin of the logistic / hinge duals
+    const double* y           # labels, by row number
+    const double* sq_norms    # squared row norms, by row number
 
 
-cdef inline double _coordinate_step(int loss, double alpha_j, double y_j, double m_j,
-                                    double s_j, double box_eps) noexcept nogil:
-    """Closed-form minimiser zeta of N*G*_j (spec 000 section 2.1), before scaling."""
-    cdef double ya, a_t, z_hat, g, h, p
-    if loss == _RIDGE:
-        return (y_j - m_j - alpha_j) / (1.0 + s_j)
-    ya = _clip(y_j * alpha_j, box_eps, 1.0 - box_eps)
-    a_t = y_j * ya
-    if loss == _HINGE:
-        if s_j > 0.0:
-            z_hat = (y_j - m_j) / s_j
-        elif y_j != m_j:
-            z_hat = copysign(INFINITY, y_j - m_j)
-        else:
-            z_hat = 0.0
-    else:
-        p = ya
-        g = y_j * log(p / (1.0 - p)) + m_j
-        h = 1.0 / (p * (1.0 - p)) + s_j
-        z_hat = -g / h
-    return y_j * _clip(y_j * (a_t + z_hat), box_eps, 1.0 - box_eps) - a_t
-
-
-cdef inline double _scaled_row_step(int loss, const real_t* data, const index_t* indices,
-                                    const index_t* indptr, const double* y,
-                                    const double* sq_norms, const real_t* alpha,
-                                    const real_t* v, int64_t j, double lam_n,
-                                    double sigma_prime, double clip,
-                                    double box_eps) noexcept nogil:
+cdef inline double _scaled_row_step(const DualStep* s, const CsrView[real_t, index_t]* X,
+                                    const real_t* alpha, const real_t* v,
+                                    int64_t j) noexcept nogil:
     """zeta_j of row j from the current (alpha, v), scaled so that |zeta_j| <= clip."""
-    cdef double dot = 0.0
+    cdef CsrRow[real_t, index_t] row = csr_row(X, j)
+    cdef double dot = 0.0               # x_j^T v
     cdef double zeta, ratio
-    cdef index_t k
-    for k in range(indptr[j], indptr[j + 1]):
-        dot = dot + <double>data[k] * <double>v[indices[k]]
-    zeta = _coordinate_step(loss, <double>alpha[j], y[j], dot / lam_n,
-                            sigma_prime * sq_norms[j] / lam_n, box_eps)
-    ratio = fabs(zeta) / clip
+    cdef index_t p                      # position within the row
+    for p in range(row.nnz):
+        dot = dot + <double>row.values[p] * <double>v[row.columns[p]]
+    zeta = dual_coordinate_step(s.loss, <double>alpha[j], s.y[j], dot / s.lam_n,
+                                s.sigma_prime * s.sq_norms[j] / s.lam_n, s.box_eps)
+    ratio = fabs(zeta) / s.clip
     if ratio > 1.0:
         zeta = zeta / ratio
     return zeta
 
 
-cdef inline void _draw_pending(real_t* v, const int64_t* columns, const int32_t* pending,
-                               int64_t n_owing, const double* noise_scale,
-                               bitgen_t* rng, double* z) noexcept nogil:
+cdef inline void _draw_pending(real_t* v, const LazyNoise* lazy, int64_t n_owing,
+                               const double* noise_scale, bitgen_t* rng) noexcept nogil:
     """v[c] += noise_std_v * sqrt(p_c) * z for the listed columns, in list order.
 
     The normals are drawn first, in one run (the same stream, in the same
     order, as one draw per column), then added with the v entries prefetched
     ahead: the generator and the scattered memory accesses no longer wait
-    for each other.  ``z`` is scratch of at least ``n_owing`` doubles.
+    for each other.  ``noise_scale[p] = noise_std_v * sqrt(p)``.
     """
-    cdef int64_t i, c
-    random_standard_normal_fill(rng, n_owing, z)
+    cdef int64_t i, c                   # position in the list, column
+    random_standard_normal_fill(rng, n_owing, lazy.normals)
     for i in range(n_owing):
         if i + 16 < n_owing:
-            FASTDP_GLM_PREFETCH(&v[columns[i + 16]])
-        c = columns[i]
-        v[c] = <real_t>(<double>v[c] + noise_scale[pending[i]] * z[i])
+            FASTDP_PREFETCH(&v[lazy.columns[i + 16]])
+        c = lazy.columns[i]
+        v[c] = <real_t>(<double>v[c] + noise_scale[lazy.owed[i]] * lazy.normals[i])
 
 
-cdef inline void _prefetch_ahead(const real_t* data, const index_t* indices,
-                                 const index_t* indptr, const int64_t* batch, int64_t p,
-                                 int64_t end, const real_t* alpha, const double* y,
-                                 const double* sq_norms) noexcept nogil:
+cdef inline void _prefetch_ahead(const DualStep* s, const CsrView[real_t, index_t]* X,
+                                 RowBatch batch, int64_t q, const real_t* alpha) noexcept nogil:
     """Hint the cache: the row pointer 8 rows ahead, all of the row 4 rows ahead."""
     cdef int64_t j
-    if p + 8 < end:
-        FASTDP_GLM_PREFETCH(&indptr[batch[p + 8]])
-    if p + 4 < end:
-        j = batch[p + 4]
-        prefetch_row(data, indices, indptr, j)
-        FASTDP_GLM_PREFETCH(&alpha[j])
-        FASTDP_GLM_PREFETCH(&y[j])
-        FASTDP_GLM_PREFETCH(&sq_norms[j])
+    if q + 8 < batch.count:
+        FASTDP_PREFETCH(&X.indptr[batch.rows[q + 8]])
+    if q + 4 < batch.count:
+        j = batch.rows[q + 4]
+        prefetch_row(X, j)
+        FASTDP_PREFETCH(&alpha[j])
+        FASTDP_PREFETCH(&s.y[j])
+        FASTDP_PREFETCH(&s.sq_norms[j])
 
 
-cdef inline index_t _lower_bound(const index_t* indices, index_t lo, index_t hi,
-                                 int64_t c) noexcept nogil:
-    """First k in [lo, hi) with indices[k] >= c (indices sorted within the row)."""
-    cdef index_t mid
-    while lo < hi:
-        mid = lo + (hi - lo) // 2
-        if indices[mid] < c:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-cdef inline void _row_splits(const index_t* indices, const index_t* indptr, int64_t j,
-                             const int64_t* cs, int nt, int64_t* out) noexcept nogil:
+cdef inline void _row_splits(const CsrView[real_t, index_t]* X, int64_t j, const int64_t* cs,
+                             int nt, int64_t* out) noexcept nogil:
     """Storage positions where row j crosses the column boundaries ``cs[1..nt-1]``:
     ``out[0] = indptr[j]``, ``out[nt] = indptr[j + 1]``."""
     cdef int s
-    cdef index_t k = indptr[j]
+    cdef index_t k = X.indptr[j]
     out[0] = k
     for s in range(1, nt):
-        k = _lower_bound(indices, k, indptr[j + 1], cs[s])
+        k = lower_bound(X.indices, k, X.indptr[j + 1], cs[s])
         out[s] = k
-    out[nt] = indptr[j + 1]
+    out[nt] = X.indptr[j + 1]
 
 
-cdef inline void _apply_split(const double* zeta, const real_t* data, const index_t* indices,
-                              real_t* v, int64_t count, const int64_t* splits, int nt,
-                              int tid) noexcept nogil:
+cdef inline void _apply_split(const CsrView[real_t, index_t]* X, const double* zeta,
+                              int64_t count, const int64_t* row_splits, int nt, int tid,
+                              real_t* v) noexcept nogil:
     """Thread tid's share of the batch update: v[c] += zeta_q x_{j_q, c} for the stored
-    entries of its column range (``splits`` from :func:`_row_splits`), rows in batch order."""
-    cdef int64_t q, k
+    entries of its column range (``row_splits`` from :func:`_row_splits`, nt + 1 per
+    row), rows in batch order."""
+    cdef int64_t q, k                   # position in the batch, storage position
     cdef double z
     for q in range(count):
         z = zeta[q]
-        for k in range(splits[q * (nt + 1) + tid], splits[q * (nt + 1) + tid + 1]):
-            v[indices[k]] = <real_t>(<double>v[indices[k]] + z * <double>data[k])
+        for k in range(row_splits[q * (nt + 1) + tid], row_splits[q * (nt + 1) + tid + 1]):
+            v[X.indices[k]] = <real_t>(<double>v[X.indices[k]] + z * <double>X.data[k])
 
 
-cdef inline void _apply_row(double zeta, const real_t* data, const index_t* indices,
-                            const index_t* indptr, real_t* alpha, real_t* v,
-                            int64_t j) noexcept nogil:
-    cdef index_t k
+cdef inline void _apply_row(const CsrView[real_t, index_t]* X, int64_t j, double zeta,
+                            real_t* alpha, real_t* v) noexcept nogil:
+    """alpha_j += zeta and v += zeta x_j."""
+    cdef CsrRow[real_t, index_t] row = csr_row(X, j)
+    cdef index_t p
     alpha[j] = <real_t>(<double>alpha[j] + zeta)
-    for k in range(indptr[j], indptr[j + 1]):
-        v[indices[k]] = <real_t>(<double>v[indices[k]] + zeta * <double>data[k])
+    for p in range(row.nnz):
+        v[row.columns[p]] = <real_t>(<double>v[row.columns[p]] + zeta * <double>row.values[p])
 
 
 def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
@@ -277,7 +232,8 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
     zeta_buffer : float64 scratch of length >= the largest batch.
     last_noised : int32 scratch of length M (lazy mode), overwritten.
-    loss : 0 ridge, 1 logistic, 2 hinge.
+    loss : a member of ``fastdp._kernels._losses.LossCode`` (0 squared (ridge),
+        1 logistic, 2 hinge).
     lam_n : lambda * N.
     sigma_prime : the subproblem constant (L for Algorithm 1, 1 for SDCA).
     clip : scaling bound C (``inf`` for none).
@@ -320,40 +276,22 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     """
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t n_features = v.shape[0]
-    cdef bitgen_t* rng = NULL
-    cdef bint noisy = noise_std_alpha > 0.0 or noise_std_v > 0.0
-    cdef bint v_noisy = noise_std_v > 0.0
-    cdef bint a_noisy = noise_std_alpha > 0.0
-    cdef int64_t n_draws = 0
-    cdef int64_t t, p, b0, b1, j, c
-    cdef int32_t pending
-    cdef Py_ssize_t q
-    cdef index_t k
     cdef int nt = num_threads if num_threads > 0 else 1
-    cdef const real_t* dp
-    cdef const index_t* ip
-    cdef const index_t* pp
-    cdef const double* yp
-    cdef const double* np_
-    cdef real_t* ap
-    cdef real_t* vp
-    cdef const int64_t* bi
-    cdef double* zp
-    cdef int32_t* lp
-    cdef double* sp_
-    cdef bint lazy_v
-    cdef double zeta
-    cdef int tid
-    cdef const int64_t* cs
-    cdef int64_t n_owing
-    cdef int64_t* colp
-    cdef int32_t* pendp
-    cdef double* zbuf
-    cdef int64_t* kp
-    cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
-    cdef ParallelGate gate = _gates[gate_slot]
-    cdef int path = 0
-    cdef double started = 0.0
+    cdef bint noisy = noise_std_alpha > 0.0 or noise_std_v > 0.0
+    cdef bint a_noisy = noise_std_alpha > 0.0       # noise on the alpha coordinates
+    cdef bint v_noisy = noise_std_v > 0.0           # noise on v
+    cdef bint lazy_v = lazy_noise and v_noisy       # v's noise drawn lazily
+    cdef bitgen_t* rng = NULL
+    cdef int64_t n_draws = 0
+    cdef int64_t t, j, c                            # step, row, column
+    cdef Py_ssize_t q                               # position in the batch
+    cdef int tid                                    # OpenMP thread
+    cdef int32_t pending                            # steps of v-noise a column owes
+    cdef int64_t n_owing                            # columns of a batch that owe noise
+    cdef RowBatch batch                             # the rows of step t
+    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
+    cdef bint eligible                              # the batch may take the parallel path
+    cdef int path                                   # 1: parallel, 0: serial
 
     _check_scd_arguments(data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
                          zeta_buffer, last_noised, loss, lam_n, clip, box_eps, sequential,
@@ -365,118 +303,96 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                       "over several calls.")
     # noise_scale[p] = noise_std_v * sqrt(p): the std of p pending steps of v-noise
     scale_arr = noise_std_v * np.sqrt(np.arange(n_steps + 1, dtype=np.float64))
-    cdef double[::1] scale_view = scale_arr
-    sp_ = &scale_view[0]
-    lazy_v = lazy_noise and v_noisy
-    if column_splits is None:
-        splits_arr = (np.arange(nt + 1, dtype=np.int64) * n_features) // nt
-    else:
-        splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
-        if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0
-                or splits_arr[nt] != n_features or np.any(np.diff(splits_arr) < 0)):
-            raise_invalid("run_dual_scd: column_splits must be non-decreasing from 0 to M = len(v), "
-                          "length num_threads + 1.")
-    cdef const int64_t[::1] splits_view = splits_arr
-    cs = &splits_view[0]
-    columns_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int64)
-    pending_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.int32)
-    normals_arr = np.empty(n_features + 1 if lazy_v else 1, dtype=np.float64)
+    cdef const double[::1] noise_scale = scale_arr
+    splits_arr = column_splits_of("run_dual_scd", column_splits, nt, n_features, "len(v)")
+    cdef const int64_t[::1] splits = splits_arr     # the threads' column ranges
     largest = int(np.max(np.diff(batch_ptr))) if nt > 1 and not sequential else 0
+    # row_splits[q (nt + 1) + s]: where row q of a parallel batch enters thread s's columns
     row_splits_arr = np.empty(max(largest, 1) * (nt + 1), dtype=np.int64)
-    cdef int64_t[::1] row_splits_view = row_splits_arr
-    kp = &row_splits_view[0]
-    cdef int64_t[::1] columns_view = columns_arr
-    cdef int32_t[::1] pending_view = pending_arr
-    cdef double[::1] normals_view = normals_arr
-    colp = &columns_view[0]
-    pendp = &pending_view[0]
-    zbuf = &normals_view[0]
+    cdef int64_t[::1] row_splits = row_splits_arr
+    scratch = []
+    cdef LazyNoise lazy = lazy_noise_scratch(last_noised, n_features if lazy_v else 0,
+                                             n_features if lazy_v else 0, scratch)
     if noisy:
-        capsule = getattr(bit_generator, "capsule", None)
-        if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
-            raise_invalid("run_dual_scd: bit_generator must be a numpy BitGenerator.")
-        rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
+        rng = bit_generator_of("run_dual_scd", bit_generator)
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef DualStep step
+    step.loss = loss
+    step.lam_n = lam_n
+    step.sigma_prime = sigma_prime
+    step.clip = clip
+    step.box_eps = box_eps
     # Pointers of possibly empty arrays are only dereferenced inside loops
     # whose ranges are empty for empty arrays (the checks above).
-    pp = &indptr[0]
-    yp = &y[0] if y.shape[0] > 0 else NULL
-    np_ = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
-    zp = &zeta_buffer[0] if zeta_buffer.shape[0] > 0 else NULL
-    lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
-    dp = &data[0] if data.shape[0] > 0 else NULL
-    ip = &indices[0] if indices.shape[0] > 0 else NULL
-    ap = &alpha[0] if alpha.shape[0] > 0 else NULL
-    vp = &v[0] if v.shape[0] > 0 else NULL
-    bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
+    step.y = &y[0] if y.shape[0] > 0 else NULL
+    step.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef double* zeta = &zeta_buffer[0] if zeta_buffer.shape[0] > 0 else NULL
+    cdef real_t* alpha_ = &alpha[0] if alpha.shape[0] > 0 else NULL
+    cdef real_t* v_ = &v[0] if n_features > 0 else NULL
+    cdef const int64_t* rows = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
 
     with nogil:
         if lazy_noise:
             for c in range(n_features):
-                lp[c] = 0
+                lazy.last[c] = 0
         for t in range(1, n_steps + 1):
-            b0 = batch_ptr[t - 1]
-            b1 = batch_ptr[t]
+            batch.rows = rows + batch_ptr[t - 1]
+            batch.count = batch_ptr[t] - batch_ptr[t - 1]
             # 1. lazy noise: bring every column the batch reads up to step t-1
             if lazy_v:
-                n_owing = collect_pending(dp, ip, pp, &bi[b0] if b1 > b0 else bi, b1 - b0, lp,
-                                           <int32_t>(t - 1), colp, pendp)
-                _draw_pending(vp, colp, pendp, n_owing, sp_, rng, zbuf)
+                n_owing = collect_pending(&X, batch, <int32_t>(t - 1), &lazy)
+                _draw_pending(v_, &lazy, n_owing, &noise_scale[0], rng)
                 n_draws += n_owing
             # 2. the coordinate steps
             if sequential:
-                for p in range(b0, b1):
-                    j = bi[p]
-                    zeta = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, j, lam_n,
-                                            sigma_prime, clip, box_eps)
-                    _apply_row(zeta, dp, ip, pp, ap, vp, j)
+                for q in range(batch.count):
+                    j = batch.rows[q]
+                    _apply_row(&X, j, _scaled_row_step(&step, &X, alpha_, v_, j), alpha_, v_)
             else:
-                path = 0
-                if nt > 1 and b1 - b0 >= parallel_min_rows:
-                    path = gate_choose(&gate)
-                    started = fastdp_glm_now()
+                eligible = nt > 1 and batch.count >= parallel_min_rows
+                path = gate_begin(&gate, eligible)
                 if path == 1:
                     # margins and steps, rows prefetched ahead; each row's
                     # boundaries between the threads' column ranges are found
                     # here, while the row is in cache
-                    for q in prange(b1 - b0, num_threads=nt, schedule="static"):
-                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1, ap, yp, np_)
-                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
-                                                 lam_n, sigma_prime, clip, box_eps)
-                        _row_splits(ip, pp, bi[b0 + q], cs, nt, &kp[q * (nt + 1)])
+                    for q in prange(batch.count, num_threads=nt, schedule="static"):
+                        _prefetch_ahead(&step, &X, batch, q, alpha_)
+                        zeta[q] = _scaled_row_step(&step, &X, alpha_, v_, batch.rows[q])
+                        _row_splits(&X, batch.rows[q], &splits[0], nt, &row_splits[q * (nt + 1)])
                     for tid in prange(nt, num_threads=nt, schedule="static"):
-                        _apply_split(zp, dp, ip, vp, b1 - b0, kp, nt, tid)
-                    for q in range(b1 - b0):
-                        j = bi[b0 + q]
-                        ap[j] = <real_t>(<double>ap[j] + zp[q])
+                        _apply_split(&X, zeta, batch.count, &row_splits[0], nt, tid, v_)
+                    for q in range(batch.count):
+                        j = batch.rows[q]
+                        alpha_[j] = <real_t>(<double>alpha_[j] + zeta[q])
                 else:
-                    for q in range(b1 - b0):
-                        _prefetch_ahead(dp, ip, pp, bi, b0 + q, b1, ap, yp, np_)
-                        zp[q] = _scaled_row_step(loss, dp, ip, pp, yp, np_, ap, vp, bi[b0 + q],
-                                                 lam_n, sigma_prime, clip, box_eps)
-                    for q in range(b1 - b0):
-                        _apply_row(zp[q], dp, ip, pp, ap, vp, bi[b0 + q])
-                if nt > 1 and b1 - b0 >= parallel_min_rows:
-                    gate_record(&gate, path, fastdp_glm_now() - started, b1 - b0)
+                    for q in range(batch.count):
+                        _prefetch_ahead(&step, &X, batch, q, alpha_)
+                        zeta[q] = _scaled_row_step(&step, &X, alpha_, v_, batch.rows[q])
+                    for q in range(batch.count):
+                        _apply_row(&X, batch.rows[q], zeta[q], alpha_, v_)
+                gate_end(&gate, eligible, path, batch.count)
             # 3. noise on the alpha coordinates of the batch
             if a_noisy:
-                for p in range(b0, b1):
-                    j = bi[p]
-                    ap[j] = <real_t>(<double>ap[j] + noise_std_alpha * random_standard_normal(rng))
+                for q in range(batch.count):
+                    j = batch.rows[q]
+                    alpha_[j] = <real_t>(<double>alpha_[j]
+                                         + noise_std_alpha * random_standard_normal(rng))
                     n_draws += 1
             # 4. eager noise on every coordinate of v
             if v_noisy and not lazy_noise:
                 for c in range(n_features):
-                    vp[c] = <real_t>(<double>vp[c] + noise_std_v * random_standard_normal(rng))
+                    v_[c] = <real_t>(<double>v_[c] + noise_std_v * random_standard_normal(rng))
                     n_draws += 1
         # final flush: nothing leaves this call with pending noise
         if lazy_v:
             for c in range(n_features):
-                pending = <int32_t>n_steps - lp[c]
+                pending = <int32_t>n_steps - lazy.last[c]
                 if pending > 0:
-                    vp[c] = <real_t>(<double>vp[c] + sp_[pending] * random_standard_normal(rng))
+                    v_[c] = <real_t>(<double>v_[c]
+                                     + noise_scale[pending] * random_standard_normal(rng))
                     n_draws += 1
-                    lp[c] = <int32_t>n_steps
-    _gates[gate_slot] = gate
+                    lazy.last[c] = <int32_t>n_steps
+    _gates[gate_slot(num_threads)] = gate
     return n_draws
 
 
@@ -504,9 +420,7 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
     if not sequential:
         check_min_length(caller, "zeta_buffer", zeta_buffer.shape[0], largest,
                          "one per row of the largest batch")
-    if loss not in (_RIDGE, _LOGISTIC, _HINGE):
-        raise_invalid(f"{caller}: unknown loss code {loss}; use LOSS_RIDGE, LOSS_LOGISTIC or "
-                      f"LOSS_HINGE.")
+    check_loss_code(caller, loss)
     if not (lam_n > 0.0 and clip > 0.0 and 0.0 <= box_eps < 0.5):
         raise_invalid(f"{caller}: need lam_n > 0, clip > 0 (inf for none) and 0 <= box_eps < "
                       f"0.5; got lam_n={lam_n}, clip={clip}, box_eps={box_eps}.")
@@ -530,8 +444,8 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
         (checked in one pass over ``indptr``, negligible next to the norms).
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1
-    cdef Py_ssize_t i
-    cdef index_t k
+    cdef Py_ssize_t i                   # row
+    cdef index_t k                      # storage position
     cdef double s
     cdef int64_t bad = -1
     if n < 0 or indptr[0] != 0:
@@ -557,7 +471,4 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
 
 def _parallel_gate_state(int num_threads):
     """The serial/parallel gate of :func:`run_dual_scd` for a thread count (diagnostics)."""
-    cdef ParallelGate g = _gates[num_threads if 0 < num_threads < 8 else 8]
-    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
-            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
-            "batches_to_retry": g.countdown}
+    return gate_state(&_gates[gate_slot(num_threads)])

@@ -66,33 +66,30 @@ eligible batch takes the parallel or the serial path as a timing gate decides
 doubling intervals), which keeps a busy machine from making threads slower
 than one; the bits never depend on the path.
 """
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from cython.parallel cimport prange
-from libc.math cimport INFINITY, sqrt
+from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
+from fastdp._kernels._csr cimport CsrView, FASTDP_PREFETCH, csr_view, index_t, prefetch_row, real_t
 from fastdp._kernels._glm cimport (
-    real_t, index_t, loss_derivative, row_dot, clipped_coefficient, prefetch_row,
-    scatter_rows, collect_pending, FASTDP_GLM_PREFETCH,
-    ParallelGate, fastdp_glm_now, gate_choose, gate_record, gate_reset,
-    raise_invalid, check_csr, check_all_rows, check_length, check_min_length, check_threads,
-    structure_proven, check_sq_norms,
-    check_batches, GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE,
+    GATE_SLOTS, ClippedLoss, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
+    check_all_rows, check_batches, check_csr, check_length, check_loss_code, check_min_length,
+    check_sq_norms, check_threads, collect_pending, column_splits_of, every_column, gate_begin,
+    gate_end, gate_slot, gate_state, gates_reset, gradient_coefficient, lazy_noise_scratch,
+    raise_invalid, scatter_rows, structure_proven, thread_columns,
 )
 
 import numpy as np
 
 from fastdp._validation import _StructureToken
 
-# Serial-or-parallel choice for batches (speed only; see ``_glm.ParallelGate``),
-# one per thread count (2..8; more threads share the last).  Copied into each
-# call and written back at its end (concurrent calls may lose an update: harmless).
-cdef ParallelGate _gates[9]
-cdef int _g
-for _g in range(9):
-    gate_reset(&_gates[_g])
+# Serial-or-parallel choice for batches (speed only; see ``_glm.pxd: ParallelGate``),
+# one per thread count.  Copied into each call and written back at its end
+# (concurrent calls may lose an update: harmless).
+cdef ParallelGate _gates[GATE_SLOTS]
+gates_reset(_gates, GATE_SLOTS)
 
 cdef double _FOLD_BELOW = 1e-100
 
@@ -114,10 +111,11 @@ def pending_noise_scales(double rho, Py_ssize_t n_steps):
     return np.sqrt(np.expm1(p * u) / np.expm1(u))
 
 
-cdef inline void _fold(double* wp, Py_ssize_t m, double a) noexcept nogil:
+cdef inline void _fold(double* w, Py_ssize_t m, double a) noexcept nogil:
+    """w *= a (folds the scale of theta = a w into w)."""
     cdef Py_ssize_t c
     for c in range(m):
-        wp[c] = wp[c] * a
+        w[c] = w[c] * a
 
 
 def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -145,7 +143,8 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
     coef_buffer : float64 scratch of length >= the largest batch.
     last_noised : int32 scratch of length M (lazy mode), overwritten.
-    loss : ``_glm.LOSS_SQUARED``, ``LOSS_LOGISTIC`` or ``LOSS_HINGE``.
+    loss : a member of ``fastdp._kernels._losses.LossCode`` (``_glm.LOSS_SQUARED``,
+        ``LOSS_LOGISTIC`` or ``LOSS_HINGE``).
     clip : C > 0 (``inf``: no clipping).
     rho : decay factor in (0, 1].
     kappa : step factor eta / L > 0.
@@ -183,25 +182,25 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         generator; and, unless ``check_structure`` is a token for these
         arrays, the CSR structure.
     """
+
     cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
     cdef Py_ssize_t m = w.shape[0]
     cdef int nt = num_threads if num_threads > 0 else 1
     cdef bint noisy = noise_std > 0.0
-    cdef bint lazy = lazy_noise and noisy
-    cdef bint clipping = clip < INFINITY
+    cdef bint lazy = lazy_noise and noisy           # noise drawn lazily
     cdef bitgen_t* rng = NULL
     cdef int64_t n_draws = 0
-    cdef int64_t t, b0, b1, c, n_owing, i
-    cdef Py_ssize_t q
-    cdef int tid
-    cdef int32_t owed
-    cdef double a = 1.0
-    cdef double step_std = kappa * noise_std
-    cdef double z
-    cdef int gate_slot = num_threads if 0 < num_threads < 8 else 8
-    cdef ParallelGate gate = _gates[gate_slot]
-    cdef int path = 0
-    cdef double started = 0.0
+    cdef int64_t t, c, i                            # step, column, position in the owing list
+    cdef int64_t n_owing                            # columns of a batch that owe noise
+    cdef Py_ssize_t q                               # position in the batch
+    cdef int tid                                    # OpenMP thread
+    cdef int32_t owed                               # steps of noise a column owes
+    cdef double a = 1.0                             # theta = a w
+    cdef double step_std = kappa * noise_std        # std of one step's noise, in theta units
+    cdef RowBatch batch                             # the rows of step t
+    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
+    cdef bint eligible                              # the batch may take the parallel path
+    cdef int path                                   # 1: parallel, 0: serial
 
     _check_sgd_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
                          coef_buffer, last_noised, loss, clip, rho, kappa, noise_std, lazy,
@@ -211,113 +210,90 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     if n_steps >= 2**31 - 1:
         raise_invalid("run_sgd: at most 2**31 - 2 steps per call; split the batches over "
                       "several calls.")
+    # noise_scale[p]: std (theta units) of the noise of p pending steps
     scale_arr = step_std * pending_noise_scales(rho, n_steps)
-    cdef const double[::1] scale_view = scale_arr
-    cdef const double* sp_ = &scale_view[0]
-    if column_splits is None:
-        splits_arr = (np.arange(nt + 1, dtype=np.int64) * m) // nt
-    else:
-        splits_arr = np.ascontiguousarray(column_splits, dtype=np.int64)
-        if (splits_arr.shape[0] != nt + 1 or splits_arr[0] != 0 or splits_arr[nt] != m
-                or np.any(np.diff(splits_arr) < 0)):
-            raise_invalid("run_sgd: column_splits must be non-decreasing from 0 to M = len(w), "
-                          "length num_threads + 1.")
-    cdef const int64_t[::1] splits_view = splits_arr
-    cdef const int64_t* cs = &splits_view[0]
-    columns_arr = np.empty(m + 1 if lazy else 1, dtype=np.int64)
-    pending_arr = np.empty(m + 1 if lazy else 1, dtype=np.int32)
-    normals_arr = np.empty(m + 1 if lazy else 1, dtype=np.float64)
-    cdef int64_t[::1] columns_view = columns_arr
-    cdef int32_t[::1] pending_view = pending_arr
-    cdef double[::1] normals_view = normals_arr
-    cdef int64_t* colp = &columns_view[0]
-    cdef int32_t* pendp = &pending_view[0]
-    cdef double* zbuf = &normals_view[0]
+    cdef const double[::1] noise_scale = scale_arr
+    splits_arr = column_splits_of("run_sgd", column_splits, nt, m, "len(w)")
+    cdef const int64_t[::1] splits = splits_arr     # the threads' column ranges
+    scratch = []
+    cdef LazyNoise pending = lazy_noise_scratch(last_noised, m if lazy else 0, m if lazy else 0,
+                                                scratch)
     if noisy:
-        capsule = getattr(bit_generator, "capsule", None)
-        if capsule is None or not PyCapsule_IsValid(capsule, b"BitGenerator"):
-            raise_invalid("run_sgd: bit_generator must be a numpy BitGenerator.")
-        rng = <bitgen_t*> PyCapsule_GetPointer(capsule, b"BitGenerator")
-    cdef const real_t* dp = &data[0] if data.shape[0] > 0 else NULL
-    cdef const index_t* ip = &indices[0] if indices.shape[0] > 0 else NULL
-    cdef const index_t* pp = &indptr[0]   # not empty (checked)
-    cdef const double* yp = &y[0] if y.shape[0] > 0 else NULL
-    cdef const double* nrm = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
-    cdef double* wp = &w[0] if m > 0 else NULL
-    cdef const int64_t* bi = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
-    cdef double* zp = &coef_buffer[0] if coef_buffer.shape[0] > 0 else NULL
-    cdef int32_t* lp = &last_noised[0] if last_noised.shape[0] > 0 else NULL
+        rng = bit_generator_of("run_sgd", bit_generator)
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef ClippedLoss g                              # the loss, the clip, labels and norms
+    g.loss = loss
+    g.clip = clip
+    g.clipping = clip < INFINITY
+    g.y = &y[0] if y.shape[0] > 0 else NULL
+    g.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef double* w_ = &w[0] if m > 0 else NULL
+    cdef const int64_t* rows = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
+    cdef double* coefs = &coef_buffer[0] if coef_buffer.shape[0] > 0 else NULL
 
     with nogil:
         if lazy:
             for c in range(m):
-                lp[c] = 0
+                pending.last[c] = 0
         for t in range(1, n_steps + 1):
-            b0 = batch_ptr[t - 1]
-            b1 = batch_ptr[t]
+            batch.rows = rows + batch_ptr[t - 1]
+            batch.count = batch_ptr[t] - batch_ptr[t - 1]
             # 1. lazy noise: bring every column the batch reads up to step t-1
-            if lazy and b1 > b0:
-                n_owing = collect_pending(dp, ip, pp, &bi[b0], b1 - b0, lp, <int32_t>(t - 1),
-                                          colp, pendp)
+            if lazy and batch.count > 0:
+                n_owing = collect_pending(&X, batch, <int32_t>(t - 1), &pending)
                 # the normals in one run (same stream and order as one draw per
                 # column), then the scattered adds with w prefetched ahead
-                random_standard_normal_fill(rng, n_owing, zbuf)
+                random_standard_normal_fill(rng, n_owing, pending.normals)
                 for i in range(n_owing):
                     if i + 16 < n_owing:
-                        FASTDP_GLM_PREFETCH(&wp[colp[i + 16]])
-                    c = colp[i]
-                    wp[c] = wp[c] + (sp_[pendp[i]] / a) * zbuf[i]
+                        FASTDP_PREFETCH(&w_[pending.columns[i + 16]])
+                    c = pending.columns[i]
+                    w_[c] = w_[c] + (noise_scale[pending.owed[i]] / a) * pending.normals[i]
                 n_draws += n_owing
             # 2. margins and clipped coefficients from the same theta = a w
-            path = 0
-            if nt > 1 and b1 - b0 >= parallel_min_rows:
-                path = gate_choose(&gate)
-                started = fastdp_glm_now()
+            eligible = nt > 1 and batch.count >= parallel_min_rows
+            path = gate_begin(&gate, eligible)
             if path == 1:
-                for q in prange(b1 - b0, num_threads=nt, schedule="static"):
-                    zp[q] = _coefficient(dp, ip, pp, bi[b0 + q], wp, a, yp, nrm, loss, clip,
-                                         clipping)
+                for q in prange(batch.count, num_threads=nt, schedule="static"):
+                    coefs[q] = gradient_coefficient(&g, &X, batch.rows[q], w_, a)
             else:
-                for q in range(b1 - b0):
-                    if b0 + q + 8 < b1:
-                        FASTDP_GLM_PREFETCH(&pp[bi[b0 + q + 8]])
-                    if b0 + q + 4 < b1:
-                        prefetch_row(dp, ip, pp, bi[b0 + q + 4])
-                        FASTDP_GLM_PREFETCH(&yp[bi[b0 + q + 4]])
-                        if clipping:
-                            FASTDP_GLM_PREFETCH(&nrm[bi[b0 + q + 4]])
-                    zp[q] = _coefficient(dp, ip, pp, bi[b0 + q], wp, a, yp, nrm, loss, clip,
-                                         clipping)
+                for q in range(batch.count):
+                    if q + 8 < batch.count:
+                        FASTDP_PREFETCH(&X.indptr[batch.rows[q + 8]])
+                    if q + 4 < batch.count:
+                        prefetch_row(&X, batch.rows[q + 4])
+                        FASTDP_PREFETCH(&g.y[batch.rows[q + 4]])
+                        if g.clipping:
+                            FASTDP_PREFETCH(&g.sq_norms[batch.rows[q + 4]])
+                    coefs[q] = gradient_coefficient(&g, &X, batch.rows[q], w_, a)
             # 3. decay, then the sparse gradient step in w units
             a = a * rho
-            if b1 > b0:
+            if batch.count > 0:
                 if path == 1:
                     for tid in prange(nt, num_threads=nt, schedule="static"):
-                        scatter_rows(zp, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp,
-                                     cs[tid], cs[tid + 1], False)
+                        scatter_rows(&X, batch, coefs, -kappa / a, w_, thread_columns(&splits[0], tid))
                 else:
-                    scatter_rows(zp, -kappa / a, dp, ip, pp, &bi[b0], b1 - b0, wp, 0, m, True)
-            if nt > 1 and b1 - b0 >= parallel_min_rows:
-                gate_record(&gate, path, fastdp_glm_now() - started, b1 - b0)
+                    scatter_rows(&X, batch, coefs, -kappa / a, w_, every_column())
+            gate_end(&gate, eligible, path, batch.count)
             # 4. eager noise on every coordinate
             if noisy and not lazy:
                 for c in range(m):
-                    wp[c] = wp[c] + (step_std / a) * random_standard_normal(rng)
+                    w_[c] = w_[c] + (step_std / a) * random_standard_normal(rng)
                 n_draws += m
             if a < _FOLD_BELOW:
-                _fold(wp, m, a)
+                _fold(w_, m, a)
                 a = 1.0
         # final flush: nothing leaves this call with pending noise
         if lazy:
             for c in range(m):
-                owed = <int32_t>n_steps - lp[c]
+                owed = <int32_t>n_steps - pending.last[c]
                 if owed > 0:
-                    wp[c] = wp[c] + (sp_[owed] / a) * random_standard_normal(rng)
+                    w_[c] = w_[c] + (noise_scale[owed] / a) * random_standard_normal(rng)
                     n_draws += 1
-                    lp[c] = <int32_t>n_steps
+                    pending.last[c] = <int32_t>n_steps
         if a != 1.0:
-            _fold(wp, m, a)
-    _gates[gate_slot] = gate
+            _fold(w_, m, a)
+    _gates[gate_slot(num_threads)] = gate
     return n_draws
 
 
@@ -344,9 +320,7 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
     largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
     check_min_length(caller, "coef_buffer", coef_buffer.shape[0], largest,
                      "one per row of the largest batch")
-    if loss not in (GLM_SQUARED, GLM_LOGISTIC, GLM_HINGE):
-        raise_invalid(f"{caller}: unknown loss code {loss}; use _glm.LOSS_SQUARED, "
-                      f"LOSS_LOGISTIC or LOSS_HINGE.")
+    check_loss_code(caller, loss)
     if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or not noise_std >= 0.0:
         raise_invalid(f"{caller}: need 0 < rho <= 1, kappa > 0, clip > 0 (inf for none) and "
                       f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
@@ -358,20 +332,6 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
     return 0
 
 
-cdef inline double _coefficient(const real_t* dp, const index_t* ip, const index_t* pp,
-                                int64_t j, const double* wp, double a, const double* yp,
-                                const double* nrm, int loss, double clip,
-                                bint clipping) noexcept nogil:
-    """Coefficient of x_j in the clipped per-example gradient at theta = a w."""
-    cdef double d = loss_derivative(loss, a * row_dot(dp, ip, pp[j], pp[j + 1], wp), yp[j])
-    if clipping:
-        return clipped_coefficient(d, nrm[j], clip)
-    return d
-
-
 def _parallel_gate_state(int num_threads):
     """The serial/parallel gate of :func:`run_sgd` for a thread count (diagnostics)."""
-    cdef ParallelGate g = _gates[num_threads if 0 < num_threads < 8 else 8]
-    return {"seconds_per_row_serial": g.per_row[0], "seconds_per_row_parallel": g.per_row[1],
-            "parallel_preferred": bool(g.preferred), "retry_interval": g.interval,
-            "batches_to_retry": g.countdown}
+    return gate_state(&_gates[gate_slot(num_threads)])

@@ -288,12 +288,10 @@ def current_primal(program, state, t):
 def sample_subgradient(shard, row, x, loss, out):
     """``out += loss'(<c_row, x>, y_row) c_row`` (the shared GLM kernel when built)."""
     if _glm_kernels is not None:
-        code = {"squared": _glm_kernels.LOSS_SQUARED, "logistic": _glm_kernels.LOSS_LOGISTIC,
-                "hinge": _glm_kernels.LOSS_HINGE}[loss.name]
         # the kernel checks the structure of the one row it reads (O(its nnz)): the
         # shard must be canonical CSR (NodeShard.from_csr, validate_shard)
         _glm_kernels.gradient_sum(shard.data, shard.indices, shard.indptr, shard.y,
-                                  np.array([row], dtype=np.int64), x, code, out)
+                                  np.array([row], dtype=np.int64), x, loss.code, out)
         return out
     lo, hi = shard.indptr[row], shard.indptr[row + 1]
     idx, vals = shard.indices[lo:hi], shard.data[lo:hi]

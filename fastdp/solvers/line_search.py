@@ -84,7 +84,7 @@ from fastdp.solvers._ls_adapt import (
     StepSizeAdapter,
     cheb_decision,
 )
-from fastdp.solvers._ls_oracle import GlmBatchOracle
+from fastdp.solvers.glm_oracle import GlmOracle
 from fastdp.solvers._ls_search import (
     armijo_coefficients,
     candidate_steps,
@@ -126,7 +126,7 @@ def _prepare(X, y, loss, num_threads=1):
         labels = np.unique(y_arr)
         if not np.all(np.isin(labels, (-1.0, 1.0))):
             y_arr, _ = check_labels(y_arr, task, n_samples=X.shape[0])
-    return GlmBatchOracle(X, y_arr, loss, num_threads=num_threads)
+    return GlmOracle(X, y_arr, loss=loss, num_threads=num_threads, labels="as_given")
 
 
 def _initial_point(kind, scale, d, rng):
@@ -365,7 +365,7 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
             etas = candidate_steps(steps.eta0, cfg.beta, cfg.max_it)
             slope, curvature = armijo_coefficients(w, g, alpha=cfg.alpha, normalizer=m, mu=cfg.mu,
                                                    armijo_scale=cfg.armijo_scale)
-            outcome = noisy_backtracking(z, u, y_b, loss_code=oracle.kernel_code, c_obj=c_obj,
+            outcome = noisy_backtracking(z, u, y_b, loss_code=oracle.loss.code, c_obj=c_obj,
                                          etas=etas, slope=slope, curvature=curvature, event=event,
                                          rng=noise_rng, noise_free=noise_free)
             charge(event)
@@ -539,7 +539,7 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
         etas = candidate_steps(steps.eta0, cfg.beta, cfg.max_it)
         slope, curvature = armijo_coefficients(w, g, alpha=cfg.alpha, normalizer=m, mu=cfg.mu,
                                                armijo_scale=cfg.armijo_scale)
-        outcome = noisy_backtracking(z, u, oracle.labels(rows), loss_code=oracle.kernel_code,
+        outcome = noisy_backtracking(z, u, oracle.labels(rows), loss_code=oracle.loss.code,
                                      c_obj=cfg.c_obj, etas=etas, slope=slope,
                                      curvature=curvature, event=ls_event, rng=noise_rng,
                                      fallback_step=fallback_factor * steps.eta0,
@@ -650,7 +650,7 @@ def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj,
             u = oracle.margins(rows, direction)
             grid = np.linspace(0.0, step_max, n_candidates)[1:]
             sums = np.empty(grid.size + 1)
-            _kernel.clipped_loss_sums(z, u, y_all, grid, oracle.kernel_code, float(c_obj), sums)
+            _kernel.clipped_loss_sums(z, u, y_all, grid, oracle.loss.code, float(c_obj), sums)
             steps_all = np.concatenate(([0.0], grid))
             ww, wd, dd = (float(np.dot(w, w)), float(np.dot(w, direction)),
                           float(np.dot(direction, direction)))

@@ -66,14 +66,13 @@ import numbers
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit
 
 from fastdp._kernels import _glm
 from fastdp._validation import (
     check_labels, check_positive, check_random_state, check_X, structure_token,
 )
 from fastdp.exceptions import FastDPError, ValidationError
-from fastdp.losses import get_loss
+from fastdp.losses import HuberHingeLoss, LogisticLoss, get_loss
 from fastdp.privacy.events import Adjacency, GaussianEvent, PureEvent
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
@@ -87,14 +86,12 @@ __all__ = [
     "sample_l2_laplace",
     "solve_logistic",
     "solve_erm",
-    "MarginLoss",
-    "LogisticMarginLoss",
     "HuberHingeLoss",
     "ESTIMATOR_SOLVERS",
 ]
 
 #: Bound c on the second derivative of the logistic loss in the margin.
-LOGISTIC_CURVATURE = 0.25
+LOGISTIC_CURVATURE = LogisticLoss.smoothness
 #: Row-norm slack accepted by ``check_X`` (relative); included in the sensitivity.
 _ROW_NORM_TOL = 1e-6
 _DEFAULT_TOL = 1e-6
@@ -179,76 +176,10 @@ def objective_perturbation_parameters(epsilon, n_samples, lam, curvature=LOGISTI
 # --------------------------------------------------------------------------
 
 
-class MarginLoss:
-    """A loss of the margin ``u = y x^T theta`` with ``|loss'| <= 1`` and ``0 <= loss'' <= curvature``.
-
-    Attributes
-    ----------
-    name : str
-    curvature : float
-        c, the bound on the second derivative (Theorem 9's constant).
-    """
-
-    name = None
-    curvature = None
-
-    def value(self, u):
-        raise NotImplementedError
-
-    def derivative(self, u):
-        raise NotImplementedError
-
-    def second_derivative(self, u):
-        raise NotImplementedError
-
-
-class LogisticMarginLoss(MarginLoss):
-    """``log(1 + exp(-u))``: ``|loss'| < 1``, ``loss'' <= 1/4``."""
-
-    name = "logistic"
-    curvature = LOGISTIC_CURVATURE
-
-    def value(self, u):
-        return np.logaddexp(0.0, -u)
-
-    def derivative(self, u):
-        return -expit(-u)
-
-    def second_derivative(self, u):
-        return expit(u) * expit(-u)
-
-
-class HuberHingeLoss(MarginLoss):
-    """The paper's Huber-smoothed hinge loss (Chaudhuri et al. 2011, section 3.4.2).
-
-    ``0`` for ``u > 1 + h``; ``(1 + h - u)^2 / (4h)`` for ``|1 - u| <= h``;
-    ``1 - u`` for ``u < 1 - h``.  ``|loss'| <= 1`` and ``loss'' <= 1/(2h)``.
-    """
-
-    name = "huber_hinge"
-
-    def __init__(self, h=0.5):
-        h = check_positive("huber_h", h)
-        self.h = h
-        self.curvature = 1.0 / (2.0 * h)
-
-    def value(self, u):
-        h = self.h
-        inside = (1.0 + h - u) ** 2 / (4.0 * h)
-        return np.where(u > 1.0 + h, 0.0, np.where(u < 1.0 - h, 1.0 - u, inside))
-
-    def derivative(self, u):
-        h = self.h
-        return np.where(u > 1.0 + h, 0.0, np.where(u < 1.0 - h, -1.0, -(1.0 + h - u) / (2.0 * h)))
-
-    def second_derivative(self, u):
-        h = self.h
-        return np.where(np.abs(1.0 - u) <= h, 1.0 / (2.0 * h), 0.0)
-
-
 class _MarginObjective:
-    """``(1/n) sum loss(y_i x_i^T theta) + (reg/2)||theta||^2 + linear^T theta``, with
-    gradient and Hessian-vector products from the ``_glm`` kernels."""
+    """``(1/n) sum loss(x_i^T theta, y_i) + (reg/2)||theta||^2 + linear^T theta``, with
+    gradient and Hessian-vector products from the ``_glm`` kernels (the loss a
+    :class:`fastdp.losses.Loss` of the margin ``y x^T theta``)."""
 
     def __init__(self, X, y, reg, linear, loss, num_threads):
         self.X, self.y = X, y
@@ -274,11 +205,11 @@ class _MarginObjective:
         return out
 
     def value_and_gradient(self, theta):
-        u = self.y * self._margin(theta, self._margins)
-        value = float(np.sum(self.loss.value(u))) / self.n
-        grad = self._row_sum(self.y * self.loss.derivative(u) / self.n,
+        z = self._margin(theta, self._margins)
+        value = float(np.sum(self.loss.value(z, self.y))) / self.n
+        grad = self._row_sum(self.loss.derivative(z, self.y) / self.n,
                              self.reg * theta + self.linear)
-        self._curvature = self.loss.second_derivative(u) / self.n
+        self._curvature = self.loss.second_derivative(z, self.y) / self.n
         value += 0.5 * self.reg * float(theta @ theta) + float(self.linear @ theta)
         return value, grad
 
@@ -306,7 +237,7 @@ def solve_erm(X, y, lam, *, loss="logistic", huber_h=0.5, linear=None, gtol=1e-1
         ``gradient_norm``, ``iterations``, ``converged``.
     """
     X = as_csr(check_X(X))
-    margin_loss = loss if isinstance(loss, MarginLoss) else _margin_loss(loss, huber_h)
+    margin_loss = _margin_loss(loss, huber_h)
     y = np.ascontiguousarray(y, dtype=np.float64)
     m = X.shape[1]
     linear = np.zeros(m) if linear is None else np.ascontiguousarray(linear, dtype=np.float64)
@@ -362,12 +293,16 @@ def solve_logistic(X, y, lam, *, linear=None, gtol=1e-10, max_iter=200, num_thre
 
 
 def _margin_loss(loss, huber_h=0.5):
-    """The :class:`MarginLoss` for ``loss``; rejects losses that break the paper's assumptions."""
+    """The :class:`fastdp.losses.Loss` for ``loss`` (logistic, or the Huber hinge with
+    ``huber_h``); rejects losses that break the paper's assumptions.  Its
+    ``smoothness`` is the paper's curvature bound c."""
+    if isinstance(loss, HuberHingeLoss):
+        return loss
     if isinstance(loss, str) and loss.lower() == "huber_hinge":
         return HuberHingeLoss(huber_h)
     name = get_loss(loss).name
     if name == "logistic":
-        return LogisticMarginLoss()
+        return LogisticLoss()
     reason = "unbounded derivative" if name == "squared" else "not differentiable"
     raise ValidationError(
         f"output and objective perturbation (Chaudhuri et al. 2011) need a convex, doubly "
@@ -402,7 +337,7 @@ def _prepare(X, y):
 def _solve_or_raise(X, y, lam, linear, tol, max_iter, num_threads, loss=None):
     n = X.shape[0]
     gtol = tol / n
-    theta, info = solve_erm(X, y, lam, loss=loss or LogisticMarginLoss(), linear=linear,
+    theta, info = solve_erm(X, y, lam, loss=loss or LogisticLoss(), linear=linear,
                             gtol=gtol, max_iter=max_iter, num_threads=num_threads)
     if not info["converged"]:
         raise FastDPError(
@@ -553,7 +488,7 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, 
     num_threads = check_num_threads(num_threads)
     X, y = _prepare(X, y)
     n, m = X.shape
-    eps_prime, delta_reg = objective_perturbation_parameters(epsilon, n, lam, loss.curvature)
+    eps_prime, delta_reg = objective_perturbation_parameters(epsilon, n, lam, loss.smoothness)
     rng = check_random_state(random_state)
     b = sample_l2_laplace(rng, m, 2.0 / eps_prime)
     theta, info = _solve_or_raise(X, y, lam + delta_reg, b / n, tol, max_iter, num_threads,
@@ -564,7 +499,7 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, 
                    event=PureEvent(epsilon, Adjacency.REPLACE_ONE), info=info,
                    num_threads=num_threads,
                    extra={"epsilon_prime": eps_prime, "delta_reg": delta_reg,
-                          "curvature": loss.curvature, "tol": tol,
+                          "curvature": loss.smoothness, "tol": tol,
                           **({"huber_h": loss.h} if loss.name == "huber_hinge" else {})})
 
 

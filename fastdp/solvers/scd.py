@@ -90,7 +90,6 @@ __all__ = [
     "ESTIMATOR_SOLVERS",
 ]
 
-_LOSS_CODES = {"squared": _scd.LOSS_RIDGE, "logistic": _scd.LOSS_LOGISTIC, "hinge": _scd.LOSS_HINGE}
 _PARALLEL_MIN_ROWS = 64
 
 
@@ -205,7 +204,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     last_noised = np.zeros(m, dtype=np.int32)
     zeta_buffer = np.zeros(1, dtype=np.float64)
     column_splits = balanced_column_splits(X, num_threads)
-    loss_code = _LOSS_CODES[loss.name]
+    loss_code = loss.code
     lam_n = lam * n
     history = [] if record_history else None
     n_draws = 0

@@ -46,7 +46,7 @@ Privacy (dpsgd with noise_multiplier > 0)
 
 import numpy as np
 
-from fastdp._kernels import _glm, _sgd
+from fastdp._kernels import _sgd
 from fastdp._kernels._scd import row_squared_norms
 from fastdp._validation import check_batch_size, check_positive, structure_token
 from fastdp.exceptions import FastDPError, ValidationError
@@ -73,8 +73,6 @@ __all__ = ["dpsgd", "sgd", "DEFAULT_LEARNING_RATE", "ESTIMATOR_SOLVERS"]
 #: gradient step for both (and a common choice for the hinge subgradient).
 DEFAULT_LEARNING_RATE = 1.0
 
-_LOSS_CODES = {"squared": _glm.LOSS_SQUARED, "logistic": _glm.LOSS_LOGISTIC,
-               "hinge": _glm.LOSS_HINGE}
 _PARALLEL_MIN_ROWS = 256
 _REG_MODES = ("paper", "repo")
 
@@ -121,7 +119,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
     last_noised = np.zeros(m, dtype=np.int32)
     coef_buffer = np.zeros(1, dtype=np.float64)
     column_splits = balanced_column_splits(X, num_threads)
-    loss_code = _LOSS_CODES[loss.name]
+    loss_code = loss.code
     bit_generator = noise_rng.bit_generator
     history = [] if record_history else None
     n_draws = 0

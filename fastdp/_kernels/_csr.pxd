@@ -1,0 +1,141 @@
+# cython: language_level=3
+"""A read-only view of a CSR matrix for the compiled kernels, and its row accessor.
+
+Every kernel reads X through one :data:`CsrView` (its three arrays, its row
+count and its number of stored entries) instead of passing the raw pointers
+and a row number to each helper; :func:`csr_row` gives a row as a pointer to
+its values, a pointer to their column indices and their count (the role of
+scikit-learn's ``SequentialDataset`` or lightning's ``RowDataset``).
+
+The view is a C++ template over the value type (``float`` or ``double``) and
+the index type (``int32_t`` or ``int64_t``, the same for ``indices`` and
+``indptr``), so a kernel written with the fused types :data:`real_t` and
+:data:`index_t` reads float32/float64 values and int32/int64 indices without
+converting them.  Values are read as ``double`` wherever they are used:
+arithmetic is float64 whatever the storage type.
+
+Nothing here checks anything: the entry points check the arrays first
+(``_glm.pxd``, "argument checks").
+"""
+from libc.stdint cimport int32_t, int64_t
+
+
+ctypedef fused real_t:
+    float
+    double
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+
+cdef extern from *:
+    """
+    template <typename Real, typename Index>
+    struct fastdp_csr_view {
+        const Real* data;
+        const Index* indices;
+        const Index* indptr;
+        int64_t n_rows;
+        int64_t nnz;
+    };
+    template <typename Real, typename Index>
+    struct fastdp_csr_row {
+        const Real* values;
+        const Index* columns;
+        Index nnz;
+    };
+    #if defined(__GNUC__) || defined(__clang__)
+    #define FASTDP_PREFETCH(p) __builtin_prefetch((const void*)(p))
+    #else
+    #define FASTDP_PREFETCH(p) ((void)0)
+    #endif
+    """
+    cdef cppclass CsrView "fastdp_csr_view" [Real, Index]:
+        const Real* data        # the stored values (NULL when there are none)
+        const Index* indices    # the column index of each stored value (NULL when none)
+        const Index* indptr     # row j is stored at positions indptr[j] .. indptr[j + 1] - 1
+        int64_t n_rows          # len(indptr) - 1
+        int64_t nnz             # len(indices)
+
+    cdef cppclass CsrRow "fastdp_csr_row" [Real, Index]:
+        const Real* values      # the row's stored values
+        const Index* columns    # their column indices (increasing in canonical CSR)
+        Index nnz               # how many there are
+
+    void FASTDP_PREFETCH(const void* p) nogil   # a cache hint; never faults
+
+
+cdef inline CsrView[real_t, index_t] csr_view(const real_t[::1] data, const index_t[::1] indices,
+                                              const index_t[::1] indptr) noexcept:
+    """The view of a CSR matrix's arrays (``indptr`` must not be empty)."""
+    cdef CsrView[real_t, index_t] X
+    X.data = &data[0] if data.shape[0] > 0 else NULL
+    X.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    X.indptr = &indptr[0]
+    X.n_rows = indptr.shape[0] - 1
+    X.nnz = indices.shape[0]
+    return X
+
+
+cdef inline CsrRow[real_t, index_t] csr_row(const CsrView[real_t, index_t]* X,
+                                            int64_t j) noexcept nogil:
+    """Row j of X: its values, their columns and their count."""
+    cdef CsrRow[real_t, index_t] row
+    cdef index_t start = X.indptr[j]
+    row.values = X.data + start
+    row.columns = X.indices + start
+    row.nnz = X.indptr[j + 1] - start
+    return row
+
+
+cdef inline void prefetch_row(const CsrView[real_t, index_t]* X, int64_t j) noexcept nogil:
+    """Hint every cache line of row j (its column indices, then its values)."""
+    cdef index_t k                                          # storage position
+    cdef index_t step = <index_t>(64 // sizeof(index_t))    # indices per cache line
+    k = X.indptr[j]
+    while k < X.indptr[j + 1]:
+        FASTDP_PREFETCH(&X.indices[k])
+        k = k + step
+    step = <index_t>(64 // sizeof(real_t))                  # values per cache line
+    k = X.indptr[j]
+    while k < X.indptr[j + 1]:
+        FASTDP_PREFETCH(&X.data[k])
+        k = k + step
+
+
+cdef inline index_t lower_bound(const index_t* columns, index_t lo, index_t hi,
+                                int64_t c) noexcept nogil:
+    """First position k in [lo, hi) with ``columns[k] >= c`` (``columns`` sorted there)."""
+    cdef index_t mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if columns[mid] < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline double row_dot(CsrRow[real_t, index_t] row, const double* theta) noexcept nogil:
+    """``x^T theta`` over the row's stored entries, in storage order, in float64."""
+    cdef double s = 0.0
+    cdef index_t p                      # position within the row
+    for p in range(row.nnz):
+        s = s + <double>row.values[p] * theta[row.columns[p]]
+    return s
+
+
+cdef inline double row_dot_sq(CsrRow[real_t, index_t] row, const double* theta,
+                              double* sq_norm) noexcept nogil:
+    """As :func:`row_dot`, also storing the row's squared L2 norm in ``sq_norm[0]``."""
+    cdef double s = 0.0
+    cdef double q = 0.0                 # running squared norm
+    cdef double x
+    cdef index_t p
+    for p in range(row.nnz):
+        x = <double>row.values[p]
+        s = s + x * theta[row.columns[p]]
+        q = q + x * x
+    sq_norm[0] = q
+    return s
