@@ -14,6 +14,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # loopback onl
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from fastdp._kernels import _scd  # noqa: E402
+from fastdp._kernels._losses import LossCode  # noqa: E402
 from fastdp.datasets import make_sparse_classification  # noqa: E402
 from fastdp.distributed.data_parallel import (  # noqa: E402
     LocalWorkers,
@@ -137,7 +138,7 @@ def test_noiseless_logistic_matches_the_single_machine_kernel(data):
     alpha, v = np.zeros(N), np.zeros(X.shape[1])
     _scd.run_dual_scd(X.data, X.indices, X.indptr, y, _scd.row_squared_norms(X.data, X.indptr),
                       alpha, v, ptr, np.concatenate(batches), np.zeros(ptr[-1] + 1),
-                      np.zeros(1, dtype=np.int32), _scd.LOSS_LOGISTIC, lam * N,
+                      np.zeros(1, dtype=np.int32), int(LossCode.LOGISTIC), lam * N,
                       float(sampler.expected_batch_size(N)), clip, 1e-4, False, 0.0, 0.0, False,
                       None, 1, 1 << 40)
     np.testing.assert_allclose(res.v, v, rtol=1e-11, atol=1e-13)

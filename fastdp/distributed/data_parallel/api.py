@@ -41,7 +41,6 @@ def keyed_dpsgd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
     from fastdp.losses import primal_objective
     from fastdp.solvers._common import sampled_gaussian_event
     from fastdp.solvers._result import SolverResult
-    from fastdp.solvers.sgd import _LOSS_CODES
 
     n, m = X.shape
     private = sigma > 0.0
@@ -49,7 +48,7 @@ def keyed_dpsgd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
     source = array_source(X, y, n_shards=1, block_size=sampler.block_size)
     epoch_ends = sampler.epoch_boundaries(n, epochs)
     setup = WorkerSetup(n_rows=n, n_features=m, shift=0, classes=None, row_map=None,
-                        max_row_norm=None, loss_code=_LOSS_CODES[loss.name],
+                        max_row_norm=None, loss_code=loss.code,
                         clip=float(clip) if clip is not None else math.inf, sampler=sampler,
                         sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
                         num_threads=num_threads)
@@ -118,13 +117,11 @@ def _dual_step(name, loss, lam_n, sampler, n, clip, options):
     """The :class:`~.dual.DualStep` of a ``solver="dpscd"`` fit (None for DP-SGD)."""
     if name != "dpscd":
         return None
-    from fastdp.solvers.scd import _LOSS_CODES
-
     released = options.get("released", "v")
     if released != "v":
         raise ValidationError("fit_distributed runs dual DP-SCD with released='v' only (alpha "
                               f"stays on the workers); got released={released!r}.")
-    return DualStep(loss_code=_LOSS_CODES[loss.name], lam_n=float(lam_n),
+    return DualStep(loss_code=loss.code, lam_n=float(lam_n),
                     sigma_prime=float(sampler.expected_batch_size(n)), clip=float(clip),
                     box_eps=loss.check_box_eps(options.get("box_eps", 1e-4)))
 
@@ -161,7 +158,7 @@ def fit_distributed(source, estimator, *, engine=None):
     from fastdp.privacy import get_accountant
     from fastdp.solvers._common import split_random_state
     from fastdp._validation import check_random_state
-    from fastdp.solvers.sgd import _LOSS_CODES, decay_and_step
+    from fastdp.solvers.sgd import decay_and_step
 
     started = time.perf_counter()
     if not hasattr(estimator, "_plan_private_fit") and not hasattr(estimator, "get_params"):
@@ -212,7 +209,7 @@ def fit_distributed(source, estimator, *, engine=None):
         setup = WorkerSetup(
             n_rows=n, n_features=d, shift=shift, classes=classes, row_map=row_map,
             max_row_norm=1.0 if private and row_map.bound == "reject" else None,
-            loss_code=_LOSS_CODES[loss.name], clip=clip, sampler=sampler,
+            loss_code=loss.code, clip=clip, sampler=sampler,
             sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
             num_threads=int(config.get("num_threads") or 1), dual=dual)
         engine.prepare(setup)   # the last check of the shards: nothing reserved or drawn yet

@@ -151,13 +151,13 @@ def keyed_dpscd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
     from fastdp.sampling_blocks import sampling_key
     from fastdp.solvers._common import sampled_gaussian_event
     from fastdp.solvers._result import SolverResult
-    from fastdp.solvers.scd import _LOSS_CODES, _history_entry
+    from fastdp.solvers.scd import _history_entry
 
     n, m = X.shape
     lam_n = lam * n
     L = float(sampler.expected_batch_size(n))
     epoch_ends = sampler.epoch_boundaries(n, epochs)
-    dual = DualStep(loss_code=_LOSS_CODES[loss.name], lam_n=lam_n, sigma_prime=L,
+    dual = DualStep(loss_code=loss.code, lam_n=lam_n, sigma_prime=L,
                     clip=float(clip) if clip is not None else np.inf, box_eps=box_eps)
     setup = WorkerSetup(n_rows=n, n_features=m, shift=0, classes=None, row_map=None,
                         max_row_norm=None, loss_code=-1, clip=dual.clip, sampler=sampler,
