@@ -10,8 +10,9 @@ must never be copied into the repository or a package (IPUMS terms of use).
 
 Public API
 ----------
-load_libsvm
-    Numba byte parser equal to :func:`sklearn.datasets.load_svmlight_file`.
+load_libsvm, iter_libsvm_chunks, convert_libsvm, open_binary
+    LIBSVM files (streamed, by byte range, in chunks) and fastdp's on-disk
+    binary CSR; defined in :mod:`fastdp.io`, re-exported here.
 make_sparse_classification, make_sparse_regression
     Synthetic sparse data (Zipf column popularity, Poisson row lengths,
     lognormal values, unit-norm rows, a planted linear model).
@@ -41,10 +42,6 @@ __all__ = [
     "dataset_search_paths",
     "DATASETS",
 ]
-
-# --------------------------------------------------------------------------- #
-# LIBSVM files and the binary CSR format live in fastdp.io; re-exported here
-# --------------------------------------------------------------------------- #
 
 # --------------------------------------------------------------------------- #
 # Synthetic LIBSVM-like data
@@ -373,7 +370,16 @@ def _load_csv_dataset(kind, path, name):
     raise ValidationError(f"unknown dataset kind {kind!r}")  # pragma: no cover
 
 
-def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
+def _load_binary_dataset(path, dtype):
+    X, y = open_binary(path)
+    if dtype is not None and np.dtype(dtype) != X.dtype:
+        raise ValidationError(
+            f"{path} holds {X.dtype} values, not {np.dtype(dtype)}; convert it again with "
+            f"dtype={np.dtype(dtype).name} (nothing is converted on opening: that would copy X)")
+    return X, y
+
+
+def load_dataset(name, data_home=None, subset="train", dtype=None):
     """Load one of the real datasets listed in ``shared/data/MANIFEST.md``.
 
     Privacy: loading releases nothing. The datasets are treated as private
@@ -383,8 +389,10 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
 
     Parameters
     ----------
-    name : str
-        One of ``DATASETS``:
+    name : str or path-like
+        A binary dataset directory written by :func:`convert_libsvm`
+        (``fastdp convert``; opened memory-mapped by :func:`open_binary`, no
+        copy), or one of ``DATASETS``:
 
         * LIBSVM files (returned as CSR via :func:`load_libsvm`, with the full
           ``n_features`` of the LIBSVM collection, so ``a9a`` test has 123
@@ -408,10 +416,11 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
         :func:`dataset_search_paths`).
     subset : {"train", "test"}, default="train"
         ``"test"`` exists for ``a9a`` and ``adult`` only.
-    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
-        Value type of X.  LIBSVM sets are parsed straight into it; the others
-        are converted.  float32 halves the memory of X; the estimators and
-        kernels train on it without a copy.
+    dtype : {None, numpy.float64, numpy.float32}, default=None
+        Value type of X: None means float64 for the named datasets and the
+        stored dtype for a binary dataset (asking for another one is an
+        error there).  LIBSVM sets are parsed straight into it; the others
+        are converted.  float32 halves the memory of X.
 
     Returns
     -------
@@ -425,6 +434,8 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
     ValidationError
         Unknown name or subset.
     """
+    if is_binary_dataset(name) or str(name).endswith(".fdp"):
+        return _load_binary_dataset(name, dtype)
     if name not in DATASETS:
         raise ValidationError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)}")
     info = DATASETS[name]
@@ -432,7 +443,7 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
     if subset not in subsets:
         raise ValidationError(f"dataset {name!r} has subsets {subsets}, not {subset!r}")
     kind = info["kind"]
-    dtype = np.dtype(dtype)
+    dtype = np.dtype(np.float64 if dtype is None else dtype)
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValidationError(f"dtype must be float32 or float64; got {dtype}.")
     if kind == "libsvm":
