@@ -208,8 +208,11 @@ class LineChunks:
         self._seekable_plain = size is not None
 
     def set_progress(self, callback):
-        """Call ``callback(n)`` with the number of raw bytes each time some are read."""
+        """Call ``callback(n)`` with the number of raw bytes each time some are read
+        (at once for those already read)."""
         self._raw._progress = callback
+        if callback is not None and self._raw.consumed:
+            callback(self._raw.consumed)
 
     @property
     def raw_consumed(self):
