@@ -530,3 +530,126 @@ def test_a_fit_on_mapped_data_makes_no_copy(tmp_path):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         assert peak < 0.25 * size, (solver.__name__, peak, size)  # O(n + d), not O(nnz)
+
+
+# ----------------------------------------------------------------------------- peak memory
+#
+# The child process first runs the same code on a small file (loading the
+# compiled parser costs ~50 MB, more than some of the bounds), then measures
+# the growth of its resident size (VmRSS, sampled every millisecond by a
+# thread) during one load, conversion or fit.  resource.getrusage's ru_maxrss
+# cannot serve: it already holds the warm-up's peak, and restarting it
+# (/proc/self/clear_refs) proved off by tens of MB.  A copy of 100 MB takes
+# tens of milliseconds, so the sampling sees it.
+
+PEAK_SCRIPT = """
+    import json, sys
+    import numpy as np
+    from fastdp.io import convert_libsvm, load_libsvm, open_binary
+
+    def rss():  # resident now (bytes)
+        with open("/proc/self/status") as status:
+            line = next(l for l in status if l.startswith("VmRSS:"))
+        return int(line.split()[1]) * 1024
+
+    mode, path, out, dtype = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    warm = sys.argv[5]  # a small file: loads the compiled code before measuring
+    if mode == "load":
+        load_libsvm(warm, dtype=dtype)
+    elif mode == "convert":
+        convert_libsvm(warm, out + ".warm", dtype=dtype)
+    else:
+        from fastdp.solvers.sgd import dpsgd
+
+        X, y = open_binary(warm)
+        dpsgd(X, y, loss="logistic", lam=1e-3, epochs=1, batch_size=10, clip=1.0,
+              noise_multiplier=1.0, random_state=0)
+    import threading, time
+    highest = [0]
+    running = [True]
+
+    def sample():  # the resident size every millisecond (ru_maxrss cannot be restarted)
+        while running[0]:
+            highest[0] = max(highest[0], rss())
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample)
+    base = rss()
+    sampler.start()
+    if mode == "load":
+        X, y = load_libsvm(path, dtype=dtype)
+        size = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes + y.nbytes
+    elif mode == "convert":
+        convert_libsvm(path, out, dtype=dtype)
+        size = 0
+    else:
+        X, y = open_binary(out)
+        dpsgd(X, y, loss="logistic", lam=1e-3, epochs=1, batch_size=1000, clip=1.0,
+              noise_multiplier=1.0, random_state=0)
+        size = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    running[0] = False
+    sampler.join()
+    print(json.dumps({"growth": highest[0] - base, "size": size}))
+"""
+
+
+@pytest.fixture(scope="module")
+def big_text(tmp_path_factory):
+    """About 120 MB of criteo-like LIBSVM text (40 entries a row, rows of norm < 1)."""
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(20000):
+        columns = np.sort(rng.choice(1_000_000, 40, replace=False)) + 1
+        values = rng.integers(1, 150000, 40)
+        lines.append(("1" if rng.random() < 0.5 else "-1") + "".join(
+            f" {c}:0.{v:06d}" for c, v in zip(columns, values)))
+    block = ("\n".join(lines) + "\n").encode()
+    directory = tmp_path_factory.mktemp("big")
+    path = directory / "big.svm"
+    with open(path, "wb") as handle:
+        for _ in range(max(1, 120_000_000 // len(block))):
+            handle.write(block)
+    small = directory / "small.svm"  # compiles the parser specialisations before measuring
+    small.write_bytes(block[:10000].rsplit(b"\n", 1)[0] + b"\n")
+    for dtype in (np.float32, np.float64):
+        load_libsvm(small, dtype=dtype)
+        convert_libsvm(small, directory / f"small_{np.dtype(dtype).name}.fdp", dtype=dtype)
+    yield path
+    path.unlink()
+
+
+def _peak(mode, path, out, dtype, big_text):
+    from test_datasets import _run_child
+
+    warm = big_text.parent / ("small.svm" if mode != "fit" else f"small_{dtype}.fdp")
+    result = _run_child(PEAK_SCRIPT, mode, path, out, dtype, warm)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("dtype, compress", [("float32", False), ("float64", True)])
+def test_peak_memory_of_a_load_is_the_csr(big_text, tmp_path, dtype, compress):
+    path = big_text
+    if compress:
+        path = tmp_path / "big.svm.gz"
+        with open(big_text, "rb") as raw, gzip.open(path, "wb", compresslevel=1) as packed:
+            while block := raw.read(1 << 24):
+                packed.write(block)
+    measured = _peak("load", path, "", dtype, big_text)
+    # final CSR + the fixed buffers (a two-copy loader needs about 2x the CSR)
+    assert measured["size"] > 50e6
+    assert measured["growth"] <= 1.1 * measured["size"] + 30e6, measured
+
+
+def test_peak_memory_of_a_conversion_is_bounded(big_text, tmp_path):
+    measured = _peak("convert", big_text, tmp_path / "big.fdp", "float64", big_text)
+    assert measured["growth"] <= 40e6, measured  # the CSR of this file is about 120 MB
+
+
+def test_peak_memory_of_a_fit_on_mapped_data_is_x(big_text, tmp_path):
+    out = tmp_path / "big.fdp"
+    convert_libsvm(big_text, out, dtype=np.float32)
+    measured = _peak("fit", big_text, out, "float32", big_text)
+    # the mapped pages of X that the epoch reads, plus O(n + d): no copy of X
+    assert measured["size"] > 50e6
+    assert measured["growth"] <= 1.1 * measured["size"] + 40e6, measured
