@@ -36,7 +36,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 import time
 
 import numpy as np

@@ -43,11 +43,11 @@ from pathlib import Path
 import numpy as np
 
 from fastdp.exceptions import ValidationError
-from fastdp.io._npy import HEADER_BYTES, NpyAppender
+from fastdp.io._npy import NpyAppender
 from fastdp.io._parse import INT32_MAX
 from fastdp.io._source import LineChunks
-from fastdp.io.libsvm import (_progress_callback, check_loader_arguments, csr_from_arrays,
-                              new_builder, parse_chunks)
+from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
+                              progress_callback)
 
 __all__ = ["convert_libsvm", "open_binary", "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
 
@@ -100,7 +100,7 @@ class _Writers:
         self.files["indices"].widen_to_int64()
 
     def append(self, indptr, indices, data, labels, sq_norms):
-        self.files["indptr"].append(indptr[1:] + self.nnz)
+        self.files["indptr"].append(indptr[1:].astype(np.int64) + self.nnz)
         self.files["indices"].append(indices)
         self.files["data"].append(data)
         self.files["labels"].append(labels)
@@ -179,13 +179,13 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
     file_index = np.dtype(np.int64 if index_dtype == np.int64 or (
         n_features is not None and n_features > INT32_MAX) else np.int32)
     writers = _Writers(work, dtype, file_index)
-    # parse with int64 indices (one chunk at a time); the files hold file_index
-    builder = new_builder(dtype, np.int64, zero_based, n_features)
+    # one chunk at a time, in the files' dtypes (a chunk never outgrows int32)
+    builder = new_builder(dtype, np.int32, zero_based, None)
     shift = 0 if zero_based is True else 1  # "auto": one-based until an index 0 is seen
     finite = True
     try:
         with LineChunks(src, sha256=True) as source:
-            callback, bar = _progress_callback(progress, source.raw_size, "converting")
+            callback, bar = progress_callback(progress, source.raw_size, "converting")
             source.set_progress(callback)
             try:
                 for _ in parse_chunks(source, builder):

@@ -181,7 +181,7 @@ def csr_from_arrays(data, indices, indptr, shape):
     return X
 
 
-def _progress_callback(progress, source_size, desc):
+def progress_callback(progress, source_size, desc):
     """(callback, bar) for ``progress`` (False: none; None: on a terminal; True: always)."""
     if progress is False:
         return None, None
@@ -294,7 +294,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     builder = new_builder(dtype, index_dtype, zero_based, n_features, with_qid=return_qid,
                           note=range_note(offset))
     with LineChunks(path, offset=offset, length=length) as source:
-        callback, bar = _progress_callback(progress, source.raw_size, "loading")
+        callback, bar = progress_callback(progress, source.raw_size, "loading")
         source.set_progress(callback)
         try:
             for _ in parse_chunks(source, builder, grow_to_total=True):
