@@ -91,6 +91,24 @@ def _target_dtype(current, accepted):
     return accepted[0]
 
 
+#: Entries per block of the O(nnz) checks of sparse input: each allocates
+#: temporaries for one block of rows only (about 8 MiB of float64).
+_BLOCK_ENTRIES = 1 << 20
+
+
+def _row_blocks(indptr, max_entries=None):
+    """Consecutive row ranges ``(r0, r1)`` covering all rows, each holding at most
+    ``max_entries`` entries (or a single longer row)."""
+    max_entries = _BLOCK_ENTRIES if max_entries is None else max_entries
+    n_rows = indptr.shape[0] - 1
+    r0 = 0
+    while r0 < n_rows:
+        r1 = int(np.searchsorted(indptr, int(indptr[r0]) + max_entries, side="right")) - 1
+        r1 = min(max(r1, r0 + 1), n_rows)
+        yield r0, r1
+        r0 = r1
+
+
 def _first_bad_row_message(bad_rows, what):
     first = int(bad_rows[0])
     return (
@@ -110,11 +128,16 @@ def _reject_non_finite_dense(X):
 
 
 def _reject_non_finite_csr(X):
-    data = X.data[: X.indptr[-1]]
-    finite = np.isfinite(data)
-    if finite.all():
+    data = X.data
+    bad = []  # positions of non-finite values, block by block (bounded temporaries)
+    for r0, r1 in _row_blocks(X.indptr):
+        k0, k1 = int(X.indptr[r0]), int(X.indptr[r1])
+        finite = np.isfinite(data[k0:k1])
+        if not finite.all():
+            bad.append(k0 + np.flatnonzero(~finite))
+    if not bad:
         return
-    bad_positions = np.flatnonzero(~finite)
+    bad_positions = np.concatenate(bad)
     bad_rows = np.unique(np.searchsorted(X.indptr, bad_positions, side="right") - 1)
     what = "NaN" if np.isnan(data[bad_positions[0]]) else "infinity"
     raise ValidationError(_first_bad_row_message(bad_rows, what))
@@ -374,6 +397,8 @@ def check_sparse_structure(X):
     """
     if not sp.issparse(X):
         return X
+    if _verified(X) is not None:  # checked when written (fastdp.io.binary)
+        return X
     n_rows, n_cols = _sparse_shape(X)
     fmt = getattr(X, "format", None)
     check = _STRUCTURE_CHECKS.get(fmt)
@@ -512,6 +537,83 @@ def structure_token(X):
     return _StructureToken(indices, indptr, entry[2], entry[3], entry[4])
 
 
+# --------------------------------------------------------------------------
+# CSR data checked when it was written (fastdp.io.binary), trusted when opened
+# --------------------------------------------------------------------------
+#
+# A binary dataset (fastdp.io.binary) is checked once, when it is converted:
+# canonical structure, finite values, squared row norms stored beside it.
+# open_binary registers its memory-mapped arrays here, so that validating it
+# for a fit reads O(n) metadata instead of scanning all of X (which may not
+# fit in memory) again.  The registry is weak (nothing is kept alive) and is
+# keyed by the very array objects: any other array (a copy, a slice) is
+# checked in full as usual.
+
+# id(data) -> _VerifiedCsr
+_VERIFIED_CSR = {}
+
+
+class _VerifiedCsr:
+    """What was verified about one CSR's arrays when they were written."""
+
+    __slots__ = ("data", "indices", "indptr", "shape", "sq_norms", "finite", "max_row_length")
+
+    def __init__(self, X, sq_norms, finite):
+        self.data = weakref.ref(X.data)
+        self.indices = weakref.ref(X.indices)
+        self.indptr = weakref.ref(X.indptr)
+        self.shape = tuple(X.shape)
+        self.sq_norms = sq_norms
+        self.finite = bool(finite)
+        lengths = np.diff(np.asarray(X.indptr)) if X.shape[0] else np.zeros(1, np.int64)
+        self.max_row_length = int(lengths.max()) if lengths.size else 0
+
+
+def register_verified_csr(X, *, sq_norms, finite):
+    """Record that the arrays of CSR ``X`` were verified when they were written.
+
+    For :mod:`fastdp.io.binary` only: call it with the arrays of a dataset
+    whose structure was checked canonical at conversion and whose header
+    still matches.  Afterwards :func:`check_sparse_structure`, :func:`check_X`
+    and :func:`structure_token` trust these very arrays (cheap checks only:
+    the same objects, the shape, the first and last ``indptr``) and the row
+    norm bound is decided from ``sq_norms``.
+
+    Parameters
+    ----------
+    X : scipy.sparse CSR matrix
+        Canonical, with ``indices``/``indptr`` of one dtype and tight storage.
+    sq_norms : ndarray of float64, shape (n_samples,)
+        ``sum_j x_ij**2`` of every row, computed by :func:`_csr_sq_norms`
+        (the same bits the full check computes).
+    finite : bool
+        Whether every value was checked finite.
+    """
+    key = id(X.data)
+    entry = _VerifiedCsr(X, np.asarray(sq_norms, dtype=np.float64), finite)
+    try:
+        weakref.finalize(X.data, _VERIFIED_CSR.pop, key, None)
+    except TypeError:  # pragma: no cover - ndarray is weak-referenceable
+        return
+    _VERIFIED_CSR[key] = entry
+    _remember_structure(X.indices, X.indptr, X.shape[1])
+
+
+def _verified(X):
+    """The registry entry of CSR ``X``'s arrays if they are the verified ones, else None."""
+    if not (sp.issparse(X) and getattr(X, "format", None) == "csr"):
+        return None
+    entry = _VERIFIED_CSR.get(id(getattr(X, "data", None)))
+    if (entry is None or entry.data() is not X.data or entry.indices() is not X.indices
+            or entry.indptr() is not X.indptr or tuple(X.shape) != entry.shape):
+        return None
+    indptr = X.indptr
+    nnz = X.data.shape[0]
+    if indptr.shape[0] != entry.shape[0] + 1 or indptr[0] != 0 or int(indptr[-1]) != nnz:
+        return None
+    return entry
+
+
 def _check_csr_structure(X):
     """Reject CSR matrices whose index arrays could make a kernel read out of bounds."""
     n_rows, n_cols = _sparse_shape(X)
@@ -529,12 +631,17 @@ def _csr_is_canonical(X):
         return False
     if nnz < 2:
         return True
-    increasing = X.indices[1:] > X.indices[:-1]
-    # a position k (1..nnz-1) that starts a row may be anything
-    row_starts = X.indptr[1:-1]
-    row_starts = row_starts[(row_starts > 0) & (row_starts < nnz)]
-    increasing[row_starts - 1] = True
-    return bool(increasing.all())
+    for r0, r1 in _row_blocks(X.indptr):  # a block boundary is a row boundary
+        k0, k1 = int(X.indptr[r0]), int(X.indptr[r1])
+        indices = X.indices[k0:k1]
+        increasing = indices[1:] > indices[:-1]
+        # a position k (1..) that starts a row may be anything
+        row_starts = np.asarray(X.indptr[r0 + 1:r1]) - k0
+        row_starts = row_starts[(row_starts > 0) & (row_starts < k1 - k0)]
+        increasing[row_starts - 1] = True
+        if not increasing.all():
+            return False
+    return True
 
 
 def _csr_from_arrays(template, data, indices, indptr):
@@ -569,6 +676,11 @@ def _check_sparse(X, accepted, copy):
         copy = False  # already a private copy
         _check_csr_structure(X)
     value_dtype = _target_dtype(X.data.dtype, accepted)
+    verified = _verified(X)
+    if verified is not None and not copy and value_dtype == X.data.dtype:
+        if not verified.finite:
+            _reject_non_finite_csr(X)
+        return X  # canonical and (if recorded) finite: checked when written
     if X.indices.dtype == X.indptr.dtype and X.indices.dtype in _INDEX_DTYPES:
         index_dtype = X.indices.dtype
     else:
@@ -648,15 +760,7 @@ def row_norms(X, squared=False):
         check_sparse_structure(X)  # before any conversion
         if X.format != "csr":
             X = X.tocsr()
-        n_rows = X.shape[0]
-        nnz = int(X.indptr[-1])
-        data = np.asarray(X.data[:nnz], dtype=np.float64)
-        starts = np.asarray(X.indptr[:-1])
-        nonempty = starts < X.indptr[1:]
-        sq = np.zeros(n_rows)
-        if nnz:
-            # consecutive non-empty row starts delimit exactly one row each
-            sq[nonempty] = np.add.reduceat(data * data, starts[nonempty])
+        sq = _csr_sq_norms(X)
     else:
         X = np.asarray(X)
         if X.ndim != 2:
@@ -668,6 +772,30 @@ def row_norms(X, squared=False):
     return sq if squared else np.sqrt(sq)
 
 
+def _csr_sq_norms(X, bound=1.0):
+    """``sum_j (x_ij / bound)**2`` of every row of a CSR matrix, accumulated in float64.
+
+    Works through blocks of rows (:func:`_row_blocks`), so its temporaries are
+    one block's float64 values (never a float64 copy of all of float32 data,
+    never an O(nnz) array), with the same bits as one pass over all rows:
+    every row is summed by the same ``np.add.reduceat`` call on the same values.
+    """
+    indptr = X.indptr
+    sq = np.zeros(X.shape[0])
+    for r0, r1 in _row_blocks(indptr):
+        k0, k1 = int(indptr[r0]), int(indptr[r1])
+        if k1 == k0:
+            continue
+        values = np.asarray(X.data[k0:k1], dtype=np.float64)
+        if bound != 1.0:
+            values = values / bound
+        starts = np.asarray(indptr[r0:r1]) - k0
+        nonempty = starts < np.asarray(indptr[r0 + 1:r1 + 1]) - k0
+        # consecutive non-empty row starts delimit exactly one row each
+        sq[r0:r1][nonempty] = np.add.reduceat(values * values, starts[nonempty])
+    return sq
+
+
 def _scaled_sq_norms(X, bound, rows=None):
     """``sum_j (x_ij / bound)**2`` for every row (or ``rows``), accumulated in float64.
 
@@ -677,21 +805,35 @@ def _scaled_sq_norms(X, bound, rows=None):
     a row far below it underflows towards 0 (accepted), both correctly.
     """
     if sp.issparse(X):
-        if rows is not None:
-            X = X[rows]
-        data = np.asarray(X.data[: X.indptr[-1]], dtype=np.float64)
-        if bound != 1.0:
-            data = data / bound
-        starts = X.indptr[:-1]
-        nonempty = starts < X.indptr[1:]
-        sq = np.zeros(X.shape[0])
-        if data.size:  # consecutive non-empty row starts delimit exactly one row each
-            sq[nonempty] = np.add.reduceat(data * data, starts[nonempty])
-        return sq
+        return _csr_sq_norms(X if rows is None else X[rows], bound)
     Xf = np.asarray(X if rows is None else X[rows], dtype=np.float64)
     if bound != 1.0:
         Xf = Xf / bound
     return np.einsum("ij,ij->i", Xf, Xf)
+
+
+def _stored_scaled_sq_norms(X, bound):
+    """:func:`_scaled_sq_norms` of a verified CSR from its stored squared norms, or None.
+
+    With ``bound == 1`` the stored values are those very numbers.  Otherwise
+    ``stored / bound**2`` differs from the direct sum by rounding only, at most
+    ``(k + 4) 2**-53`` relative each way for rows of at most k entries: every
+    row that is not clearly below 1 by eight times that margin (and every
+    non-finite one) is summed directly, so the rows above the bound, and the
+    values used for them, are exactly those of the direct computation.
+    """
+    entry = _verified(X)
+    if entry is None:
+        return None
+    if bound == 1.0:
+        return entry.sq_norms.copy()
+    with np.errstate(all="ignore"):
+        sq = entry.sq_norms / (bound * bound)
+    margin = 8.0 * (entry.max_row_length + 4) * 2.0**-53
+    unclear = np.flatnonzero(~(sq <= 1.0 - margin))
+    if unclear.size:
+        sq[unclear] = _scaled_sq_norms(X, bound, unclear)
+    return sq
 
 
 def _norm_for_message(X, row, bound, sq):
@@ -744,7 +886,9 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
         raise ValidationError(
             f"row_norm_tol must lie in [0, 1e-3] (it absorbs rounding only); got {row_norm_tol!r}.")
     with np.errstate(over="ignore"):
-        sq = _scaled_sq_norms(X, bound)
+        sq = _stored_scaled_sq_norms(X, bound)
+        if sq is None:
+            sq = _scaled_sq_norms(X, bound)
     over = sq > 1.0
     if not over.any():
         return X

@@ -2,6 +2,7 @@
 
 Subcommands::
 
+    fastdp convert SRC DST.fdp [--dtype float32] [--index-dtype int32|int64] [--overwrite]
     fastdp train DATA --model {ridge,logistic,svm} [--solver dpscd] [--epsilon 1]
                  [--delta D] [--ledger FILE [--budget EPS]] [--out MODEL] [--test DATA]
     fastdp predict MODEL DATA [--output FILE]
@@ -13,9 +14,12 @@ Subcommands::
     fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [-- EXTRA ARGS...]
     fastdp demo [--quick]
 
-``DATA`` is a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz) or
-``dataset:NAME`` for one of the real datasets of :mod:`fastdp.datasets`
-(e.g. ``dataset:phishing``, ``dataset:a9a:test``).
+``DATA`` is a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz), a binary
+dataset made by ``fastdp convert`` (a directory, e.g. ``data.fdp``, opened
+memory-mapped: see docs/large-data.md) or ``dataset:NAME`` for one of the
+real datasets of :mod:`fastdp.datasets` (e.g. ``dataset:phishing``,
+``dataset:a9a:test``).  Loading and converting show a progress bar on a
+terminal.
 
 User mistakes (a missing file, a malformed LIBSVM line, ε <= 0, an unknown
 solver, a budget that would be exceeded, ...) print one line
@@ -139,10 +143,32 @@ def _option(text):
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def _load_data(spec, n_features=None, dtype="float64"):
-    """(X, y, description) of a LIBSVM path or ``dataset:NAME[:SUBSET]``."""
-    from fastdp.exceptions import LibsvmParseError, ValidationError
+def _load_binary(spec, n_features, dtype):
+    """(X, y, description) of a binary dataset (``fastdp convert`` output), memory-mapped."""
+    from fastdp.io.binary import open_binary
+    from fastdp.io.libsvm import csr_from_arrays
 
+    X, y = open_binary(spec)
+    if dtype is not None and X.dtype != dtype:
+        raise _UsageError(f"{spec} holds {X.dtype} values; convert it again with --dtype {dtype} "
+                          "(or drop --dtype)")
+    if n_features is not None and X.shape[1] != n_features:
+        if X.shape[1] > n_features:
+            raise _UsageError(f"{spec} has {X.shape[1]} features but the model expects "
+                              f"{n_features}.")
+        # the same arrays read as a wider matrix: the extra columns are empty
+        X = csr_from_arrays(X.data, X.indices, X.indptr, (X.shape[0], n_features))
+    return X, y, spec
+
+
+def _load_data(spec, n_features=None, dtype=None):
+    """(X, y, description) of a LIBSVM path, a binary dataset or ``dataset:NAME[:SUBSET]``."""
+    from fastdp.exceptions import LibsvmParseError, ValidationError
+    from fastdp.io.binary import is_binary_dataset
+
+    if is_binary_dataset(spec) or spec.endswith(".fdp"):
+        return _load_binary(spec, n_features, dtype)
+    dtype = dtype or "float64"
     if spec.startswith("dataset:"):
         from fastdp.datasets import load_dataset
 
@@ -157,7 +183,7 @@ def _load_data(spec, n_features=None, dtype="float64"):
     from fastdp.datasets import load_libsvm
 
     try:
-        X, y = load_libsvm(spec, n_features=n_features, dtype=dtype)
+        X, y = load_libsvm(spec, n_features=n_features, dtype=dtype, progress=None)
     except LibsvmParseError as exc:
         raise ValidationError(f"{spec}: {exc}; fix the file (LIBSVM lines read "
                               "'LABEL INDEX:VALUE ...').") from exc
@@ -290,6 +316,31 @@ def _cmd_train(args):
 
         json_path = save_model(model, args.out)
         print(f"model saved      {json_path} + {model_paths(json_path)[1]}")
+    return 0
+
+
+def _cmd_convert(args):
+    from fastdp.exceptions import LibsvmParseError, ValidationError
+    from fastdp.io.binary import convert_libsvm
+
+    started = time.perf_counter()
+    zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
+    try:
+        header = convert_libsvm(args.src, args.dst, dtype=args.dtype,
+                                index_dtype=args.index_dtype, n_features=args.n_features,
+                                zero_based=zero_based, overwrite=args.overwrite, progress=None)
+    except LibsvmParseError as exc:
+        raise ValidationError(f"{args.src}: {exc}; fix the file (LIBSVM lines read "
+                              "'LABEL INDEX:VALUE ...').") from exc
+    except IsADirectoryError:
+        raise ValidationError(f"{args.src} is a directory, not a LIBSVM file.") from None
+    except FileNotFoundError:
+        raise ValidationError(f"no such file: {args.src}") from None
+    n, d = header["shape"]
+    print(f"fastdp convert: {args.src} -> {args.dst}: {n} rows, {d} features, "
+          f"{header['nnz']} entries ({header['dtype']} values, {header['index_dtype']} "
+          f"indices) in {time.perf_counter() - started:.1f} s")
+    print(f"train on it with: fastdp train {args.dst} --model ...")
     return 0
 
 
@@ -512,7 +563,8 @@ def build_parser():
     p = sub.add_parser("train", help="train a DP model on a LIBSVM file",
                        description="Train a differentially private linear model and print its "
                        "privacy report, utility and time.")
-    p.add_argument("data", metavar="DATA", help="LIBSVM file or dataset:NAME[:SUBSET]")
+    p.add_argument("data", metavar="DATA",
+                   help="LIBSVM file, binary dataset (DIR.fdp) or dataset:NAME[:SUBSET]")
     p.add_argument("--model", required=True, choices=sorted(_MODELS),
                    help="ridge (squared loss), logistic, or svm (hinge loss)")
     from fastdp.solvers.registry import DOCUMENTED_SOLVER_NAMES
@@ -547,8 +599,9 @@ def build_parser():
     p.add_argument("--seed", type=int, default=None, help="random seed (same seed, same bits)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show progress per epoch (a bar on a terminal, one line per epoch in logs)")
-    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
-                   help="value type of the data (float32 halves its memory; default float64)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default=None,
+                   help="value type of the data (float32 halves its memory; default float64, "
+                   "or what a binary dataset holds)")
     p.add_argument("--ledger", metavar="FILE", help="privacy ledger JSON file to charge")
     p.add_argument("--budget", type=_positive_float, default=None,
                    help="epsilon budget when --ledger creates a new file")
@@ -566,9 +619,29 @@ def build_parser():
                    help="rows per sampling block (with --ray)")
     p.set_defaults(func=_cmd_train)
 
+    p = sub.add_parser("convert", help="convert a LIBSVM file into a binary dataset (DIR.fdp)",
+                       description="Convert a LIBSVM file (plain, .gz, .bz2 or .xz) once, in one "
+                       "streaming pass with bounded memory, into a directory of .npy arrays that "
+                       "train, evaluate and predict open memory-mapped (data larger than RAM; "
+                       "see docs/large-data.md).")
+    p.add_argument("src", metavar="SRC", help="LIBSVM file")
+    p.add_argument("dst", metavar="DST", help="binary dataset directory to create (e.g. data.fdp)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="value type on disk (float32 halves it; default float64)")
+    p.add_argument("--index-dtype", choices=("int32", "int64"), default=None,
+                   help="index type (default: int32 when the sizes fit, else int64)")
+    p.add_argument("--n-features", type=_positive_int, default=None,
+                   help="number of columns (default: largest index + 1)")
+    p.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",
+                   help="whether indices start at 0 (default auto: one-based unless an index 0 "
+                   "occurs)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing DST")
+    p.set_defaults(func=_cmd_convert)
+
     p = sub.add_parser("predict", help="predict with a saved model")
     p.add_argument("model", metavar="MODEL", help="MODEL.json (or its base path)")
-    p.add_argument("data", metavar="DATA", help="LIBSVM file or dataset:NAME[:SUBSET]")
+    p.add_argument("data", metavar="DATA",
+                   help="LIBSVM file, binary dataset (DIR.fdp) or dataset:NAME[:SUBSET]")
     p.add_argument("--output", metavar="FILE", help="write predictions here (default stdout)")
     p.set_defaults(func=_cmd_predict)
 

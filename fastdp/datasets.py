@@ -10,8 +10,9 @@ must never be copied into the repository or a package (IPUMS terms of use).
 
 Public API
 ----------
-load_libsvm
-    Numba byte parser equal to :func:`sklearn.datasets.load_svmlight_file`.
+load_libsvm, iter_libsvm_chunks, convert_libsvm, open_binary
+    LIBSVM files (streamed, by byte range, in chunks) and fastdp's on-disk
+    binary CSR; defined in :mod:`fastdp.io`, re-exported here.
 make_sparse_classification, make_sparse_regression
     Synthetic sparse data (Zipf column popularity, Poisson row lengths,
     lognormal values, unit-norm rows, a planted linear model).
@@ -19,433 +20,29 @@ load_dataset, DATASETS
     The real datasets of ``shared/data/MANIFEST.md``.
 """
 
-import bz2
-import gzip
-import lzma
 import os
-import stat
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._kernels import _libsvm_parse as _kernel
 from fastdp._validation import check_integer
-from fastdp.exceptions import DatasetNotFoundError, LibsvmParseError, ValidationError
+from fastdp.exceptions import DatasetNotFoundError, ValidationError
+from fastdp.io._source import LineChunks
+from fastdp.io.binary import convert_libsvm, is_binary_dataset, open_binary
+from fastdp.io.libsvm import iter_libsvm_chunks, load_libsvm
 
 __all__ = [
     "load_libsvm",
+    "iter_libsvm_chunks",
+    "convert_libsvm",
+    "open_binary",
     "make_sparse_classification",
     "make_sparse_regression",
     "load_dataset",
     "dataset_search_paths",
     "DATASETS",
 ]
-
-# --------------------------------------------------------------------------- #
-# LIBSVM loader
-# --------------------------------------------------------------------------- #
-
-_MAGIC_DECOMPRESSORS = (
-    (b"\x1f\x8b", gzip.decompress),
-    (b"BZh", bz2.decompress),
-    (b"\xfd7zXZ\x00", lzma.decompress),
-)
-
-
-def _decompress_if_needed(raw):
-    for magic, decompress in _MAGIC_DECOMPRESSORS:
-        if raw[: len(magic)] == magic:
-            try:
-                return decompress(raw)
-            except (EOFError, OSError, ValueError, lzma.LZMAError) as exc:
-                raise ValidationError(
-                    f"the file starts like a compressed file ({decompress.__module__}) but "
-                    f"cannot be decompressed: {exc}. It is probably truncated or corrupt; "
-                    "download or copy it again."
-                ) from exc
-    return raw
-
-
-def _read_bytes(source):
-    """Whole content of a path or binary file object, decompressed if needed.
-
-    The compression (gzip, bzip2, xz) is recognised by the magic bytes, so the
-    file name does not matter.
-    """
-    if hasattr(source, "read"):
-        raw = source.read()
-        if isinstance(raw, str):
-            raise ValidationError("open the file in binary mode ('rb') before passing it to load_libsvm")
-        return bytes(_decompress_if_needed(raw))
-    try:
-        path = os.fspath(source)
-    except TypeError:
-        raise ValidationError(
-            f"load_libsvm expects a path or a binary file object, got {type(source).__name__}"
-        ) from None
-    with open(path, "rb") as f:
-        return bytes(_decompress_if_needed(f.read()))
-
-
-def _changed_while_reading(path, detail):
-    return ValidationError(
-        f"{path} changed while it was being read ({detail}); another program is writing, "
-        "truncating or replacing it. Load it again once it is complete (or load a copy).")
-
-
-def _read_whole_file(handle, path):
-    """The whole content of an open file, read into memory (bytes).
-
-    For a regular file the size is taken before reading and checked again
-    afterwards (one byte more is asked for, which must not exist), so a file
-    that grows, shrinks or is rewritten while it is read gives a clear error
-    instead of a silently partial dataset.
-    """
-    before = os.fstat(handle.fileno())
-    if not stat.S_ISREG(before.st_mode):  # a pipe or device: no size to check
-        return handle.read()
-    size = before.st_size
-    handle.seek(0)
-    content = handle.read(size + 1)
-    after = os.fstat(handle.fileno())
-    if len(content) != size:
-        raise _changed_while_reading(path, f"{len(content)} bytes read, {size} expected")
-    if after.st_size != size or after.st_mtime_ns != before.st_mtime_ns:
-        raise _changed_while_reading(path, "its size or modification time changed")
-    return content
-
-
-def _parse_source(source, zero_based, return_qid):
-    """Parse a path or a binary file object; returns what :func:`_parse_content` returns.
-
-    A plain regular file is read and parsed in chunks (:func:`_parse_file_in_chunks`);
-    a compressed file is read whole, checked for changes and decompressed; a
-    file object or a pipe is read whole.
-    """
-    path = None
-    if not hasattr(source, "read"):
-        try:
-            path = os.fspath(source)
-        except TypeError:
-            path = None
-    if path is None:
-        return _parse_content(_read_bytes(source), zero_based, return_qid)
-    with open(path, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            content = _decompress_if_needed(handle.read())
-        else:
-            head = handle.read(8)
-            if not any(head.startswith(magic) for magic, _ in _MAGIC_DECOMPRESSORS):
-                return _parse_file_in_chunks(handle, path, zero_based, return_qid)
-            content = _decompress_if_needed(_read_whole_file(handle, path))
-    return _parse_content(content, zero_based, return_qid)
-
-
-_CHUNK_BYTES = 1 << 20  # parsed while in cache: both passes of the parser read it there
-
-
-class _CsrBuilder:
-    """Growing output arrays of the chunked parser (amortised growth, views at the end)."""
-
-    def __init__(self):
-        self.rows = 0
-        self.nnz = 0
-        self.min_index = _kernel._MAX_INDEX + 1
-        self.max_index = -1
-        self._allocate(1, 0)
-
-    def _allocate(self, row_capacity, entry_capacity):
-        old = getattr(self, "arrays", None)
-        self.arrays = {
-            "indptr": np.empty(row_capacity + 1, dtype=np.int64),
-            "labels": np.empty(row_capacity, dtype=np.float64),
-            "qids": np.empty(row_capacity, dtype=np.int64),
-            "has_qid": np.empty(row_capacity, dtype=np.uint8),
-            "indices": np.empty(entry_capacity, dtype=np.int64),
-            "data": np.empty(entry_capacity, dtype=np.float64),
-        }
-        if old is not None:
-            for name in ("indptr",):
-                self.arrays[name][: self.rows + 1] = old[name][: self.rows + 1]
-            for name in ("labels", "qids", "has_qid"):
-                self.arrays[name][: self.rows] = old[name][: self.rows]
-            for name in ("indices", "data"):
-                self.arrays[name][: self.nnz] = old[name][: self.nnz]
-
-    def reserve(self, more_rows, more_entries, expected_rows, expected_entries):
-        """Room for ``more_rows``/``more_entries`` after the current ones; grows to at
-        least the expected totals (or 1.5 times) so that growth stays rare."""
-        rows_needed = self.rows + more_rows
-        entries_needed = self.nnz + more_entries
-        row_capacity = self.arrays["labels"].shape[0]
-        entry_capacity = self.arrays["data"].shape[0]
-        if rows_needed <= row_capacity and entries_needed <= entry_capacity:
-            return
-        self._allocate(max(rows_needed, expected_rows, int(1.5 * row_capacity)),
-                       max(entries_needed, expected_entries, int(1.5 * entry_capacity)))
-
-    def tails(self):
-        """Views of the arrays after the rows and entries already filled."""
-        a, r, k = self.arrays, self.rows, self.nnz
-        return (a["indptr"][r:], a["indices"][k:], a["data"][k:], a["labels"][r:],
-                a["qids"][r:], a["has_qid"][r:])
-
-
-def _parse_chunk(builder, chunk, raw, zero_based, return_qid, line_offset):
-    """Parse whole lines ``chunk`` (a view of ``raw``) into ``builder``'s arrays."""
-    indptr, indices, data, labels, qids, has_qid = builder.tails()
-    err, err_line, rows, nnz, hard, qid_err_line, min_index, max_index = _kernel.fill_csr(
-        chunk, zero_based is not False, indptr, indices, data, labels, qids, has_qid)
-    stop_line = err_line if err != _kernel.ERR_NONE else np.iinfo(np.int64).max
-    if return_qid and qid_err_line:
-        stop_line = min(stop_line, qid_err_line)
-    _resolve_hard_tokens(raw, hard, data, labels, stop_line, line_offset)
-    if err != _kernel.ERR_NONE and err_line == stop_line:
-        raise LibsvmParseError(_kernel.ERROR_MESSAGES[err], err_line + line_offset)
-    if return_qid and qid_err_line:
-        raise LibsvmParseError("a 'qid:' value is not a 64-bit integer", qid_err_line + line_offset)
-    indptr[: rows + 1] += builder.nnz  # fill_csr counts entries from 0 in every chunk
-    builder.rows += rows
-    builder.nnz += nnz
-    builder.min_index = min(builder.min_index, min_index)
-    builder.max_index = max(builder.max_index, max_index)
-
-
-def _parse_file_in_chunks(handle, path, zero_based, return_qid):
-    """Read a plain file in chunks of whole lines and parse each while it is in cache.
-
-    The file is never memory-mapped (a memory-mapped file that another process
-    truncates kills the reader with SIGBUS) and never held in memory whole:
-    each chunk is read into one reused buffer, parsed (both passes) and
-    forgotten.  The size is taken before reading and checked again afterwards
-    (one byte more than the size is asked for), so a file that grows, shrinks
-    or is rewritten while it is read gives a clear error.  Returns what
-    :func:`_parse_content` returns.
-    """
-    before = os.fstat(handle.fileno())
-    size = before.st_size
-    handle.seek(0)
-    buffer = bytearray(min(_CHUNK_BYTES, size + 1))
-    builder = _CsrBuilder()
-    filled = total = line_offset = 0
-    eof = False
-    while True:
-        if not eof and filled < len(buffer):
-            with memoryview(buffer) as view:
-                want = min(len(buffer) - filled, size + 1 - total)
-                got = handle.readinto(view[filled:filled + want]) if want > 0 else 0
-            if got:
-                filled += got
-                total += got
-                if total > size:
-                    raise _changed_while_reading(path, f"it has more than {size} bytes")
-            else:
-                eof = True
-        if filled == 0:
-            break
-        end = filled if eof else buffer.rfind(b"\n", 0, filled) + 1
-        if end == 0:  # no complete line in the buffer yet
-            if filled == len(buffer):  # a line longer than the buffer: make room
-                buffer = buffer + bytearray(len(buffer))
-            continue
-        chunk = np.frombuffer(buffer, dtype=np.uint8, count=end)
-        max_rows, max_entries = _kernel.count_rows_and_tokens(chunk)
-        scale = size / max(total, 1)  # expected totals from what was read so far
-        builder.reserve(max_rows, max_entries, int((builder.rows + max_rows) * scale * 1.02),
-                        int((builder.nnz + max_entries) * scale * 1.02))
-        _parse_chunk(builder, chunk, buffer, zero_based, return_qid, line_offset)
-        del chunk
-        line_offset += max_rows - 1  # the newlines of the chunk
-        buffer[: filled - end] = buffer[end:filled]
-        filled -= end
-    after = os.fstat(handle.fileno())
-    if total != size:
-        raise _changed_while_reading(path, f"{total} bytes read, {size} expected")
-    if after.st_size != size or after.st_mtime_ns != before.st_mtime_ns:
-        raise _changed_while_reading(path, "its size or modification time changed")
-    a, rows, nnz = builder.arrays, builder.rows, builder.nnz
-    qids = (np.where(a["has_qid"][:rows].view(bool), a["qids"][:rows], -1)
-            if return_qid else None)
-    return (a["indptr"][: rows + 1], a["indices"][:nnz], a["data"][:nnz], a["labels"][:rows],
-            qids, rows, nnz, builder.min_index, builder.max_index)
-
-
-def _check_loader_arguments(n_features, zero_based, dtype):
-    if n_features is not None:
-        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
-            raise ValidationError(f"n_features must be None or a positive integer, got {n_features!r}")
-    if not (zero_based is True or zero_based is False or zero_based == "auto"):
-        raise ValidationError(f"zero_based must be True, False or 'auto', got {zero_based!r}")
-    try:
-        return np.dtype(dtype)
-    except TypeError as exc:
-        raise ValidationError(f"dtype {dtype!r} is not a numpy dtype") from exc
-
-
-def _resolve_hard_tokens(raw, hard, data, labels, stop_line, line_offset=0):
-    """Convert the tokens the compiled parser left to Python ``float()``.
-
-    Raises the parse error of the first token (in file order) that ``float()``
-    rejects on a line before ``stop_line`` (lines counted within ``raw``;
-    ``line_offset`` lines precede it in the file).
-    """
-    for start, end, slot, line in hard.tolist():
-        if line >= stop_line:
-            break
-        token = raw[start:end]
-        try:
-            value = float(token)
-        except ValueError:
-            what = "label" if slot < 0 else "feature value"
-            raise LibsvmParseError(
-                f"cannot read {what} {bytes(token).decode('latin-1')!r} as a number",
-                line + line_offset,
-            ) from None
-        if slot < 0:
-            labels[-slot - 1] = value
-        else:
-            data[slot] = value
-
-
-def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, return_qid=False):
-    """Load a LIBSVM / svmlight file into a canonical CSR matrix.
-
-    Gives exactly what :func:`sklearn.datasets.load_svmlight_file` gives on the
-    same file (same shape, dtypes, indices, bit-identical values and labels,
-    same ``zero_based="auto"`` rule, same treatment of comments, ``qid:`` and
-    blank lines), several times faster: the bytes are parsed by a numba kernel
-    and floats are converted with correct rounding.
-
-    Privacy: loading releases nothing and spends no privacy budget.
-
-    Parameters
-    ----------
-    path : str, path-like or binary file object
-        Plain text, or gzip / bzip2 / xz compressed (recognised by content).
-    n_features : int, optional
-        Number of columns. Default: largest index + 1. Passing a value smaller
-        than that is an error; a larger value pads with empty columns (use this
-        to give train and test files the same width, e.g. 123 for ``a9a.t``).
-    zero_based : bool or "auto", default="auto"
-        Whether the file's indices start at 0. ``"auto"`` (scikit-learn's rule):
-        the indices are taken as one-based, and shifted down by one, when no
-        index 0 appears in the file (and the file stores at least one entry).
-        ``False`` makes an index 0 an error.
-    dtype : numpy dtype, default=np.float64
-        dtype of ``X.data``. Values are parsed as float64 and then cast, as
-        scikit-learn does (so float32 data is bit-identical too). ``y`` is
-        always float64, as in scikit-learn.
-    return_qid : bool, default=False
-        Also return the query ids, one per row (int64; ``-1`` for a row without
-        ``qid:``). scikit-learn instead returns only the qids present; both agree
-        when every row has one.
-
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
-        Sorted, duplicate-free indices (``has_canonical_format`` is True).
-        ``indices`` and ``indptr`` are int64 (as in scikit-learn 1.9).
-        Explicit zeros written in the file are kept, as in scikit-learn.
-    y : ndarray of float64, shape (n_samples,)
-    qid : ndarray of int64, shape (n_samples,)
-        Only when ``return_qid`` is True.
-
-    Notes
-    -----
-    Where fastdp goes beyond scikit-learn: xz files and compression recognised
-    by content (scikit-learn reads ``.gz``/``.bz2`` by file suffix); every
-    malformed line raises :class:`LibsvmParseError` (a ``ValueError``) with its
-    line number, including an index above 2**31 - 1 (an ``OverflowError`` in
-    scikit-learn); qids are returned one per row. A plain file is read and
-    parsed in chunks of whole lines (1 MiB, reused: each is parsed while in
-    cache), never memory-mapped (a truncated memory map would kill the process
-    with SIGBUS); a file that another program truncates, extends or replaces
-    while it is read gives a :class:`~fastdp.exceptions.ValidationError`.
-    scikit-learn's ``multilabel``, ``offset`` and ``length`` options are not
-    supported.
-
-    Raises
-    ------
-    LibsvmParseError
-        On a malformed line (non-numeric label or value, token without ``:``,
-        non-integer, negative or too large index, index 0 with
-        ``zero_based=False``, unsorted or repeated indices in a row). The
-        error's ``line_number`` is the 1-based line in the decompressed file.
-    ValidationError
-        On bad arguments, when ``n_features`` is smaller than the file needs,
-        or when the file changes while it is read.
-    """
-    dtype = _check_loader_arguments(n_features, zero_based, dtype)
-    parsed = _parse_source(path, zero_based, return_qid)
-    indptr, indices, data, labels, qids, n_rows, nnz, min_index, max_index = parsed
-    if zero_based is False or (zero_based == "auto" and nnz > 0 and min_index > 0):
-        indices -= 1
-        max_index -= 1
-    needed = max_index + 1 if nnz > 0 else 1
-    if n_features is None:
-        n_features = needed
-    elif n_features < needed:
-        raise ValidationError(
-            f"n_features={n_features} is too small: the file has feature index {needed - 1} "
-            f"(0-based), so it needs n_features >= {needed}"
-        )
-    if dtype != np.float64:
-        data = np.asarray(data, dtype=dtype)
-    # Through csr_array, as scikit-learn does: keeps the int64 index arrays without a
-    # copy (the csr_matrix constructor would downcast them to int32).
-    X = sp.csr_matrix(sp.csr_array((data, indices, indptr), shape=(n_rows, int(n_features))))
-    X.has_sorted_indices = True  # the parser enforced strictly increasing indices per row
-    X.has_canonical_format = True
-    if return_qid:
-        return X, labels, qids
-    return X, labels
-
-
-def _parse_content(raw, zero_based, return_qid):
-    """Run the compiled parser on the bytes; raise on the first malformed line.
-
-    Returns (indptr, indices, data, labels, qids, n_rows, nnz, min_index,
-    max_index) with indices as written in the file (not yet shifted).
-    """
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows, max_entries = _kernel.count_rows_and_tokens(buf)
-    indptr = np.empty(max_rows + 1, dtype=np.int64)
-    indices = np.empty(max_entries, dtype=np.int64)
-    data = np.empty(max_entries, dtype=np.float64)
-    labels = np.empty(max_rows, dtype=np.float64)
-    qids = np.empty(max_rows, dtype=np.int64)
-    has_qid = np.empty(max_rows, dtype=np.uint8)
-    err, err_line, n_rows, nnz, hard, qid_err_line, min_index, max_index = _kernel.fill_csr(
-        buf,
-        zero_based is not False,
-        indptr,
-        indices,
-        data,
-        labels,
-        qids,
-        has_qid,
-    )
-    stop_line = err_line if err != _kernel.ERR_NONE else np.iinfo(np.int64).max
-    if return_qid and qid_err_line:
-        stop_line = min(stop_line, qid_err_line)
-    _resolve_hard_tokens(raw, hard, data, labels, stop_line)
-    if err != _kernel.ERR_NONE and err_line == stop_line:
-        raise LibsvmParseError(_kernel.ERROR_MESSAGES[err], err_line)
-    if return_qid and qid_err_line:
-        raise LibsvmParseError("a 'qid:' value is not a 64-bit integer", qid_err_line)
-
-    del buf  # the row arrays below must not keep the raw content alive
-    if nnz < max_entries:  # qid tokens or colons inside comments
-        indices = indices[:nnz].copy()
-        data = data[:nnz].copy()
-    if n_rows < max_rows:  # blank and comment lines, final newline
-        indptr = indptr[: n_rows + 1].copy()
-        labels = labels[:n_rows].copy()
-    qids = np.where(has_qid[:n_rows].view(bool), qids[:n_rows], -1) if return_qid else None
-    return indptr, indices, data, labels, qids, n_rows, nnz, min_index, max_index
-
 
 # --------------------------------------------------------------------------- #
 # Synthetic LIBSVM-like data
@@ -672,7 +269,9 @@ def _find_file(relative, data_home, name):
 
 
 def _text_lines(path):
-    return _read_bytes(path).decode("utf-8").splitlines()
+    with LineChunks(path) as source:
+        content = b"".join(bytes(chunk) for chunk in source)
+    return content.decode("utf-8").splitlines()
 
 
 def _map_binary(values, positive, negative, name):
@@ -766,7 +365,16 @@ def _load_csv_dataset(kind, path, name):
     raise ValidationError(f"unknown dataset kind {kind!r}")  # pragma: no cover
 
 
-def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
+def _load_binary_dataset(path, dtype):
+    X, y = open_binary(path)
+    if dtype is not None and np.dtype(dtype) != X.dtype:
+        raise ValidationError(
+            f"{path} holds {X.dtype} values, not {np.dtype(dtype)}; convert it again with "
+            f"dtype={np.dtype(dtype).name} (nothing is converted on opening: that would copy X)")
+    return X, y
+
+
+def load_dataset(name, data_home=None, subset="train", dtype=None):
     """Load one of the real datasets listed in ``shared/data/MANIFEST.md``.
 
     Privacy: loading releases nothing. The datasets are treated as private
@@ -776,8 +384,10 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
 
     Parameters
     ----------
-    name : str
-        One of ``DATASETS``:
+    name : str or path-like
+        A binary dataset directory written by :func:`convert_libsvm`
+        (``fastdp convert``; opened memory-mapped by :func:`open_binary`, no
+        copy), or one of ``DATASETS``:
 
         * LIBSVM files (returned as CSR via :func:`load_libsvm`, with the full
           ``n_features`` of the LIBSVM collection, so ``a9a`` test has 123
@@ -801,10 +411,11 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
         :func:`dataset_search_paths`).
     subset : {"train", "test"}, default="train"
         ``"test"`` exists for ``a9a`` and ``adult`` only.
-    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
-        Value type of X.  LIBSVM sets are parsed straight into it; the others
-        are converted.  float32 halves the memory of X; the estimators and
-        kernels train on it without a copy.
+    dtype : {None, numpy.float64, numpy.float32}, default=None
+        Value type of X: None means float64 for the named datasets and the
+        stored dtype for a binary dataset (asking for another one is an
+        error there).  LIBSVM sets are parsed straight into it; the others
+        are converted.  float32 halves the memory of X.
 
     Returns
     -------
@@ -818,6 +429,8 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
     ValidationError
         Unknown name or subset.
     """
+    if is_binary_dataset(name) or str(name).endswith(".fdp"):
+        return _load_binary_dataset(name, dtype)
     if name not in DATASETS:
         raise ValidationError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)}")
     info = DATASETS[name]
@@ -825,7 +438,7 @@ def load_dataset(name, data_home=None, subset="train", dtype=np.float64):
     if subset not in subsets:
         raise ValidationError(f"dataset {name!r} has subsets {subsets}, not {subset!r}")
     kind = info["kind"]
-    dtype = np.dtype(dtype)
+    dtype = np.dtype(np.float64 if dtype is None else dtype)
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValidationError(f"dtype must be float32 or float64; got {dtype}.")
     if kind == "libsvm":

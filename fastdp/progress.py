@@ -44,7 +44,7 @@ def _disable_flag(enabled: Optional[bool]) -> Optional[bool]:
 
 def progress_bar(iterable: Optional[Iterable] = None, *, total: Optional[int] = None,
                  desc: Optional[str] = None, unit: str = "it", enabled: Optional[bool] = None,
-                 leave: bool = False, file=None):
+                 leave: bool = False, file=None, unit_scale: bool = False):
     """A tqdm progress bar that stays silent when nobody is watching.
 
     Parameters
@@ -62,6 +62,8 @@ def progress_bar(iterable: Optional[Iterable] = None, *, total: Optional[int] = 
     leave : bool, default False
         Keep the finished bar on screen.
     file : file object, default ``sys.stderr``
+    unit_scale : bool, default False
+        Show counts with SI prefixes (e.g. ``12.3MB`` for ``unit="B"``).
 
     Returns
     -------
@@ -71,7 +73,8 @@ def progress_bar(iterable: Optional[Iterable] = None, *, total: Optional[int] = 
     from tqdm.auto import tqdm
 
     return tqdm(iterable, total=total, desc=desc, unit=unit, disable=_disable_flag(enabled),
-                leave=leave, file=sys.stderr if file is None else file, dynamic_ncols=True)
+                leave=leave, file=sys.stderr if file is None else file, dynamic_ncols=True,
+                unit_scale=unit_scale)
 
 
 class EpochProgress:

@@ -303,6 +303,21 @@ def test_libsvm_loader_is_the_parser_entry_point(tmp_path):
     assert (X != Xs).nnz == 0 and np.array_equal(y, ys)
 
 
+def test_large_data_entry_points(tmp_path):
+    from fastdp.datasets import convert_libsvm, iter_libsvm_chunks, load_libsvm, open_binary
+
+    path = tmp_path / "x.svm"
+    path.write_text("1 1:0.5 3:1e-3\n-1 2:2.25\n1 1:-7\n")
+    X, y = load_libsvm(path, dtype=np.float32, index_dtype=np.int64)
+    assert X.dtype == np.float32 and X.indices.dtype == np.int64
+    chunks = list(iter_libsvm_chunks(path, chunk_rows=2, zero_based=False, n_features=3))
+    assert [c[0].shape for c in chunks] == [(2, 3), (1, 3)]
+    header = convert_libsvm(path, tmp_path / "x.fdp")
+    Xb, yb = open_binary(tmp_path / "x.fdp")
+    assert header["shape"] == [3, 3] and (Xb != load_libsvm(path)[0]).nnz == 0
+    assert np.array_equal(yb, y)
+
+
 def test_every_documented_function_is_tested_here():
     """docs/api.md lists the stable functions; each must appear in this file."""
     text = API_DOC.read_text()

@@ -348,3 +348,36 @@ def test_train_verbose_prints_epochs(libsvm_files, capsys):
     assert cli.main(["train", str(libsvm_files["train"]), "--model", "logistic", "--seed", "0",
                      "--verbose"]) == 0
     assert "epoch 1/" in capsys.readouterr().err
+
+
+def test_convert_then_train_evaluate_predict_on_the_binary(libsvm_files, tmp_path, capsys):
+    fdp = tmp_path / "train.fdp"
+    assert cli.main(["convert", str(libsvm_files["train"]), str(fdp), "--dtype", "float32"]) == 0
+    assert "1000 rows, 10 features" in capsys.readouterr().out
+    from fastdp.persistence import load_model
+
+    # the same fit from the text file (float32) and from the binary: same bits
+    coefs = []
+    for data in (str(libsvm_files["train"]), str(fdp)):
+        model = tmp_path / "m"
+        assert cli.main(["train", data, "--model", "logistic", "--seed", "0", "--dtype",
+                         "float32", "--out", str(model)]) == 0
+        capsys.readouterr()
+        coefs.append(load_model(str(model) + ".json").coef_.ravel())
+    np.testing.assert_array_equal(coefs[0], coefs[1])
+    test_fdp = tmp_path / "test.fdp"
+    assert cli.main(["convert", str(libsvm_files["test"]), str(test_fdp), "--n-features",
+                     "10"]) == 0
+    assert cli.main(["evaluate", str(model) + ".json", str(test_fdp)]) == 0
+    assert "on " + str(test_fdp) in capsys.readouterr().out
+    assert cli.main(["predict", str(model) + ".json", str(test_fdp)]) == 0
+    assert len(capsys.readouterr().out.split()) == 200
+    # mistakes: one line each
+    assert cli.main(["train", str(fdp), "--model", "logistic", "--dtype", "float64"]) == 2
+    assert "convert it again" in capsys.readouterr().err
+    assert cli.main(["convert", str(libsvm_files["train"]), str(fdp)]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["convert", str(libsvm_files["bad"]), str(tmp_path / "b.fdp")]) == 1
+    assert "line 2" in capsys.readouterr().err
+    assert cli.main(["train", str(tmp_path / "missing.fdp"), "--model", "logistic"]) == 1
+    assert "no such binary dataset" in capsys.readouterr().err

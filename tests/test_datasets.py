@@ -62,6 +62,7 @@ def assert_same_as_sklearn(ours, reference, qid=False):
 def compare_bytes(content, **kwargs):
     """Load the same bytes with both loaders and compare."""
     sk_kwargs = dict(kwargs)
+    sk_kwargs.pop("index_dtype", None)
     if "return_qid" in sk_kwargs:
         sk_kwargs["query_id"] = sk_kwargs.pop("return_qid")
     reference = load_svmlight_file(io.BytesIO(content), **sk_kwargs)
@@ -173,8 +174,11 @@ def test_rows_without_qid_get_minus_one():
     np.testing.assert_array_equal(qid, [4, -1])
 
 
-def test_index_dtypes_match_sklearn_int64():
+def test_index_dtype_int32_when_it_fits_int64_on_request():
+    # issue 20: int32 indices when the sizes allow (scikit-learn: always int64)
     X, _ = compare_bytes(QUIRKS["comments"])
+    assert X.indices.dtype == np.int32 and X.indptr.dtype == np.int32
+    X, _ = compare_bytes(QUIRKS["comments"], index_dtype=np.int64)
     assert X.indices.dtype == np.int64 and X.indptr.dtype == np.int64
 
 
@@ -268,16 +272,18 @@ def _write_big_file(path, n_rows=20000):
 TRUNCATED_WHILE_PARSED = """
     import os, sys
     import fastdp.datasets as datasets
+    import fastdp.io._parse as parse
+    import fastdp.io._source as source
     from fastdp.exceptions import ValidationError
 
     path = sys.argv[1]
-    real_fill = datasets._kernel.fill_csr
+    real_fill = parse._kernel.fill_csr
 
     def truncate_then_fill(buf, *args):  # between the parser's two passes
         os.truncate(path, 0)
         return real_fill(buf, *args)
 
-    datasets._kernel.fill_csr = truncate_then_fill
+    parse._kernel.fill_csr = truncate_then_fill
     try:
         X, y = datasets.load_libsvm(path)
         print("loaded", X.shape[0], flush=True)
@@ -296,7 +302,7 @@ def test_file_truncated_between_the_parser_passes_does_not_crash(tmp_path, chunk
     script = TRUNCATED_WHILE_PARSED
     if chunk_bytes:
         script = script.replace("path = sys.argv[1]",
-                                f"path = sys.argv[1]; datasets._CHUNK_BYTES = {chunk_bytes}")
+                                f"path = sys.argv[1]; source.CHUNK_BYTES = {chunk_bytes}")
     out = _run_child(script, path)
     assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-2000:]}"
     assert out.stdout.startswith("refused:") and "changed while it was being read" in out.stdout
@@ -324,14 +330,15 @@ class _ChangingFile(io.FileIO):
         return super().readinto(buffer)
 
 
-@pytest.mark.parametrize("reader", ["whole", "chunks"])
+@pytest.mark.parametrize("reader", ["plain", "gzip"])
 @pytest.mark.parametrize("change", ["truncate", "append", "rewrite_same_size"])
 def test_file_changed_while_read_is_an_error(tmp_path, change, reader, monkeypatch):
-    import fastdp.datasets as datasets
+    import fastdp.io._source as source
 
-    monkeypatch.setattr(datasets, "_CHUNK_BYTES", 1024)
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1024)
     path = tmp_path / "data.svm"
-    path.write_bytes(b"1 1:0.5 3:2\n-1 2:1\n" * 1000)
+    text = b"1 1:0.5 3:2\n-1 2:1\n" * 1000
+    path.write_bytes(text if reader == "plain" else gzip.compress(text))
     size = path.stat().st_size
 
     def edit(p):
@@ -343,27 +350,27 @@ def test_file_changed_while_read_is_an_error(tmp_path, change, reader, monkeypat
         else:
             os.utime(p, ns=(0, 0))  # same size, other content (mtime changes)
 
-    def read(handle):
-        if reader == "whole":
-            return datasets._read_whole_file(handle, str(path))
-        return datasets._parse_file_in_chunks(handle, str(path), "auto", False)
+    # the loader opens the path itself: hand it a file that changes when first read
+    monkeypatch.setattr(source, "open", lambda p, mode: _ChangingFile(p, edit), raising=False)
+    with pytest.raises(ValidationError, match="changed while it was being read"):
+        load_libsvm(path)
+    monkeypatch.setattr(source, "open", lambda p, mode: _ChangingFile(p, None), raising=False)
 
-    with _ChangingFile(str(path), edit) as handle:
-        with pytest.raises(ValidationError, match="changed while it was being read"):
-            read(handle)
-    with _ChangingFile(str(path), None) as handle:  # unchanged: the whole content
-        result = read(handle)
-    if reader == "whole":
-        assert result == path.read_bytes()
-    else:  # rows and entries of what the file holds now
-        X, _ = load_libsvm(io.BytesIO(path.read_bytes()))
-        assert (result[5], result[6]) == (X.shape[0], X.nnz)
+    def outcome(source):  # the matrix, or the error (a cut gzip stream is corrupt)
+        try:
+            X, y = load_libsvm(source)
+        except ValidationError as exc:
+            return str(exc).split(":")[-1]
+        return X.toarray().tolist(), y.tolist()
+
+    # unchanged: what the file holds now
+    assert outcome(path) == outcome(io.BytesIO(path.read_bytes()))
 
 
 @pytest.mark.parametrize("chunk_bytes", [7, 64, 1024])
 def test_chunked_reading_gives_the_same_result(tmp_path, monkeypatch, chunk_bytes):
     """Chunk boundaries (and lines longer than a chunk) change nothing, errors included."""
-    import fastdp.datasets as datasets
+    import fastdp.io._source as source
 
     rng = np.random.default_rng(1)
     X = sp.random(300, 40, density=0.2, format="csr", random_state=rng)
@@ -372,7 +379,7 @@ def test_chunked_reading_gives_the_same_result(tmp_path, monkeypatch, chunk_byte
     text = path.read_bytes().replace(b"\n", b"  # a comment\n\n", 5) + b"1 5:nan 7:1e400"
     path.write_bytes(text)
     expected = load_libsvm(io.BytesIO(text), return_qid=True)
-    monkeypatch.setattr(datasets, "_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(source, "CHUNK_BYTES", chunk_bytes)
     got = load_libsvm(path, return_qid=True)
     assert got[0].shape == expected[0].shape
     for name in ("indptr", "indices", "data"):

@@ -47,7 +47,7 @@ def _check_result(result, raw):
         return
     X, y = result
     assert X.format == "csr" and X.shape[0] == y.shape[0]
-    assert X.indices.dtype == X.indptr.dtype == np.int64
+    assert X.indices.dtype == X.indptr.dtype == np.int32  # small files: int32 (issue 20)
     assert X.indptr[0] == 0 and np.all(np.diff(X.indptr) >= 0) and X.indptr[-1] == X.nnz
     for i in range(X.shape[0]):
         row = X.indices[X.indptr[i]:X.indptr[i + 1]]

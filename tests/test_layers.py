@@ -27,7 +27,7 @@ PACKAGE = ROOT / "fastdp"
 LAYERS = {   # module-name prefix -> layer (higher imports lower)
     "fastdp": 0, "fastdp.exceptions": 0,
     "fastdp._kernels": 1,
-    "fastdp._validation": 2, "fastdp.losses": 2, "fastdp.datasets": 2,
+    "fastdp._validation": 2, "fastdp.losses": 2, "fastdp.datasets": 2, "fastdp.io": 2,
     "fastdp.preprocessing": 2, "fastdp.progress": 2, "fastdp.defaults": 2,
     "fastdp.privacy": 3, "fastdp.sampling": 3, "fastdp.sampling_blocks": 3,
     "fastdp.solvers": 4, "fastdp.distributed": 4,

@@ -76,6 +76,109 @@ class LibsvmLoader:
     track_speedup.unit = "x"
 
 
+class LargeDataIO:
+    """fastdp.io on the same generated file: float32 loading, a gzip copy streamed
+    through the decompressor, conversion to the binary CSR and opening it
+    memory-mapped (docs/large-data.md; benchmarks/large_data.py measures the
+    same at gigabyte scale).  ``peakmem_*`` is asv's peak resident size of the
+    whole benchmark process."""
+
+    timeout = 900
+    repeat = 3
+    number = 1
+    warmup_time = 0.0
+    processes = 1
+
+    def setup_cache(self):
+        import gzip
+        import shutil
+
+        from sklearn.datasets import dump_svmlight_file
+
+        from fastdp.datasets import make_sparse_classification
+
+        X, y = make_sparse_classification(N_ROWS, N_FEATURES, nnz_per_row=50, random_state=0)
+        path = os.path.abspath("fastdp_large_io_bench.svm")
+        dump_svmlight_file(X, y, path)
+        with open(path, "rb") as raw, gzip.open(path + ".gz", "wb", compresslevel=1) as packed:
+            shutil.copyfileobj(raw, packed, 1 << 24)
+        return path
+
+    def setup(self, path):
+        import tempfile
+
+        from fastdp.io import convert_libsvm, load_libsvm
+
+        self.out = tempfile.mkdtemp(prefix="fastdp-asv-")
+        for dtype in ("float32", "float64"):  # compiled code and page cache
+            load_libsvm(path, dtype=dtype)
+        self.fdp = os.path.join(self.out, "data.fdp")
+        convert_libsvm(path, self.fdp, dtype="float32")
+
+    def teardown(self, path):
+        import shutil
+
+        shutil.rmtree(self.out, ignore_errors=True)
+
+    def time_load_float32(self, path):
+        from fastdp.io import load_libsvm
+
+        load_libsvm(path, dtype="float32")
+
+    def peakmem_load_float32(self, path):
+        from fastdp.io import load_libsvm
+
+        load_libsvm(path, dtype="float32")
+
+    def time_load_gzip_float64(self, path):
+        from fastdp.io import load_libsvm
+
+        load_libsvm(path + ".gz")
+
+    def peakmem_load_gzip_float64(self, path):
+        from fastdp.io import load_libsvm
+
+        load_libsvm(path + ".gz")
+
+    def time_convert_float32(self, path):
+        from fastdp.io import convert_libsvm
+
+        convert_libsvm(path, os.path.join(self.out, "timed.fdp"), dtype="float32",
+                       overwrite=True)
+
+    def peakmem_convert_float32(self, path):
+        from fastdp.io import convert_libsvm
+
+        convert_libsvm(path, os.path.join(self.out, "peak.fdp"), dtype="float32",
+                       overwrite=True)
+
+    def time_open_binary(self, path):
+        from fastdp.io import open_binary
+
+        open_binary(self.fdp)
+
+    def track_convert_speed_vs_load(self, path):
+        """Conversion speed as a fraction of the loader's (float32, best of 3)."""
+        import time
+
+        from fastdp.io import convert_libsvm, load_libsvm
+
+        def best(function):
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                function()
+                times.append(time.perf_counter() - start)
+            return min(times)
+
+        load = best(lambda: load_libsvm(path, dtype="float32"))
+        convert = best(lambda: convert_libsvm(path, os.path.join(self.out, "track.fdp"),
+                                              dtype="float32", overwrite=True))
+        return load / convert
+
+    track_convert_speed_vs_load.unit = "fraction"
+
+
 class SyntheticData:
     """Time to generate LIBSVM-like synthetic data."""
 

@@ -1,0 +1,420 @@
+"""fastdp's on-disk binary CSR: convert a LIBSVM file once, train on it memory-mapped.
+
+A binary dataset is a directory (by convention named ``*.fdp``) holding
+
+* ``indptr.npy``, ``indices.npy``, ``data.npy``: the canonical CSR arrays
+  (``indices`` and ``indptr`` of one dtype, int32 or int64; ``data`` float32
+  or float64);
+* ``labels.npy``: float64 labels;
+* ``row_sq_norms.npy``: float64 ``sum_j x_ij**2`` of every row, computed at
+  conversion exactly as :func:`fastdp._validation.check_X` computes it, so a
+  fit checks the row-norm bound in O(n) without reading X;
+* ``header.json``: format and version, fastdp version, shape, nnz, dtypes,
+  the length of every array, the source file's name, size and SHA-256, the
+  conversion options, what was verified at conversion, and the SHA-256 of
+  the header itself (``header_sha256``).
+
+:func:`convert_libsvm` writes it in one streaming pass with bounded memory
+(the loader's text buffer plus one chunk of rows: the arrays are appended to
+their ``.npy`` files as the text is parsed and the headers fixed up at the
+end), into a temporary directory renamed into place when complete.
+:func:`open_binary` maps it (``numpy.load(mmap_mode="r")``) and returns a
+``scipy.sparse.csr_matrix`` over the maps themselves: nothing is copied, and
+training reads the data through the page cache, so data larger than RAM can
+be trained on (see ``docs/large-data.md``).
+
+Trust: :func:`open_binary` checks everything that is cheap (the header's own
+SHA-256, the format version, every file's presence, dtype, length and size,
+the first and last ``indptr``) and then trusts the checks made at conversion
+(canonical structure, finite values, the stored row norms), so a fit reads no
+more of X than the solver does.  Treat a binary dataset like any file you
+execute or unpickle: open only ones you produced.  ``verify=True`` repeats
+every check in full (O(nnz), in bounded blocks) for one of unknown origin.
+
+Privacy: converting and opening read the private data and release nothing.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from fastdp.exceptions import ValidationError
+from fastdp.io._npy import NpyAppender
+from fastdp.io._parse import INT32_MAX
+from fastdp.io._source import LineChunks
+from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
+                              progress_callback)
+
+__all__ = ["convert_libsvm", "open_binary", "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
+
+FORMAT = "fastdp-binary-csr"
+FORMAT_VERSION = 1
+HEADER = "header.json"
+_ARRAYS = ("indptr", "indices", "data", "labels", "row_sq_norms")
+_REDO = "convert the LIBSVM file again (fastdp convert SRC DST)"
+
+
+def _corrupt(path, what):
+    return ValidationError(f"{path} is not a valid fastdp binary dataset: {what}; {_REDO}.")
+
+
+def _header_digest(header):
+    """SHA-256 of the header without its own ``header_sha256`` field (canonical JSON)."""
+    body = {key: value for key, value in header.items() if key != "header_sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def is_binary_dataset(path):
+    """True when ``path`` is a directory holding a binary dataset header."""
+    try:
+        return Path(path).is_dir() and (Path(path) / HEADER).is_file()
+    except TypeError:
+        return False
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+class _Writers:
+    """The five ``.npy`` appenders of a conversion, and the index bookkeeping."""
+
+    def __init__(self, directory, dtype, index_dtype):
+        self.files = {
+            "indptr": NpyAppender(directory / "indptr.npy", index_dtype),
+            "indices": NpyAppender(directory / "indices.npy", index_dtype),
+            "data": NpyAppender(directory / "data.npy", dtype),
+            "labels": NpyAppender(directory / "labels.npy", np.float64),
+            "row_sq_norms": NpyAppender(directory / "row_sq_norms.npy", np.float64),
+        }
+        self.files["indptr"].append(np.zeros(1, dtype=index_dtype))
+        self.rows = 0
+        self.nnz = 0
+
+    def widen(self):
+        self.files["indptr"].widen_to_int64()
+        self.files["indices"].widen_to_int64()
+
+    def append(self, indptr, indices, data, labels, sq_norms):
+        self.files["indptr"].append(indptr[1:].astype(np.int64) + self.nnz)
+        self.files["indices"].append(indices)
+        self.files["data"].append(data)
+        self.files["labels"].append(labels)
+        self.files["row_sq_norms"].append(sq_norms)
+        self.rows += labels.shape[0]
+        self.nnz += indices.shape[0]
+
+    def close(self):
+        return {name: writer.close() for name, writer in self.files.items()}
+
+    def abort(self):
+        for writer in self.files.values():
+            writer.abort()
+
+
+def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=None,
+                   zero_based="auto", overwrite=False, progress=False):
+    """Convert a LIBSVM file into a binary dataset directory (one streaming pass).
+
+    Privacy: reads the private data; writes it (unchanged but for the dtype)
+    to ``dst``; releases nothing.
+
+    Parameters
+    ----------
+    src : str or path-like
+        LIBSVM / svmlight file, plain or gzip / bzip2 / xz (as
+        :func:`~fastdp.io.libsvm.load_libsvm`).
+    dst : str or path-like
+        Directory to create (by convention ``*.fdp``).
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Value dtype on disk.
+    index_dtype : {None, numpy.int32, numpy.int64}, default=None
+        None: int32 when the rows, columns and entries fit, else int64 (the
+        files are widened in place if the data outgrows int32).
+    n_features : int, optional
+        Number of columns (default: largest index + 1).
+    zero_based : bool or "auto", default="auto"
+        As :func:`~fastdp.io.libsvm.load_libsvm` on the whole file: the result
+        equals ``load_libsvm(src, ...)``.  ``"auto"`` writes indices as
+        one-based and, if an index 0 turns up, shifts what was written back
+        once, in place.
+    overwrite : bool, default=False
+        Replace an existing ``dst``.
+    progress : bool or None, default=False
+        A progress bar over the bytes read (None: only on a terminal).
+
+    Returns
+    -------
+    header : dict
+        The header written to ``dst/header.json``.
+
+    Raises
+    ------
+    LibsvmParseError, ValidationError
+        As :func:`~fastdp.io.libsvm.load_libsvm`; also when ``dst`` exists and
+        ``overwrite`` is False.  Nothing is left at ``dst`` on error.
+
+    Notes
+    -----
+    Memory: the loader's fixed text buffer plus one chunk of parsed rows
+    (about 1 MiB of text) and its row norms: a few MiB whatever the file size.
+    """
+    from fastdp import __version__
+    from fastdp._validation import _csr_sq_norms
+
+    n_features, zero_based, dtype, index_dtype, _, _ = check_loader_arguments(
+        n_features, zero_based, dtype, index_dtype)
+    dst = Path(dst)
+    if dst.exists() and not overwrite:
+        raise ValidationError(f"{dst} already exists; pass overwrite=True (--overwrite) to "
+                              "replace it")
+    work = dst.with_name(f"{dst.name}.partial-{os.getpid()}")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    file_index = np.dtype(np.int64 if index_dtype == np.int64 or (
+        n_features is not None and n_features > INT32_MAX) else np.int32)
+    writers = _Writers(work, dtype, file_index)
+    # one chunk at a time, in the files' dtypes (a chunk never outgrows int32)
+    builder = new_builder(dtype, np.int32, zero_based, None)
+    shift = 0 if zero_based is True else 1  # "auto": one-based until an index 0 is seen
+    finite = True
+    try:
+        with LineChunks(src, sha256=True) as source:
+            callback, bar = progress_callback(progress, source.raw_size, "converting")
+            source.set_progress(callback)
+            try:
+                for _ in parse_chunks(source, builder):
+                    if zero_based == "auto" and shift and builder.min_index == 0:
+                        writers.files["indices"].add(1)  # the file is zero-based after all
+                        shift = 0
+                    if builder.rows == 0:
+                        continue
+                    rows, nnz = builder.rows, builder.nnz
+                    if (file_index == np.int32
+                            and max(writers.nnz + nnz, writers.rows + rows) > INT32_MAX):
+                        if index_dtype is not None:
+                            raise ValidationError(
+                                f"the data has more than {INT32_MAX} entries or rows, too many "
+                                "for index_dtype=int32; use int64 (or None)")
+                        writers.widen()
+                        file_index = np.dtype(np.int64)
+                    indptr, indices, data, labels, _ = builder.pop_rows(rows)
+                    if shift:
+                        indices -= shift
+                    chunk = csr_from_arrays(data, indices, indptr, (rows, INT32_MAX))
+                    finite = finite and bool(np.isfinite(data).all())
+                    writers.append(indptr, indices, data, labels, _csr_sq_norms(chunk))
+            finally:
+                if bar is not None:
+                    bar.close()
+        needed = builder.max_index - shift + 1 if writers.nnz > 0 else 1
+        if n_features is None:
+            n_features = needed
+        elif n_features < needed:
+            raise ValidationError(
+                f"n_features={n_features} is too small: the file has feature index "
+                f"{needed - 1} (0-based), so it needs n_features >= {needed}")
+        if file_index == np.int32 and n_features > INT32_MAX:
+            writers.widen()
+            file_index = np.dtype(np.int64)
+        lengths = writers.close()
+    except BaseException:
+        writers.abort()
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "fastdp_version": __version__,
+        "shape": [int(writers.rows), int(n_features)],
+        "nnz": int(writers.nnz),
+        "dtype": dtype.name,
+        "index_dtype": file_index.name,
+        "arrays": {name: {"file": f"{name}.npy", "length": int(lengths[name]),
+                          "dtype": writers.files[name].dtype.str} for name in _ARRAYS},
+        "source": {"name": os.path.basename(source.name), "size": source.raw_size,
+                   "sha256": source.sha256, "compression": source.compression},
+        "options": {"zero_based": zero_based, "zero_based_file": shift == 0},
+        "verified": {"structure": True, "finite": finite},
+    }
+    header["header_sha256"] = _header_digest(header)
+    try:
+        with open(work / HEADER, "w", encoding="ascii") as handle:
+            json.dump(header, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        if dst.exists():
+            shutil.rmtree(dst)
+        os.replace(work, dst)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return header
+
+
+# --------------------------------------------------------------------------- opening
+
+
+def _read_header(path):
+    header_path = path / HEADER
+    if not path.is_dir():
+        if path.exists():
+            raise ValidationError(f"{path} is not a directory: a fastdp binary dataset is a "
+                                  f"directory made by `fastdp convert` (or convert_libsvm)")
+        raise ValidationError(f"no such binary dataset: {path}")
+    try:
+        with open(header_path, encoding="ascii") as handle:
+            header = json.load(handle)
+    except FileNotFoundError:
+        raise _corrupt(path, f"{HEADER} is missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _corrupt(path, f"{HEADER} cannot be read ({exc})") from None
+    if not isinstance(header, dict):
+        raise _corrupt(path, f"{HEADER} does not hold a JSON object")
+    if header.get("format") != FORMAT:
+        raise _corrupt(path, f"{HEADER} is not a {FORMAT} header")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise ValidationError(
+            f"{path} has format version {header.get('format_version')!r}; this fastdp reads "
+            f"version {FORMAT_VERSION}: {_REDO}.")
+    if header.get("header_sha256") != _header_digest(header):
+        raise _corrupt(path, f"{HEADER} does not match its SHA-256 (it was edited or damaged)")
+    return header
+
+
+def _header_fields(path, header):
+    """(n_rows, n_cols, nnz, dtype, index_dtype) from a checked header."""
+    try:
+        n_rows, n_cols = (int(v) for v in header["shape"])
+        nnz = int(header["nnz"])
+        dtype = np.dtype(header["dtype"])
+        index_dtype = np.dtype(header["index_dtype"])
+        arrays = header["arrays"]
+        if set(arrays) != set(_ARRAYS):
+            raise KeyError("arrays")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _corrupt(path, f"{HEADER} lacks or garbles a field ({exc})") from None
+    if (dtype not in (np.float32, np.float64) or index_dtype not in (np.int32, np.int64)
+            or min(n_rows, n_cols, nnz) < 0):
+        raise _corrupt(path, f"{HEADER} has an unsupported dtype or a negative size")
+    return n_rows, n_cols, nnz, dtype, index_dtype
+
+
+def _map_array(path, name, expected_dtype, expected_length):
+    """``np.load(mmap_mode="r")`` of one array, with its dtype, length and size checked."""
+    file = path / f"{name}.npy"
+    if not file.is_file():
+        raise _corrupt(path, f"{file.name} is missing")
+    try:
+        array = np.load(file, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise _corrupt(path, f"{file.name} cannot be mapped ({exc}); it is probably "
+                             "truncated") from None
+    if array.dtype != expected_dtype or array.shape != (expected_length,):
+        raise _corrupt(path, f"{file.name} holds {array.dtype} of shape {array.shape}, the "
+                             f"header says {np.dtype(expected_dtype)} of shape "
+                             f"({expected_length},)")
+    if not isinstance(array, np.memmap):  # an empty array is loaded, not mapped
+        return array
+    size = os.path.getsize(file)
+    if size != array.offset + array.nbytes:
+        raise _corrupt(path, f"{file.name} has {size} bytes, {array.offset + array.nbytes} "
+                             "expected (truncated or extended)")
+    return array
+
+
+def open_binary(path, *, verify=False, source=None):
+    """Open a binary dataset memory-mapped: ``(X, y)`` without copying X.
+
+    Privacy: reads the private data; releases nothing.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Directory written by :func:`convert_libsvm` (``fastdp convert``).
+    verify : bool, default=False
+        Repeat every check of the conversion (structure, finite values, row
+        norms) in full: O(nnz), in bounded blocks.  Use it for a dataset you
+        did not convert yourself.
+    source : str or path-like, optional
+        The LIBSVM file the dataset should come from: its size and SHA-256
+        must match the ones recorded at conversion (reads the whole file).
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix
+        Over read-only ``numpy.memmap`` arrays (``X.data``, ``X.indices``,
+        ``X.indptr`` are the maps themselves), canonical.  fastdp's
+        validation trusts the checks made at conversion for these arrays
+        (see :func:`fastdp._validation.register_verified_csr`).
+    y : ndarray of float64
+        The labels (read into memory: O(n)).
+
+    Raises
+    ------
+    ValidationError
+        One clear error for a missing directory, header or array file, a
+        header that does not match its SHA-256 or lacks a field, an array of
+        another dtype or length than the header says, a truncated or
+        extended file, an ``indptr`` that does not run from 0 to nnz, a
+        failed ``verify``, or a ``source`` that does not match.
+    """
+    from fastdp._validation import (_csr_is_canonical, _csr_sq_norms, _reject_non_finite_csr,
+                                    check_sparse_structure, register_verified_csr)
+
+    path = Path(path)
+    header = _read_header(path)
+    n_rows, n_cols, nnz, dtype, index_dtype = _header_fields(path, header)
+    expected = {"indptr": (index_dtype, n_rows + 1), "indices": (index_dtype, nnz),
+                "data": (dtype, nnz), "labels": (np.float64, n_rows),
+                "row_sq_norms": (np.float64, n_rows)}
+    arrays = {name: _map_array(path, name, *expected[name]) for name in _ARRAYS}
+    indptr = arrays["indptr"]
+    if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
+        raise _corrupt(path, f"indptr runs from {int(indptr[0])} to {int(indptr[-1])}, not "
+                             f"from 0 to nnz = {nnz}")
+    if source is not None:
+        _check_source(path, header, source)
+    X = csr_from_arrays(arrays["data"], arrays["indices"], indptr, (n_rows, n_cols))
+    sq_norms = np.array(arrays["row_sq_norms"])
+    finite = bool(header.get("verified", {}).get("finite", False))
+    if verify:
+        try:
+            check_sparse_structure(X)
+            canonical = _csr_is_canonical(X)
+        except ValidationError as exc:
+            raise _corrupt(path, f"verify: {exc}") from None
+        if not canonical:
+            raise _corrupt(path, "verify: the column indices of a row are not strictly "
+                                 "increasing")
+        try:
+            _reject_non_finite_csr(X)
+            finite = True
+        except ValidationError:
+            finite = False
+        if not np.array_equal(_csr_sq_norms(X).view(np.uint64), sq_norms.view(np.uint64)):
+            raise _corrupt(path, "verify: the stored row norms do not match the data")
+    if header.get("verified", {}).get("structure") is True or verify:
+        register_verified_csr(X, sq_norms=sq_norms, finite=finite)
+    return X, np.array(arrays["labels"])
+
+
+def _check_source(path, header, source):
+    recorded = header.get("source", {})
+    digest = hashlib.sha256()
+    size = 0
+    with open(source, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    if size != recorded.get("size") or digest.hexdigest() != recorded.get("sha256"):
+        raise ValidationError(
+            f"{path} was converted from another file than {source} (size {recorded.get('size')}"
+            f" and SHA-256 {recorded.get('sha256')} recorded; the file has {size} and "
+            f"{digest.hexdigest()}): {_REDO}.")
