@@ -11,6 +11,9 @@ convert_libsvm, open_binary, is_binary_dataset
     fastdp's on-disk binary CSR (a directory of ``.npy`` arrays and a JSON
     header): convert once in one streaming pass, then open memory-mapped and
     train without copying (``fastdp convert data.svm data.fdp``).
+open_binary_rows, binary_shape
+    One row range of a binary dataset (a data-parallel worker's shard), and
+    its shape from the header alone.
 
 Modules: :mod:`~fastdp.io.libsvm` (the loader), :mod:`~fastdp.io.binary`
 (the binary format), and the private pieces they share:
@@ -23,8 +26,9 @@ Privacy: reading and converting data release nothing and spend no privacy
 budget.
 """
 
-from fastdp.io.binary import convert_libsvm, is_binary_dataset, open_binary
+from fastdp.io.binary import (binary_shape, convert_libsvm, is_binary_dataset, open_binary,
+                              open_binary_rows)
 from fastdp.io.libsvm import iter_libsvm_chunks, load_libsvm
 
 __all__ = ["load_libsvm", "iter_libsvm_chunks", "convert_libsvm", "open_binary",
-           "is_binary_dataset"]
+           "open_binary_rows", "binary_shape", "is_binary_dataset"]

@@ -41,6 +41,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from fastdp.exceptions import ValidationError
 from fastdp.io._npy import NpyAppender
@@ -49,7 +50,8 @@ from fastdp.io._source import LineChunks
 from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
                               progress_callback)
 
-__all__ = ["convert_libsvm", "open_binary", "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
+__all__ = ["convert_libsvm", "open_binary", "open_binary_rows", "binary_shape", "is_binary_dataset",
+           "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "fastdp-binary-csr"
 FORMAT_VERSION = 1
@@ -329,6 +331,81 @@ def _map_array(path, name, expected_dtype, expected_length):
     return array
 
 
+def _map_all(path):
+    """The header's fields and the five checked maps of a binary dataset (O(1) reads)."""
+    header = _read_header(path)
+    n_rows, n_cols, nnz, dtype, index_dtype = _header_fields(path, header)
+    expected = {"indptr": (index_dtype, n_rows + 1), "indices": (index_dtype, nnz),
+                "data": (dtype, nnz), "labels": (np.float64, n_rows),
+                "row_sq_norms": (np.float64, n_rows)}
+    arrays = {name: _map_array(path, name, *expected[name]) for name in _ARRAYS}
+    indptr = arrays["indptr"]
+    if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
+        raise _corrupt(path, f"indptr runs from {int(indptr[0])} to {int(indptr[-1])}, not "
+                             f"from 0 to nnz = {nnz}")
+    return header, (n_rows, n_cols), arrays
+
+
+def binary_shape(path):
+    """``(n_rows, n_features)`` of a binary dataset, from its checked header alone.
+
+    Privacy: reads only public sizes; releases nothing.
+
+    Raises
+    ------
+    ValidationError
+        As :func:`open_binary` for a missing or damaged header.
+    """
+    path = Path(path)
+    n_rows, n_cols = _header_fields(path, _read_header(path))[:2]
+    return n_rows, n_cols
+
+
+def open_binary_rows(path, start, stop):
+    """Rows ``[start, stop)`` of a binary dataset, copied out of the maps: ``(X, y)``.
+
+    Reads the header, the two ``indptr`` entries that bound the range, and
+    the range's own entries and labels; no other row is read or copied.  The
+    rows are *not* registered as verified: the caller checks them (e.g. with
+    :func:`fastdp._validation.check_X`), so damage inside the range is found
+    there.
+
+    Privacy: reads the private data; releases nothing.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Directory written by :func:`convert_libsvm`.
+    start, stop : int
+        ``0 <= start <= stop <= n_rows``.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (stop - start, n_features)
+        Built by scipy's constructor (not assumed canonical).
+    y : ndarray of float64
+
+    Raises
+    ------
+    ValidationError
+        As :func:`open_binary`; also for a row range outside the data or an
+        ``indptr`` that does not bound the range within ``[0, nnz]``.
+    """
+    path = Path(path)
+    _, (n_rows, n_cols), arrays = _map_all(path)
+    start, stop = int(start), int(stop)
+    if not 0 <= start <= stop <= n_rows:
+        raise ValidationError(f"rows {start}..{stop - 1} are outside {path} ({n_rows} rows)")
+    indptr = np.array(arrays["indptr"][start:stop + 1], dtype=np.int64)
+    a, b = int(indptr[0]), int(indptr[-1])
+    if not 0 <= a <= b <= arrays["indices"].shape[0]:
+        raise _corrupt(path, f"indptr bounds rows {start}..{stop - 1} by entries {a}..{b}")
+    indptr -= a
+    X = sp.csr_matrix((np.array(arrays["data"][a:b]), np.array(arrays["indices"][a:b]), indptr),
+                      shape=(stop - start, n_cols))
+    return X, np.array(arrays["labels"][start:stop])
+
+
 def open_binary(path, *, verify=False, source=None):
     """Open a binary dataset memory-mapped: ``(X, y)`` without copying X.
 
@@ -369,16 +446,8 @@ def open_binary(path, *, verify=False, source=None):
                                     check_sparse_structure, register_verified_csr)
 
     path = Path(path)
-    header = _read_header(path)
-    n_rows, n_cols, nnz, dtype, index_dtype = _header_fields(path, header)
-    expected = {"indptr": (index_dtype, n_rows + 1), "indices": (index_dtype, nnz),
-                "data": (dtype, nnz), "labels": (np.float64, n_rows),
-                "row_sq_norms": (np.float64, n_rows)}
-    arrays = {name: _map_array(path, name, *expected[name]) for name in _ARRAYS}
+    header, (n_rows, n_cols), arrays = _map_all(path)
     indptr = arrays["indptr"]
-    if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
-        raise _corrupt(path, f"indptr runs from {int(indptr[0])} to {int(indptr[-1])}, not "
-                             f"from 0 to nnz = {nnz}")
     if source is not None:
         _check_source(path, header, source)
     X = csr_from_arrays(arrays["data"], arrays["indices"], indptr, (n_rows, n_cols))

@@ -13,12 +13,14 @@ from fastdp.distributed.data_parallel.api import fit_distributed
 from fastdp.distributed.data_parallel.executors import LocalWorkers, RayWorkers
 from fastdp.distributed.data_parallel.shards import (
     ArrayRows,
+    BinaryRows,
     LibsvmRows,
     ShardValidationError,
     Source,
     array_source,
+    binary_source,
     libsvm_source,
 )
 
-__all__ = ["fit_distributed", "LocalWorkers", "RayWorkers", "Source", "ArrayRows", "LibsvmRows",
-           "ShardValidationError", "array_source", "libsvm_source"]
+__all__ = ["fit_distributed", "LocalWorkers", "RayWorkers", "Source", "ArrayRows", "BinaryRows",
+           "LibsvmRows", "ShardValidationError", "array_source", "binary_source", "libsvm_source"]

@@ -1,9 +1,11 @@
 """``fastdp train --ray ADDRESS --workers K DATA``: the CLI's data-parallel route.
 
-The driver counts the rows of the LIBSVM file (one streaming pass, no matrix)
-and starts K Ray actors that load their own row ranges; the model, the privacy
-report, the ledger charge and ``--out`` are those of ``fastdp train``.  The
-training utility is not printed: computing it would read the data here.
+The driver counts the rows of the LIBSVM file (one streaming pass, no matrix),
+or of a binary dataset (``DIR.fdp``, made by ``fastdp convert``) reads only
+the header, and starts K Ray actors that load their own row ranges; the model,
+the privacy report, the ledger charge and ``--out`` are those of ``fastdp
+train``.  The training utility is not printed: computing it would read the
+data here.
 """
 
 import math
@@ -18,19 +20,23 @@ def train_on_ray(args, model_class, row_bounds, open_ledger, print_privacy, usag
     ``print_privacy``, ``usage_error``) are passed in so that there is one
     definition of each.
     """
-    from fastdp.distributed.data_parallel import RayWorkers, fit_distributed, libsvm_source
+    from fastdp.distributed.data_parallel import (RayWorkers, binary_source, fit_distributed,
+                                                  libsvm_source)
+    from fastdp.io.binary import is_binary_dataset
     from fastdp.linear_model import default_delta
 
     if args.data.startswith("dataset:"):
-        raise usage_error("--ray trains on a LIBSVM file that every worker can read; "
-                          "dataset:NAME is loaded by this process (drop --ray).")
+        raise usage_error("--ray trains on a LIBSVM file or binary dataset (DIR.fdp) that every "
+                          "worker can read; dataset:NAME is loaded by this process (drop --ray).")
     if args.sampler not in (None, "block_poisson"):
         raise usage_error("--ray draws lots with block-keyed Poisson sampling "
                           "(--sampler block_poisson, the default with --ray).")
     if args.test:
         raise usage_error("--test is not available with --ray (it reads the data on the driver).")
     n_shards = args.shards if args.shards is not None else args.workers
-    source = libsvm_source(args.data, n_shards=n_shards, block_size=args.block_size)
+    binary = is_binary_dataset(args.data) or args.data.endswith(".fdp")   # as fastdp.cli
+    source = (binary_source if binary else libsvm_source)(args.data, n_shards=n_shards,
+                                                          block_size=args.block_size)
     delta = args.delta if args.delta is not None else default_delta(source.n_rows)
     ledger = None
     if args.ledger:

@@ -4,11 +4,12 @@ A *source* describes the data without holding it: the number of rows, the
 block size, and a *row loader*, a picklable callable
 ``loader(start, stop) -> (X, y)`` that returns rows ``[start, stop)``
 (``X`` any CSR-convertible matrix, ``y`` the labels).  Each worker calls the
-loader for its own shards, so the rows never pass through the driver.  Two
-loaders are provided: :class:`LibsvmRows` (a row range of a LIBSVM file; once
-``fastdp.datasets.load_libsvm`` reads byte ranges, a byte-range loader plugs
-in the same way) and :class:`ArrayRows` (an in-memory matrix, for the
-single-machine path and tests).  Any user callable with that signature works.
+loader for its own shards, so the rows never pass through the driver.  Three
+loaders are provided: :class:`LibsvmRows` (a row range of a LIBSVM file),
+:class:`BinaryRows` (a row range of a binary dataset made by ``fastdp
+convert``, sliced out of its memory maps: the best choice for large data) and
+:class:`ArrayRows` (an in-memory matrix, for the single-machine path and
+tests).  Any user callable with that signature works.
 
 Privacy: loading and checking release nothing.  A shard that fails its checks
 stops the run with :class:`ShardValidationError` naming it, before the run's
@@ -25,8 +26,8 @@ import scipy.sparse as sp
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges
 
-__all__ = ["ShardValidationError", "ShardSpec", "Source", "LibsvmRows", "ArrayRows",
-           "count_libsvm_rows", "libsvm_source", "array_source", "load_shard"]
+__all__ = ["ShardValidationError", "ShardSpec", "Source", "LibsvmRows", "BinaryRows", "ArrayRows",
+           "count_libsvm_rows", "libsvm_source", "binary_source", "array_source", "load_shard"]
 
 
 class ShardValidationError(ValidationError):
@@ -134,6 +135,30 @@ class LibsvmRows:
         return load_libsvm(buf, zero_based=True, dtype=self.dtype)
 
 
+@dataclasses.dataclass(frozen=True)
+class BinaryRows:
+    """Row loader of a binary dataset (``*.fdp``): rows ``[start, stop)`` out of its memory maps.
+
+    Each call maps the directory's arrays (checking the header's SHA-256 and
+    every file's dtype, length and size) and copies out only the rows asked
+    for (:func:`fastdp.io.binary.open_binary_rows`); the shard's rows are then
+    checked in full by :func:`load_shard`, so damage inside a shard is named
+    there even though whole-file opens trust the conversion's checks.
+
+    Parameters
+    ----------
+    path : str
+        The dataset directory; every worker must be able to read it.
+    """
+
+    path: str
+
+    def __call__(self, start, stop):
+        from fastdp.io.binary import open_binary_rows
+
+        return open_binary_rows(self.path, start, stop)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class ArrayRows:
     """Row loader of an in-memory matrix (the single-machine path, tests)."""
@@ -159,6 +184,28 @@ def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features
         raise ValidationError(f"{path!r} has no data rows.")
     return Source(LibsvmRows(path), n, int(n_shards), int(block_size), os.path.basename(path),
                   n_features, zero_based)
+
+
+def binary_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE):
+    """A :class:`Source` over a binary dataset (``fastdp convert``); reads its header only.
+
+    ``n_rows`` and ``n_features`` come from the checked header (O(1)); the
+    labels and the rows are read by the workers, each its own shards.
+    Column indices are zero-based (the format stores them so).
+
+    Raises
+    ------
+    ValidationError
+        A missing directory or a missing, edited or damaged header.
+    """
+    from fastdp.io.binary import binary_shape
+
+    path = os.fspath(path)
+    n, d = binary_shape(path)
+    if n < 1:
+        raise ValidationError(f"{path!r} has no data rows.")
+    return Source(BinaryRows(path), n, int(n_shards), int(block_size),
+                  os.path.basename(os.path.normpath(path)), d, True)
 
 
 def array_source(X, y, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, name="X"):
