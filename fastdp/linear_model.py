@@ -262,6 +262,8 @@ class _DPLinearModel(BaseEstimator):
             check_positive("epochs", self.epochs)
         if isinstance(self.clip, str) and self.clip != "auto":
             raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")
+        if self.clip is not None and not isinstance(self.clip, str):
+            check_positive("clip", self.clip, allow_inf=True)
         if self.callback is not None and not callable(self.callback):
             raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
         if not isinstance(self.lazy_noise, (bool, np.bool_)):
@@ -441,6 +443,8 @@ class _DPLinearModel(BaseEstimator):
         if isinstance(self.clip, str):
             config["clip"] = (rule["clip"] if rule is not None else
                               float(solver.default_clip(n_samples, config, loss)))
+        # every public setting the run reads, before any noise is calibrated or budget reserved
+        solver.check_params(n_samples, config, private=private)
         progress = None
         if self.verbose and solver.supports_callback and n_fits == 1:
             from fastdp.progress import EpochProgress
