@@ -39,7 +39,7 @@ import math
 import numpy as np
 from scipy.special import expit, xlogy
 
-from fastdp._validation import check_in_interval, check_real
+from fastdp._validation import check_in_interval
 from fastdp.exceptions import ValidationError
 
 __all__ = [
