@@ -327,7 +327,11 @@ def _check_lil_arrays(X, n_rows, n_cols):
 
 
 def _check_dok_keys(X, n_rows, n_cols):
-    keys = list(dict.keys(X)) if isinstance(X, dict) else list(X.keys())
+    # scipy >= 1.13 keeps the entries in X._dict (what X.keys() and every conversion
+    # read), older scipy in the dict X itself: check both
+    keys = list(X.keys())
+    if isinstance(X, dict) and dict.__len__(X):
+        keys += list(dict.keys(X))
     try:
         coords = np.array(keys)
     except (TypeError, ValueError, OverflowError):
@@ -741,9 +745,9 @@ def row_norms(X, squared=False):
     X : ndarray of shape (n_samples, n_features) or scipy.sparse matrix
         Dense array or sparse matrix (any scipy format; its structure is
         checked by :func:`check_sparse_structure`, then non-CSR formats are
-        converted to CSR). Duplicate entries of a non-canonical CSR matrix are
-        treated as separate terms, so pass canonical input (see
-        :func:`check_X`) for the norm of the summed entries.
+        converted to CSR). Duplicate entries are summed first (a
+        non-canonical matrix is canonicalised in a copy), so the norms are
+        those of the matrix the entries describe.
     squared : bool, default=False
         Return squared norms.
 
@@ -760,6 +764,8 @@ def row_norms(X, squared=False):
         check_sparse_structure(X)  # before any conversion
         if X.format != "csr":
             X = X.tocsr()
+        if not _csr_is_canonical(X):  # duplicates are one entry each (their sum)
+            X = _canonical_csr_copy(X, X.data.dtype, X.indices.dtype)
         sq = _csr_sq_norms(X)
     else:
         X = np.asarray(X)

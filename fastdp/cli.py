@@ -478,11 +478,18 @@ def _cmd_ledger_show(args):
           f"(accountant {ledger.accountant_name})")
     print(f"  spent      {ledger.spent():.6g}   remaining {ledger.remaining():.6g}   "
           f"entries {len(entries)}")
+    if ledger.no_guarantee_entries():
+        print(f"  WARNING    {len(ledger.no_guarantee_entries())} release(s) with NO GUARANTEE "
+              "are not in the spent epsilon: the privacy loss of everything recorded is not "
+              "bounded")
     for k, entry in enumerate(entries, start=1):
         when = datetime.datetime.fromtimestamp(entry.timestamp, datetime.timezone.utc)
-        alone = ledger.accountant.epsilon(entry.event, ledger.delta)
+        if entry in ledger.no_guarantee_entries():
+            alone = "epsilon alone: NO GUARANTEE"
+        else:
+            alone = f"epsilon alone {ledger.accountant.epsilon(entry.event, ledger.delta):.6g}"
         print(f"  {k:3d}. {when:%Y-%m-%d %H:%M:%S} UTC  {entry.label or '(no label)'}  "
-              f"epsilon alone {alone:.6g}  event {entry.event.to_dict().get('kind')}")
+              f"{alone}  event {entry.event.to_dict().get('kind')}")
     return 0
 
 

@@ -262,6 +262,8 @@ class _DPLinearModel(BaseEstimator):
             check_positive("epochs", self.epochs)
         if isinstance(self.clip, str) and self.clip != "auto":
             raise ValidationError(f"clip must be a number > 0, None or 'auto'; got {self.clip!r}.")
+        if self.clip is not None and not isinstance(self.clip, str):
+            check_positive("clip", self.clip, allow_inf=True)
         if self.callback is not None and not callable(self.callback):
             raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
         if not isinstance(self.lazy_noise, (bool, np.bool_)):
@@ -441,6 +443,8 @@ class _DPLinearModel(BaseEstimator):
         if isinstance(self.clip, str):
             config["clip"] = (rule["clip"] if rule is not None else
                               float(solver.default_clip(n_samples, config, loss)))
+        # every public setting the run reads, before any noise is calibrated or budget reserved
+        solver.check_params(n_samples, config, private=private)
         progress = None
         if self.verbose and solver.supports_callback and n_fits == 1:
             from fastdp.progress import EpochProgress
@@ -499,6 +503,14 @@ class _DPLinearModel(BaseEstimator):
 
         theta = np.vstack([np.asarray(r.coef, dtype=np.float64).reshape(-1, Xm.shape[1])
                            for r in results])
+        if not np.all(np.isfinite(theta)):  # checked before the estimator holds any of it
+            error = ValidationError(
+                "the fit produced non-finite coefficients (the noise or the steps overflowed); "
+                "lower clip, noise_multiplier or the learning rate.")
+            if reservation is not None:
+                error.add_note("fastdp: the privacy ledger keeps this fit's charge (the data "
+                               "were read).")
+            raise error
         coef, intercept = row_map.split_coef(theta)
         self.row_map_ = row_map
         self.coef_ = self._shape_coef(coef)
@@ -528,10 +540,6 @@ class _DPLinearModel(BaseEstimator):
         self.solver_result_ = dataclasses.replace(result, alpha=None) if hasattr(
             result, "alpha") else result
         self.fit_time_ = time.perf_counter() - started
-        if not np.all(np.isfinite(self.coef_)) or not np.all(np.isfinite(self.intercept_)):
-            raise ValidationError(
-                "the fit produced non-finite coefficients (the noise or the steps overflowed); "
-                "lower clip, noise_multiplier or the learning rate.")
         if self.verbose:
             print(self._describe())
         return self
@@ -563,8 +571,8 @@ class _DPLinearModel(BaseEstimator):
                 epsilon, delta, accountant=accountant))
         one_event = solver.event(n_samples, config, noise)
         whole = one_event if n_fits == 1 else SelfComposedEvent(one_event, n_fits)
-        if (self.noise_multiplier is None
-                and accountant.epsilon(whole, delta) > epsilon * (1.0 + 1e-9)):
+        planned = accountant.epsilon(whole, delta)  # before anything runs (a given noise too)
+        if self.noise_multiplier is None and planned > epsilon * (1.0 + 1e-9):
             raise ValidationError(
                 f"could not fit {n_fits} one-vs-rest models within epsilon = {epsilon}; "
                 "use solver='dpsgd' or a larger epsilon.")

@@ -47,7 +47,7 @@ import numpy as np
 from scipy.special import expit, xlogy
 
 from fastdp._kernels._losses import LossCode
-from fastdp._validation import check_in_interval, check_positive, check_real
+from fastdp._validation import check_in_interval, check_positive
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -185,15 +185,17 @@ class Loss:
     def check_box_eps(self, box_eps):
         """Check ``box_eps`` for this loss and return it as a float.
 
-        Any real number for the squared loss (which ignores it); the boxed
-        losses override this with their interval.
+        ``[0, 0.5)`` for the squared loss, which ignores its value: the
+        range every dual-SCD kernel accepts; the boxed losses override this
+        with their interval.
 
         Raises
         ------
         ValidationError
             If ``box_eps`` is not a real number, or is outside the loss's interval.
         """
-        return check_real("box_eps", box_eps)
+        return check_in_interval("box_eps", box_eps, 0.0, 0.5, include_low=True,
+                                 advice="The squared loss ignores it.")
 
     def dual_term(self, alpha, y):
         """``loss*(-alpha, y)``, the per-example term of the dual objective (0 log 0 = 0)."""

@@ -34,6 +34,17 @@ Non-finite numbers are written as the strings ``"inf"``, ``"-inf"``,
 file name relative to the JSON file, and its SHA-256 is checked on load, so the
 two files travel together and a mismatched pair is refused.
 
+Loading a file from someone else
+--------------------------------
+:func:`load_model` treats both files as hostile: the array file must be a
+plain ``.npz`` file name in the JSON's folder (no path, and no symbolic link
+resolving out of the folder, which is never followed); the archive may hold
+only ``coef``, ``intercept`` and ``classes``, each a numeric (or, for
+``classes``, unicode) ``.npy`` whose header must describe exactly the bytes
+stored (a header claiming 745 GiB in a 200-byte file is refused before any
+allocation); nothing is unpickled.  Every such problem is one
+:class:`~fastdp.exceptions.ValidationError` naming the file.
+
 Privacy
 -------
 A saved model holds only what the fit released (``coef_``, the intercept,
@@ -55,6 +66,8 @@ import json
 import math
 import numbers
 import os
+import stat
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -311,6 +324,113 @@ def read_model_metadata(path):
     return data
 
 
+def _array_file(json_path, name):
+    """The ``.npz`` a model's JSON names: a plain file name in the JSON's folder.
+
+    Refused: anything but a plain ``*.npz`` name (a path, ``..``, an absolute
+    name), a missing file, and a name that resolves (through symbolic links)
+    to a file outside the folder.
+    """
+    if (not isinstance(name, str) or not name.endswith(".npz")
+            or os.path.basename(name) != name or "/" in name or "\\" in name):
+        raise ValidationError(
+            f"{json_path}: the array file {name!r} must be a plain '.npz' file name in the "
+            "model's folder (no directories): not a file written by save_model.")
+    npz_path = json_path.parent / name
+    try:
+        real = npz_path.resolve(strict=True)
+        folder = json_path.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        real = folder = None
+    if real is None or not real.is_file():
+        raise ValidationError(f"{json_path}: its array file {npz_path} is missing; keep the .json "
+                              "and .npz files together.")
+    if real.parent != folder:
+        raise ValidationError(
+            f"{npz_path} is a link to {real}, outside the model's folder {folder}; a model's "
+            "array file must be a regular file beside its .json (links out are not followed).")
+    return real
+
+
+def _read_array_file(npz_path):
+    """The bytes of ``npz_path`` (a resolved path), never through a link, bounded in size."""
+    from fastdp.linear_model import _available_memory
+
+    try:
+        fd = os.open(npz_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise ValidationError(f"{npz_path}: cannot be read ({exc.strerror}).") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValidationError(f"{npz_path} is not a regular file.")
+        memory = _available_memory()
+        if memory is not None and info.st_size > memory // 4:
+            raise ValidationError(f"{npz_path} is {info.st_size / 2**30:.1f} GiB, more than this "
+                                  "machine can load as a model.")
+        return handle.read(info.st_size + 1)
+
+
+#: dtype kinds an array of a saved model may have.
+_ARRAY_KINDS = {"coef": "f", "intercept": "f", "classes": "biufU"}
+#: Largest ratio of a deflated zip member's size to its compressed size (deflate's
+#: limit is about 1032); a member claiming more is corrupt or a zip bomb.
+_MAX_DEFLATE_RATIO = 1100
+
+
+def _read_arrays(npz_path, payload):
+    """The arrays of a model's ``.npz``, checked before anything is allocated.
+
+    Each member must be ``coef.npy``, ``intercept.npy`` or ``classes.npy``
+    (once), of a numeric (``classes``: also unicode) dtype, and its ``.npy``
+    header must describe exactly the bytes the member holds; the data are then
+    read from those bytes (no pickle, no allocation the file does not back).
+    """
+    def refuse(why):
+        raise ValidationError(f"{npz_path}: unreadable arrays ({why}); not a file written by "
+                              "save_model.")
+
+    arrays = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            for member in archive.infolist():
+                name = member.filename[:-4] if member.filename.endswith(".npy") else None
+                if name not in _ARRAY_KINDS or name in arrays:
+                    refuse(f"unexpected member {member.filename!r}")
+                limit = len(payload) * (1 if member.compress_type == zipfile.ZIP_STORED
+                                        else _MAX_DEFLATE_RATIO)
+                if member.file_size > limit:
+                    refuse(f"member {member.filename!r} claims {member.file_size} bytes")
+                arrays[name] = _npy_array(archive.read(member), name, refuse)
+    except ValidationError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError,
+            NotImplementedError, RuntimeError, KeyError) as exc:
+        refuse(exc)
+    return arrays
+
+
+def _npy_array(data, name, refuse):
+    """A ``.npy`` member's array, its header checked against its length first."""
+    handle = io.BytesIO(data)
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        refuse(f"{name}: .npy format version {version}")
+    if dtype.hasobject or dtype.kind not in _ARRAY_KINDS[name] or dtype.subdtype is not None:
+        refuse(f"{name}: dtype {dtype} is not allowed")
+    count = math.prod(int(n) for n in shape)
+    claimed = count * dtype.itemsize
+    if claimed != len(data) - handle.tell():
+        refuse(f"{name}: the header claims {claimed} bytes ({shape} of {dtype}); the file "
+               f"holds {len(data) - handle.tell()}")
+    flat = np.frombuffer(data, dtype=dtype, count=count, offset=handle.tell())
+    return flat.reshape(shape, order="F" if fortran else "C").copy()
+
+
 def _row_map_from_file(json_path, data):
     """The saved row map; version-1 files (no intercept) had normalise-or-reject rows."""
     from fastdp.preprocessing import RowMap
@@ -437,19 +557,12 @@ def _load_model(path):
         raise ValidationError(f"{json_path}: unknown estimator {name!r}; this fastdp has "
                               f"{sorted(classes)}.")
     arrays_info = data["arrays"]
-    npz_path = json_path.with_name(str(arrays_info.get("file", "")))
-    if not npz_path.is_file() or npz_path.parent != json_path.parent:
-        raise ValidationError(f"{json_path}: its array file {npz_path} is missing; keep the .json "
-                              "and .npz files together.")
-    payload = npz_path.read_bytes()
+    npz_path = _array_file(json_path, arrays_info.get("file"))
+    payload = _read_array_file(npz_path)
     if _sha256(payload) != arrays_info.get("sha256"):
         raise ValidationError(f"{npz_path} does not match {json_path} (SHA-256 differs): the files "
                               "come from different saves or were modified.")
-    try:
-        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except ValueError as exc:
-        raise ValidationError(f"{npz_path}: unreadable arrays ({exc}).") from exc
+    arrays = _read_arrays(npz_path, payload)
     if "coef" not in arrays or "intercept" not in arrays:
         raise ValidationError(f"{npz_path}: missing 'coef' or 'intercept'.")
 

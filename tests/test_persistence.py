@@ -228,3 +228,171 @@ def test_missing_fields_are_one_clear_error(tmp_path, data, section, key):
     _edit(tmp_path, lambda meta: meta[section].pop(key))
     with pytest.raises(ValidationError, match=key):
         load_model(tmp_path / "m")
+
+
+# ---------------------------------------------------------------------------
+# hostile model folders (issue 18, item 13)
+# ---------------------------------------------------------------------------
+def _replace_arrays(folder, payload, name="m"):
+    """Write ``payload`` as the model's .npz and make the JSON's SHA-256 match it."""
+    import hashlib
+
+    (folder / f"{name}.npz").write_bytes(payload)
+    meta = json.loads((folder / f"{name}.json").read_text())
+    meta["arrays"]["sha256"] = hashlib.sha256(payload).hexdigest()
+    (folder / f"{name}.json").write_text(json.dumps(meta))
+
+
+def _zip(members, compression=None):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression or zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _npy(array=None, header=None):
+    """A .npy file: ``array``'s, or a hand-written ``header`` dict with no data behind it."""
+    import io
+
+    buffer = io.BytesIO()
+    if header is None:
+        np.lib.format.write_array(buffer, np.asarray(array), allow_pickle=True)
+    else:
+        np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("file", ["../outside.npz", "/tmp/outside.npz", "sub/m.npz",
+                                  "sub\\m.npz", "", ".", "..", "m.json", None, 5, ["m.npz"]])
+def test_array_file_outside_the_folder_is_one_clear_error(tmp_path, data, file):
+    """A ``file`` entry naming anything but a plain .npz beside the JSON is refused
+    (before: ``Path.with_name`` raised a raw ValueError for a path)."""
+    folder = tmp_path / "model"
+    save_model(_fit(DPLogisticRegression, data), folder / "m")
+    (tmp_path / "outside.npz").write_bytes((folder / "m.npz").read_bytes())
+    _edit(folder, lambda meta: meta["arrays"].update(file=file))
+    with pytest.raises(ValidationError, match="plain '.npz' file name|missing"):
+        load_model(folder / "m")
+
+
+def test_npz_symlink_out_of_the_folder_is_not_followed(tmp_path, data):
+    """model.npz -> a valid array file elsewhere (same bytes, same SHA-256): refused
+    (before: followed and loaded).  A link inside the folder is fine."""
+    folder = tmp_path / "model"
+    model = _fit(DPLogisticRegression, data)
+    save_model(model, folder / "m")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (folder / "m.npz").rename(elsewhere / "m.npz")
+    (folder / "m.npz").symlink_to(elsewhere / "m.npz")
+    with pytest.raises(ValidationError, match="outside the model's folder"):
+        load_model(folder / "m")
+    # a symlinked directory chain leading out is refused the same way
+    (folder / "m.npz").unlink()
+    (folder / "hop").symlink_to(elsewhere)
+    (folder / "m.npz").symlink_to(folder / "hop" / "m.npz")
+    with pytest.raises(ValidationError, match="outside the model's folder"):
+        load_model(folder / "m")
+    # inside the folder: the link resolves beside the JSON
+    (folder / "m.npz").unlink()
+    (elsewhere / "m.npz").rename(folder / "real.npz")
+    (folder / "m.npz").symlink_to("real.npz")
+    np.testing.assert_array_equal(load_model(folder / "m").coef_, model.coef_)
+
+
+def test_npz_header_claiming_745_gib_is_refused_without_allocating(tmp_path, data):
+    """A 200-byte .npz whose coef header claims 10**11 float64 (745 GiB): one
+    ValidationError, nothing allocated.  Loaded in a child process (before the fix
+    numpy tried to allocate the claimed array), which must exit cleanly."""
+    import subprocess
+    import sys
+    import textwrap
+
+    save_model(_fit(DPLogisticRegression, data), tmp_path / "m")
+    header = {"descr": "<f8", "fortran_order": False, "shape": (10**11,)}
+    _replace_arrays(tmp_path, _zip({"coef.npy": _npy(header=header) + b"\0" * 64,
+                                    "intercept.npy": _npy(np.zeros(1))}))
+    code = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))  # no 745 GiB, ever
+        from fastdp.exceptions import ValidationError
+        from fastdp.persistence import load_model
+        try:
+            load_model({str(tmp_path / "m")!r})
+        except ValidationError as exc:
+            print("refused:", exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused:" in done.stdout and "header claims 800000000000 bytes" in done.stdout
+
+
+@pytest.mark.parametrize("members, match", [
+    ({"coef.npy": "object", "intercept.npy": None}, "dtype"),
+    ({"coef.npy": None, "intercept.npy": None, "evil.npy": None}, "unexpected member"),
+    ({"coef.npy": None, "intercept.npy": None, "../coef.npy": None}, "unexpected member"),
+    ({"coef.npy": "short", "intercept.npy": None}, "header claims"),
+    ({"coef.npy": "long", "intercept.npy": None}, "header claims"),
+    ({"coef.npy": "complex", "intercept.npy": None}, "dtype"),
+    ({"coef.npy": "garbage", "intercept.npy": None}, "unreadable"),
+])
+def test_hostile_array_members_are_one_clear_error(tmp_path, data, members, match):
+    model = _fit(DPLogisticRegression, data)
+    save_model(model, tmp_path / "m")
+    coef, intercept = model.coef_, np.atleast_1d(model.intercept_)
+    content = {}
+    for name, kind in members.items():
+        base = coef if name.startswith("coef") else intercept
+        if kind == "object":
+            content[name] = _npy(np.array([{"a": 1}], dtype=object))
+        elif kind == "short":
+            content[name] = _npy(base)[:-8]
+        elif kind == "long":
+            content[name] = _npy(base) + b"\0" * 8
+        elif kind == "complex":
+            content[name] = _npy(base.astype(complex))
+        elif kind == "garbage":
+            content[name] = b"\x93NUMPY\x09\x00garbage"
+        else:
+            content[name] = _npy(base)
+    _replace_arrays(tmp_path, _zip(content))
+    with pytest.raises(ValidationError, match=match):
+        load_model(tmp_path / "m")
+
+
+def test_deflated_member_claiming_more_than_deflate_can_hold_is_refused(tmp_path, data):
+    """A zip bomb (a member whose declared size is beyond deflate's ratio) is refused
+    from the directory entry, before decompressing."""
+    import struct
+    import zipfile
+
+    model = _fit(DPLogisticRegression, data)
+    save_model(model, tmp_path / "m")
+    payload = bytearray(_zip({"coef.npy": _npy(model.coef_),
+                              "intercept.npy": _npy(np.atleast_1d(model.intercept_))},
+                             compression=zipfile.ZIP_DEFLATED))
+    central = payload.rfind(b"PK\x01\x02")       # the last member's central directory entry
+    struct.pack_into("<I", payload, central + 24, 2**31)   # its uncompressed size
+    _replace_arrays(tmp_path, bytes(payload))
+    with pytest.raises(ValidationError, match="claims|unreadable"):
+        load_model(tmp_path / "m")
+
+
+def test_a_model_saved_compressed_by_hand_still_loads(tmp_path, data):
+    """The checks refuse only what save_model could not have written: a re-zipped
+    (deflated) archive with the same arrays loads."""
+    import zipfile
+
+    model = _fit(DPLinearSVC, data)
+    save_model(model, tmp_path / "m")
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:
+        content = {f"{k}.npy": _npy(npz[k]) for k in npz.files}
+    _replace_arrays(tmp_path, _zip(content, compression=zipfile.ZIP_DEFLATED))
+    loaded = load_model(tmp_path / "m")
+    np.testing.assert_array_equal(loaded.coef_, model.coef_)
+    np.testing.assert_array_equal(loaded.classes_, model.classes_)

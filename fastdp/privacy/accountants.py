@@ -18,13 +18,14 @@ composition) and ``"moments"`` (the seed-000 paper's moments accountant).
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import importlib
 
 from fastdp._validation import check_delta as _check_delta
 from fastdp._validation import check_epsilon as _check_epsilon
 from fastdp.exceptions import ValidationError
-from fastdp.privacy.events import Adjacency, DpEvent
+from fastdp.privacy.events import Adjacency, DpEvent, check_guarantee
 
 __all__ = ["Accountant", "EpsilonReport", "get_accountant", "register_accountant",
            "ACCOUNTANT_NAMES", "check_delta", "check_epsilon", "check_event"]
@@ -44,10 +45,17 @@ def check_epsilon(epsilon) -> float:
 
 
 def check_event(event) -> DpEvent:
+    """``event`` if it is a DpEvent whose every part carries a guarantee.
+
+    Raises ValidationError for a non-event and
+    :class:`~fastdp.exceptions.PrivacyAnalysisError` for an event containing a
+    :class:`~fastdp.privacy.events.NoGuaranteeEvent` (no accountant turns it
+    into an epsilon).
+    """
     if not isinstance(event, DpEvent):
         raise ValidationError(
             f"expected a fastdp.privacy.events.DpEvent, got {type(event).__name__}.")
-    return event
+    return check_guarantee(event)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,22 +121,41 @@ class Accountant(abc.ABC):
     def epsilon(self, event: DpEvent, delta: float) -> float:
         """Guaranteed ε of ``event`` at ``delta`` (``inf`` if not private)."""
         check_event(event)
-        return float(self._epsilon(event, check_delta(delta), "guaranteed"))
+        delta = check_delta(delta)
+        with _arithmetic_range(self, event):
+            return float(self._epsilon(event, delta, "guaranteed"))
 
     def delta(self, event: DpEvent, epsilon: float) -> float:
         """Guaranteed δ of ``event`` at ``epsilon`` (1 if not private)."""
         check_event(event)
-        return float(self._delta(event, check_epsilon(epsilon), "guaranteed"))
+        epsilon = check_epsilon(epsilon)
+        with _arithmetic_range(self, event):
+            return float(self._delta(event, epsilon, "guaranteed"))
 
     def report(self, event: DpEvent, delta: float) -> EpsilonReport:
         """Guaranteed ε and, for shuffled sampling, the labelled Poisson what-if."""
         check_event(event)
         delta = check_delta(delta)
-        guaranteed = float(self._epsilon(event, delta, "guaranteed"))
-        what_if = None
-        if event.contains_shuffle:
-            what_if = float(self._epsilon(event, delta, "poisson_assumed"))
+        with _arithmetic_range(self, event):
+            guaranteed = float(self._epsilon(event, delta, "guaranteed"))
+            what_if = None
+            if event.contains_shuffle:
+                what_if = float(self._epsilon(event, delta, "poisson_assumed"))
         return EpsilonReport(guaranteed, what_if, delta, self.name, event.adjacency)
+
+
+@contextlib.contextmanager
+def _arithmetic_range(accountant, event):
+    """Turn an accountant's float overflow or division by zero into one clear error
+    (e.g. noise multipliers of 1e300 or 1e-300 raised raw OverflowError)."""
+    try:
+        yield
+    except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+        raise ValidationError(
+            f"the {getattr(accountant, 'name', 'accountant')} accountant cannot evaluate "
+            f"{event!r}: its parameters are outside the range the analysis can evaluate in "
+            f"floating point ({type(exc).__name__}: {exc}); use a noise parameter nearer 1."
+        ) from exc
 
 
 # name -> "module:Class"; classes are imported lazily so a missing optional

@@ -27,6 +27,14 @@ across permutations, so ``steps`` lots touch ``ceil(steps·batch / n)``
 permutations.  The planner now reports the ε of what runs (e.g. n = 10,
 batch 3, 4 steps, σ = 1, δ = 1e-5: 16.5, was 10.7).  The spellings
 ``"fixed_size"`` (now ``"fixed"``) and ``"none"`` are deprecated.
+
+With the PLD accountant one call can take seconds to minutes (its grid of
+privacy-loss values grows as the noise shrinks), so its search is bounded
+before it starts: targets above :data:`PLD_MAX_EPSILON` are refused; the
+root is first placed with the (cheap, never tighter) RDP accountant; then at
+most :data:`PLD_MAX_EVALUATIONS` PLD calls refine it to a relative width of
+at least :data:`PLD_RTOL`, and the feasible end of the bracket found so far
+(evaluated: ε ≤ target) is returned.
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from typing import Callable
 
 from fastdp import sampling as _sampling   # samplers sit beside this layer (DESIGN.md)
 from fastdp._validation import check_integer, check_real
-from fastdp.exceptions import ValidationError
+from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy.accountants import EpsilonReport, check_delta, get_accountant
 from fastdp.privacy.events import DpEvent, GaussianEvent, SelfComposedEvent
 
@@ -60,6 +68,16 @@ SAMPLING_SCHEMES = ("poisson", "fixed", "shuffle")
 
 _DEFAULT_RTOL = 1e-6
 _MAX_EVALUATIONS = 200
+
+PLD_MAX_EPSILON = 100.0
+"""Largest target ε the PLD accountant calibrates (beyond, one PLD evaluation takes
+minutes and the tightness it buys is irrelevant): use ``accountant="rdp"``."""
+PLD_MAX_EVALUATIONS = 8
+"""Most PLD evaluations of one calibration (after the RDP placement)."""
+PLD_RTOL = 1e-4
+"""Smallest relative tolerance of a PLD search: below, the parameter is finer than
+the PLD grid's own pessimism (1e-4 in σ moves ε by about 1e-4 relative)."""
+_PLD_FIRST_STEP = math.log(1.1)   # PLD's root is a few % below RDP's
 _MAX_EXPANSIONS = 60
 _MAX_LOG_RANGE = math.log(1e12)   # default search: initial guess × 1e±12
 
@@ -299,6 +317,9 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
     acc = _accountant(accountant)
     evaluations = 0
     sign = 1.0 if increasing_privacy else -1.0
+    if getattr(acc, "name", None) == "pld":
+        return _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper,
+                              initial_guess)
 
     def gap(u: float) -> float:
         """log ε − log target at parameter e^u (> 0: over budget)."""
@@ -399,6 +420,85 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
     v_ok, g_ok, v_bad, g_bad = _shrink_bracket(G, v_ok, g_ok, v_bad, g_bad, math.log1p(rtol))
     return CalibrationResult(param(sign * v_ok), _eps_of(g_ok, target),
                              param(sign * v_bad), evaluations)
+
+
+class _OutOfEvaluations(Exception):
+    """The PLD calibration used its evaluations (internal)."""
+
+
+def _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper, initial_guess):
+    """:func:`calibrate` with the PLD accountant, in bounded work (module docstring).
+
+    The RDP accountant's root (RDP is an upper bound on the same privacy loss,
+    so its parameter is feasible or nearly so under PLD) is the starting
+    point; the bracket is found by steps of 10% (doubling), then shrunk as in
+    :func:`calibrate`, with at most :data:`PLD_MAX_EVALUATIONS` PLD calls.
+    Only an evaluated parameter with PLD ε ≤ target is returned.
+    """
+    if target > PLD_MAX_EPSILON:
+        raise ValidationError(
+            f"the PLD accountant calibrates targets up to epsilon = {PLD_MAX_EPSILON:g} (got "
+            f"{target:g}): beyond, one PLD evaluation takes minutes (its grid grows as the "
+            "noise shrinks) and buys nothing; use accountant='rdp'.")
+    if lower is not None:
+        lower = _real("lower", lower, low=0.0, low_open=True)
+    if upper is not None:
+        upper = _real("upper", upper, low=0.0, low_open=True)
+        if lower is not None and lower >= upper:
+            raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
+    guess = _real("initial_guess", initial_guess, low=0.0, low_open=True)
+    try:  # cheap placement; events RDP cannot analyse start from the guess
+        guess = float(calibrate(make_event, target, delta, accountant="rdp", lower=lower,
+                                upper=upper, increasing_privacy=sign > 0, rtol=1e-3,
+                                initial_guess=guess))
+    except (ValidationError, PrivacyAnalysisError):
+        pass
+    log_lo = -math.inf if lower is None else math.log(lower)
+    log_hi = math.inf if upper is None else math.log(upper)
+    v_min, v_max = sorted((sign * log_lo, sign * log_hi))
+    state = {"evaluations": 0, "ok": None, "bad": None}  # closest evaluated ends (v, g)
+
+    def param(v):
+        u = sign * v
+        return lower if u == log_lo else upper if u == log_hi else math.exp(u)
+
+    def G(v):
+        """log ε − log target at v (ε decreasing in v); records the bracket ends."""
+        if state["evaluations"] >= PLD_MAX_EVALUATIONS:
+            raise _OutOfEvaluations
+        state["evaluations"] += 1
+        eps = acc.epsilon(make_event(param(v)), delta)
+        g = -math.inf if eps <= 0 else (
+            math.log(eps) - math.log(target) if math.isfinite(eps) else math.inf)
+        if g <= 0 and (state["ok"] is None or v < state["ok"][0]):
+            state["ok"] = (v, g)
+        if g > 0 and (state["bad"] is None or v > state["bad"][0]):
+            state["bad"] = (v, g)
+        return g
+
+    try:
+        v = min(max(sign * math.log(guess), v_min), v_max)
+        g = G(v)
+        step, direction = _PLD_FIRST_STEP, (-1.0 if g <= 0 else 1.0)
+        while state["ok"] is None or state["bad"] is None:
+            following = min(max(v + direction * step, v_min), v_max)
+            if following == v:
+                break  # the end of the range: no bracket on this side
+            v = following
+            G(v)
+            step *= 2.0
+        if state["ok"] is not None and state["bad"] is not None:
+            _shrink_bracket(G, *state["ok"], *state["bad"], math.log1p(max(rtol, PLD_RTOL)))
+    except _OutOfEvaluations:
+        pass
+    if state["ok"] is None:
+        raise ValidationError(
+            f"no parameter reached epsilon <= {target} at delta = {delta} under the PLD "
+            f"accountant within {PLD_MAX_EVALUATIONS} evaluations (the target may be "
+            "unreachable); use accountant='rdp'.")
+    v_ok, g_ok = state["ok"]
+    bad = param(state["bad"][0]) if state["bad"] is not None else param(v_ok)
+    return CalibrationResult(param(v_ok), _eps_of(g_ok, target), bad, state["evaluations"])
 
 
 def _eps_of(g: float, target: float) -> float:

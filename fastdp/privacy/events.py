@@ -45,7 +45,12 @@ Events refuse combinations that no sound analysis covers, with
 * converting a sampled add/remove event to replace-one;
 * asking for ε at a δ below the δ that :class:`ApproxDpEvent` members state
   themselves (:func:`event_delta`), and RDP/moments accounting of
-  :class:`ApproxDpEvent` (no Rényi curve).
+  :class:`ApproxDpEvent` (no Rényi curve);
+* any accounting of a :class:`NoGuaranteeEvent` (a release whose privacy is
+  not known, e.g. a finite Metropolis chain with an unquantified distance to
+  its target): every accountant refuses to turn it into an ε, and a
+  :class:`~fastdp.privacy.ledger.PrivacyLedger` records it only when asked
+  to explicitly (``allow_no_guarantee=True``), reporting it as "no guarantee".
 
 Bad parameter values (negative noise, a sampling rate outside [0, 1], ...)
 raise :class:`~fastdp.exceptions.ValidationError`.
@@ -80,11 +85,15 @@ __all__ = [
     "SelfComposedEvent",
     "ComposedEvent",
     "NonPrivateEvent",
+    "NoGuaranteeEvent",
     "PrivacyFilterEvent",
     "RepeatedSelectionEvent",
     "event_from_dict",
     "event_delta",
     "check_event_delta",
+    "no_guarantee_events",
+    "guaranteed_part",
+    "check_guarantee",
     "iter_events",
     "VIEWS",
 ]
@@ -739,6 +748,109 @@ class NonPrivateEvent(DpEvent):
         return {"kind": self.kind}
 
 
+_NO_GUARANTEE_SAMPLERS = ("metropolis", "hit_and_run")
+
+
+@dataclasses.dataclass(frozen=True)
+class NoGuaranteeEvent(MechanismEvent):
+    """A release whose privacy is **not guaranteed**: an approximate sampler of an
+    ε-DP mechanism whose distance to that mechanism is not quantified.
+
+    Example: spec 001's exponential mechanism sampled by a random-walk
+    Metropolis or hit-and-run chain run for a fixed number of steps.  If the
+    chain's output law were within total variation TV of the target for every
+    data set, the release would be (ε, (1 + e^ε)·TV)-DP; but no usable bound
+    on TV is known, so no (ε, δ) follows and ``target_epsilon`` (the ε of the
+    exact mechanism the sampler aims at) is *not* a guarantee.
+
+    What is private: the records the mechanism reads.  Adjacency:
+    ``adjacency`` (the one the target mechanism's ε refers to).  Released: the
+    sampler's output.  Accounting: none -- every accountant refuses it
+    (:class:`~fastdp.exceptions.PrivacyAnalysisError`), and a
+    :class:`~fastdp.privacy.ledger.PrivacyLedger` records it only with
+    ``allow_no_guarantee=True``, keeping it out of the ε it reports (which then
+    covers only the releases with a guarantee, and says so).
+
+    Parameters
+    ----------
+    target_epsilon : float
+        ε of the exact mechanism the sampler approximates (≥ 0); NOT a guarantee.
+    sampler : {"metropolis", "hit_and_run"}
+        The approximate sampler that ran.
+    adjacency : Adjacency or str, default "add_remove"
+    """
+
+    target_epsilon: float
+    sampler: str
+    adjacency: Adjacency = Adjacency.ADD_REMOVE
+    kind = "no_guarantee"
+
+    def __post_init__(self):
+        _set(self, "target_epsilon",
+             _positive_float("target_epsilon", self.target_epsilon, allow_zero=True))
+        if self.sampler not in _NO_GUARANTEE_SAMPLERS:
+            raise ValidationError(
+                f"sampler must be one of {_NO_GUARANTEE_SAMPLERS}, got {self.sampler!r}.")
+        self._post_init_adjacency()
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        _check_view(view)
+        raise PrivacyAnalysisError(_no_guarantee_message(self))
+
+    def to_replace_one(self):
+        if self.adjacency is Adjacency.REPLACE_ONE:
+            return self
+        return NoGuaranteeEvent(2.0 * self.target_epsilon, self.sampler, Adjacency.REPLACE_ONE)
+
+    def to_dict(self):
+        return {"kind": self.kind, "target_epsilon": self.target_epsilon,
+                "sampler": self.sampler, "adjacency": self.adjacency.value}
+
+
+def _no_guarantee_message(event):
+    return (
+        f"this release carries NO privacy guarantee ({event.sampler} sampler of an "
+        f"epsilon = {event.target_epsilon:g} mechanism, its distance to that mechanism not "
+        "quantified): no accountant turns it into an epsilon. Use a sampler with a guarantee "
+        "(sampler='auto': exact 1-D, rejection, or independence Metropolis with its public "
+        "delta bound).")
+
+
+def no_guarantee_events(event: DpEvent) -> tuple:
+    """The :class:`NoGuaranteeEvent` leaves of ``event`` (empty: every part has a guarantee)."""
+    return tuple(e for e in iter_events(event) if isinstance(e, NoGuaranteeEvent))
+
+
+def check_guarantee(event: DpEvent) -> DpEvent:
+    """Return ``event``; raise if any part of it carries no guarantee.
+
+    Raises
+    ------
+    PrivacyAnalysisError
+        If ``event`` contains a :class:`NoGuaranteeEvent`.
+    """
+    missing = no_guarantee_events(event)
+    if missing:
+        raise PrivacyAnalysisError(_no_guarantee_message(missing[0]))
+    return event
+
+
+def guaranteed_part(event: DpEvent):
+    """``event`` without its :class:`NoGuaranteeEvent` parts (None if nothing is left).
+
+    Compositions keep their other members; a sampled or repeated release of a
+    no-guarantee event is dropped whole.  For ledgers that were explicitly told
+    to record releases without a guarantee: the ε of this part is all that can
+    be computed, and it does not bound the privacy loss of the whole.
+    """
+    if not no_guarantee_events(event):
+        return event
+    if isinstance(event, ComposedEvent):
+        kept = tuple(p for p in (guaranteed_part(e) for e in event.events) if p is not None)
+        return ComposedEvent(kept) if kept else None
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class PrivacyFilterEvent(DpEvent):
     """A fully adaptive composition halted by a Rényi-DP privacy filter.
@@ -1361,6 +1473,7 @@ _KINDS = {
     "approx_dp": ApproxDpEvent,
     "line_search": LineSearchEvent,
     "non_private": NonPrivateEvent,
+    "no_guarantee": NoGuaranteeEvent,
     "privacy_filter": PrivacyFilterEvent,
     "self_composed": SelfComposedEvent,
     "composed": ComposedEvent,

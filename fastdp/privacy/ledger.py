@@ -85,6 +85,21 @@ File format (``"format": "fastdp.privacy_ledger"``, ``"version": 3``)::
 (no chain) are refused with a message: if their content is trusted,
 :meth:`PrivacyLedger.upgrade` converts them once.
 
+Releases without a guarantee
+----------------------------
+An event containing a :class:`~fastdp.privacy.events.NoGuaranteeEvent` (an
+approximate sampler whose distance to the mechanism it targets is not
+quantified, e.g. random-walk Metropolis for spec 001's exponential mechanism)
+has no ε: no accountant computes one.  :meth:`PrivacyLedger.charge` (and
+``reserve``, ``check``) refuse it with
+:class:`~fastdp.exceptions.PrivacyAnalysisError` unless the caller passes
+``allow_no_guarantee=True``.  Then the entry is recorded (so the ledger stays
+a true log of what was released) but contributes nothing to :meth:`spent`,
+which from then on is the ε of the releases *with* a guarantee only and does
+not bound the privacy loss of the whole: :meth:`no_guarantee_entries` lists
+them, and ``repr``, :meth:`summary` and ``fastdp ledger show`` say
+"no guarantee".
+
 Copies and pickling
 -------------------
 A ledger is a live budget, never duplicated: ``copy.copy`` and
@@ -113,7 +128,7 @@ import time
 import uuid
 import warnings
 
-from fastdp.exceptions import BudgetExceededError, ValidationError
+from fastdp.exceptions import BudgetExceededError, PrivacyAnalysisError, ValidationError
 from fastdp.privacy import events as ev
 
 try:  # POSIX only
@@ -956,8 +971,11 @@ class PrivacyLedger:
 
     def __repr__(self):
         where = f", path={self._path!r}" if self._path else ""
+        missing = sum(1 for e in self._entries if ev.no_guarantee_events(e.event))
+        flag = f", no_guarantee={missing} (not in spent epsilon)" if missing else ""
         return (f"PrivacyLedger(epsilon={self._epsilon!r}, delta={self._delta!r}, "
-                f"accountant={self._accountant_name!r}{where}, entries={len(self._entries)})")
+                f"accountant={self._accountant_name!r}{where}, entries={len(self._entries)}"
+                f"{flag})")
 
     # -- accounting -------------------------------------------------------------
     def refresh(self):
@@ -982,13 +1000,38 @@ class PrivacyLedger:
         events = [entry.event for entry in entries]
         if extra is not None:
             events.append(extra)
+        # releases recorded with allow_no_guarantee=True have no epsilon: left out
+        events = [part for part in map(ev.guaranteed_part, events) if part is not None]
         if not events:
             return 0.0
         return float(self._accountant.epsilon(ev.ComposedEvent(tuple(events)), self._delta))
 
     def spent(self):
-        """ε spent so far: the accountant's ε of all recorded events at the ledger's δ."""
+        """ε spent so far: the accountant's ε of all recorded events at the ledger's δ.
+
+        Releases recorded with ``allow_no_guarantee=True`` (see
+        :meth:`no_guarantee_entries`) have no ε and are left out: with any of
+        them, this is the ε of the other releases only, not a bound on the
+        privacy loss of everything recorded (:meth:`summary` says so).
+        """
         return self._epsilon_of(self.entries)
+
+    def no_guarantee_entries(self):
+        """Entries whose release carries no privacy guarantee (recorded with
+        ``allow_no_guarantee=True``); their privacy loss is not in :meth:`spent`."""
+        return tuple(e for e in self.entries if ev.no_guarantee_events(e.event))
+
+    def summary(self):
+        """One line: budget, spent, remaining, entries, and any releases without a guarantee."""
+        entries = self.entries
+        spent = self._epsilon_of(entries)
+        line = (f"spent epsilon {spent:.6g} of {self._epsilon:g} at delta {self._delta:g} "
+                f"(remaining {max(0.0, self._epsilon - spent):.6g}; {len(entries)} entries)")
+        missing = sum(1 for e in entries if ev.no_guarantee_events(e.event))
+        if missing:
+            line += (f"; plus {missing} release(s) with NO GUARANTEE, not in the spent epsilon: "
+                     "the privacy loss of everything recorded is not bounded")
+        return line
 
     def spent_delta(self):
         """δ the recorded events state themselves: Σ δ_i of their approximate-DP
@@ -1005,9 +1048,16 @@ class PrivacyLedger:
     def _within_budget(self, value):
         return value <= self._epsilon * (1.0 + self._tolerance)
 
-    def _checked(self, entries, event, label):
+    def _checked(self, entries, event, label, allow_no_guarantee=False):
         if not isinstance(event, ev.DpEvent):
             raise ValidationError(f"expected a fastdp DpEvent, got {type(event).__name__}")
+        if ev.no_guarantee_events(event) and allow_no_guarantee is not True:
+            what = f" ({label})" if label else ""
+            raise PrivacyAnalysisError(
+                f"this release{what} carries no privacy guarantee, so the ledger cannot charge "
+                f"an epsilon for it: {ev.no_guarantee_events(event)[0]!r}. Use a sampler with a "
+                "guarantee, or pass allow_no_guarantee=True to record it anyway (it is then "
+                "left out of the spent epsilon, which every report flags).")
         own_delta = ev.event_delta(ev.ComposedEvent(tuple(e.event for e in entries) + (event,)))
         if own_delta > self._delta:
             what = f" ({label})" if label else ""
@@ -1028,7 +1078,7 @@ class PrivacyLedger:
                 "sampling rate, or a new budget.")
         return after
 
-    def check(self, event, label=""):
+    def check(self, event, label="", *, allow_no_guarantee=False):
         """ε that would be spent after charging ``event``; records nothing.
 
         Raises
@@ -1037,15 +1087,20 @@ class PrivacyLedger:
             If charging ``event`` would exceed the budget.
         PrivacyAnalysisError
             If the accountant cannot compose ``event`` with the recorded events
-            (e.g. a replace-one event on an add/remove ledger).
+            (e.g. a replace-one event on an add/remove ledger), or ``event``
+            carries no guarantee and ``allow_no_guarantee`` is not True.
         """
-        return self._checked(self.entries, event, label)
+        return self._checked(self.entries, event, label, allow_no_guarantee)
 
-    def charge(self, event, label=""):
+    def charge(self, event, label="", *, allow_no_guarantee=False):
         """Record ``event`` if the budget allows it; call BEFORE releasing anything.
 
         With a backing file this is atomic across processes: lock, reload and
         verify, check, append, write, unlock.
+
+        ``allow_no_guarantee=True`` records an event that carries no privacy
+        guarantee (a :class:`~fastdp.privacy.events.NoGuaranteeEvent`), which
+        is otherwise refused; it is left out of :meth:`spent` (module docstring).
 
         Returns
         -------
@@ -1056,13 +1111,16 @@ class PrivacyLedger:
         ------
         BudgetExceededError
             If the composition would exceed the budget; nothing is recorded.
+        PrivacyAnalysisError
+            If ``event`` cannot be composed with the recorded events, or
+            carries no guarantee and ``allow_no_guarantee`` is not True.
         ValidationError
             If the backing file fails its integrity check, states another
             budget, or cannot be written.
         """
-        return self._record(event, label, reserve=False)
+        return self._record(event, label, reserve=False, allow_no_guarantee=allow_no_guarantee)
 
-    def reserve(self, event, label=""):
+    def reserve(self, event, label="", *, allow_no_guarantee=False):
         """Reserve ``event`` against the budget; commit or cancel the returned reservation.
 
         The reservation is checked and recorded exactly like :meth:`charge`
@@ -1078,7 +1136,8 @@ class PrivacyLedger:
         BudgetExceededError
             If the composition would exceed the budget; nothing is recorded.
         """
-        return Reservation(self, self._record(event, label, reserve=True))
+        return Reservation(self, self._record(event, label, reserve=True,
+                                              allow_no_guarantee=allow_no_guarantee))
 
     def pending(self):
         """Reservations not yet committed or cancelled (e.g. left by a killed process)."""
@@ -1102,7 +1161,7 @@ class PrivacyLedger:
 
             yield state, append
 
-    def _record(self, event, label, reserve):
+    def _record(self, event, label, reserve, allow_no_guarantee=False):
         if not isinstance(label, str):
             raise ValidationError(f"label must be a string, got {type(label).__name__}")
         if reserve:
@@ -1111,12 +1170,12 @@ class PrivacyLedger:
             entry_args = (COMMITTED, None)
         with self._thread_lock:
             if self._path is None:
-                self._checked(self._entries, event, label)
+                self._checked(self._entries, event, label, allow_no_guarantee)
                 entry = LedgerEntry(event, label, time.time(), *entry_args)
                 self._entries = self._entries + (entry,)
                 return entry
             with self._locked_state() as (state, append):
-                self._checked(state.entries, event, label)
+                self._checked(state.entries, event, label, allow_no_guarantee)
                 entry = LedgerEntry(event, label, time.time(), *entry_args)
                 fields = {"event": event_to_dict(event), "label": label,
                           "timestamp": entry.timestamp}

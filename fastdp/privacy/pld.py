@@ -46,6 +46,8 @@ from fastdp.privacy.accountants import Accountant
 
 __all__ = ["PLDAccountant"]
 
+_RECENT = 8  # answers an accountant keeps
+
 
 def _relation(adjacency):
     import dp_accounting
@@ -188,6 +190,7 @@ class PLDAccountant(Accountant):
                 "value_discretization_interval must be a finite number > 0; "
                 f"got {value_discretization_interval!r}")
         self.value_discretization_interval = vdi
+        self._recent = {}  # (event, delta, view) -> epsilon of the last few calls
 
     def __repr__(self):
         return f"PLDAccountant(value_discretization_interval={self.value_discretization_interval!r})"
@@ -215,7 +218,21 @@ class PLDAccountant(Accountant):
         ev.check_event_delta(event, delta, view)
         if delta >= 1.0:
             return 0.0
-        return float(self._compose(event, view).get_epsilon(delta))
+        # one PLD can take seconds: the last few answers are kept (an estimator
+        # asks for the calibrated event's epsilon again to check and report it)
+        key = (event, delta, view)
+        try:
+            return self._recent[key]
+        except (KeyError, TypeError):  # TypeError: an unhashable event
+            pass
+        epsilon = float(self._compose(event, view).get_epsilon(delta))
+        try:
+            if len(self._recent) >= _RECENT:
+                self._recent.pop(next(iter(self._recent)), None)
+            self._recent[key] = epsilon
+        except (TypeError, RuntimeError, StopIteration):  # unhashable, or another thread
+            pass
+        return epsilon
 
     def _delta(self, event, epsilon, view):
         if not event.is_private:

@@ -6,6 +6,7 @@ decisions; every decision is a switch (see :class:`BlsgdSettings`).
 
 import dataclasses
 import functools
+import numbers
 
 from fastdp._validation import check_integer, check_real
 from fastdp.exceptions import ValidationError
@@ -13,12 +14,23 @@ from fastdp.privacy.filters import AMPLIFICATIONS
 from fastdp.solvers._ls_adapt import BUDGET_RULES
 from fastdp.solvers._ls_search import ARMIJO_SCALES
 
-__all__ = ["BlsgdSettings"]
+__all__ = ["BlsgdSettings", "MAX_CANDIDATES"]
 
 
 #: The settings are finite reals and integers >= 1 unless a field says otherwise.
 _real = functools.partial(check_real, allow_inf=False)
 _integer = functools.partial(check_integer, low=1)
+
+
+MAX_CANDIDATES = 10**4
+"""Most candidate steps of one line search (``max_it``) or step selection
+(``n_candidates``): each costs a pass over the batch and a noise draw."""
+
+
+def _flag(name, value):
+    if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
+        raise ValidationError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
 
 
 def _choice(name, value, choices):
@@ -125,7 +137,7 @@ class BlsgdSettings:
         self.normalize = _choice("normalize", self.normalize, ("expected", "actual"))
         self.mu = _real("mu", self.mu, low=0.0)
         self.eta0 = _real("eta0", self.eta0, low=0.0, low_open=True)
-        self.max_it = _integer("max_it", self.max_it)
+        self.max_it = _integer("max_it", self.max_it, high=MAX_CANDIDATES)
         self.alpha = _real("alpha", self.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
         self.beta = _real("beta", self.beta, low=0.0, high=1.0, low_open=True, high_open=True)
         self.xi = _real("xi", self.xi, low=0.0)
@@ -137,12 +149,13 @@ class BlsgdSettings:
                              high_open=True)
         self.psi = _real("psi", self.psi, low=0.0, high=1.0, high_open=True)
         self.budget_rule = _choice("budget_rule", self.budget_rule, BUDGET_RULES)
-        self.adaptive_clipping = bool(self.adaptive_clipping)
+        self.adaptive_clipping = _flag("adaptive_clipping", self.adaptive_clipping)
         self.zeta = _real("zeta", self.zeta, low=0.0, high=1.0, high_open=True)
         self.armijo_scale = _choice("armijo_scale", self.armijo_scale, ARMIJO_SCALES)
         self.init = _choice("init", self.init, ("normal", "zeros"))
         self.init_scale = _real("init_scale", self.init_scale, low=0.0)
-        self.stop_when_ls_unaffordable = bool(self.stop_when_ls_unaffordable)
+        self.stop_when_ls_unaffordable = _flag("stop_when_ls_unaffordable",
+                                               self.stop_when_ls_unaffordable)
         self.budget_filter = _choice("budget_filter", self.budget_filter, ("rdp_paper", "zcdp"))
         if self.max_iter is not None:
             self.max_iter = _integer("max_iter", self.max_iter, low=0)

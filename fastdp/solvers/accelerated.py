@@ -56,7 +56,7 @@ import numbers
 
 import numpy as np
 
-from fastdp._validation import check_integer, check_positive, check_random_state
+from fastdp._validation import check_integer, check_positive, check_random_state, check_real
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
 from fastdp.privacy.pure import basic_composition
@@ -95,6 +95,7 @@ from fastdp.solvers._accel_theory import (  # noqa: F401
     rho_hb,
     rho_nag_reference,
 )
+from fastdp.solvers._common import check_clip, check_lam
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
 
@@ -193,6 +194,15 @@ class AcceleratedPlan:
     def horizon(self):
         """T': the number of steps that run."""
         return int(self.step_sizes.size)
+
+
+def _check_clip(clip):
+    """The estimator's clip C for the GLM gradient: > 0, ``None`` or inf for none."""
+    return check_clip(clip, private=False)
+
+
+def _int_at_least(name, value, low=1):
+    return check_integer(name, value, low=low)
 
 
 def _check_common(n_samples, batch_size, sensitivity, epsilon, n_iter, noise_convention):
@@ -333,6 +343,8 @@ def _check_allocation(allocation, alter_horizon, laplace_scales, horizon_rule="p
         raise ValidationError("give either laplace_scales or a non-uniform allocation, not both")
     if alter_horizon is None:
         alter_horizon = allocation != "uniform"
+    if not isinstance(alter_horizon, (bool, np.bool_)):
+        raise ValidationError(f"alter_horizon must be True, False or None; got {alter_horizon!r}")
     return bool(alter_horizon)
 
 
@@ -504,17 +516,22 @@ def run_plan_replicas(problem, plan, *, random_states, x0=None, form="momentum",
             "epsilon_per_run": plan.epsilon, "horizon": plan.horizon}
 
 
-def _check_run(problem, plan, form, sensitivity_fn):
-    """Validate a run's arguments; returns the number of features d."""
-    n, d = int(problem.n_samples), int(problem.n_features)
-    if n != plan.n_samples:
-        raise ValidationError(f"the plan is for n = {plan.n_samples} samples; the problem has {n}")
-    if form not in ("momentum", "smoothing"):
+def _check_form(plan, form):
+    """``form`` is one of :data:`_FORMS`, and "smoothing" only for a heavy-ball plan."""
+    if not (isinstance(form, str) and form in _FORMS):
         raise ValidationError(f"form must be 'momentum' or 'smoothing'; got {form!r}")
     if form == "smoothing" and (plan.extrapolate or np.any(plan.restarts)
                                 or np.any(plan.momenta != plan.momenta[0])):
         raise ValidationError("form='smoothing' is the heavy-ball rewrite: constant momentum, "
                               "gradient at x_{k-1}, no restarts")
+
+
+def _check_run(problem, plan, form, sensitivity_fn):
+    """Validate a run's arguments; returns the number of features d."""
+    n, d = int(problem.n_samples), int(problem.n_features)
+    if n != plan.n_samples:
+        raise ValidationError(f"the plan is for n = {plan.n_samples} samples; the problem has {n}")
+    _check_form(plan, form)
     if sensitivity_fn is not None and plan.extrapolate:
         raise ValidationError("a state-dependent sensitivity is for DP-GD / DP-HB only (spec A6)")
     return d
@@ -821,6 +838,15 @@ _ESTIMATOR_OPTIONS = ("n_iter", "step_size", "step_multiplier", "momentum", "smo
                       "n1_rounding", "p", "horizon_rule")
 _CURVATURE = {"squared": 1.0, "logistic": 0.25}
 
+MAX_ESTIMATOR_STEPS = 10**7
+"""Most steps T an estimator may ask of an accelerated solver.
+
+Every step is a Python-level iteration (a batch gradient and a Laplace draw),
+and the plan holds a few arrays of T floats: 10^7 steps are hours of work and
+a few hundred MB of schedule; more is refused before anything runs."""
+_REAL_OPTIONS = ("step_size", "step_multiplier", "smoothness")
+_FORMS = ("momentum", "smoothing")
+
 
 class _AcceleratedEstimatorSolver(EstimatorSolver):
     """Runs a spec-002 solver for :mod:`fastdp.linear_model` (see ``solvers.registry``).
@@ -867,8 +893,26 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
         n_iter = options.get("n_iter")
         if n_iter is None:
             n_iter = max(1, math.floor(float(config["epochs"]) * n / m))
+        else:
+            n_iter = _int_at_least("solver_options['n_iter']", n_iter)
+        if n_iter > MAX_ESTIMATOR_STEPS:
+            raise ValidationError(
+                f"solver {self.name!r} would run {n_iter} steps, more than "
+                f"{MAX_ESTIMATOR_STEPS:.0e} (each is a Python-level iteration); use fewer epochs, "
+                "a larger batch_size or a smaller n_iter.")
+        for key in _REAL_OPTIONS:
+            if key in options:
+                check_positive(f"solver_options[{key!r}]", options[key])
+        if options.get("momentum") is not None:
+            check_real("solver_options['momentum']", options["momentum"])
+        if options.get("n1") is not None:
+            _int_at_least("solver_options['n1']", options["n1"])
+        if "p" in options and _int_at_least("solver_options['p']", options["p"]) > 64:
+            raise ValidationError(f"solver_options['p'] must be at most 64; got {options['p']!r}.")
         lam = float(config["lam"])
         d = config.get("n_features", options.get("n_features"))
+        if d is not None:
+            d = _int_at_least("n_features", d)
         return options, m, int(n_iter), lam, d
 
     def _sensitivity(self, loss, d, options, clip):
@@ -878,6 +922,21 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
             return None
         R = options.get("row_l1_bound", math.sqrt(d))
         return glm_l1_sensitivity(loss, d, row_l1_bound=R, clip=clip)
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, the schedule's settings (the plan is built, as for the
+        event), ``form``, ``clip``, ``row_l1_bound`` and the L1 sensitivity."""
+        super().check_params(n_samples, config, private=private)
+        check_lam(config["lam"])
+        options, _, _, _, d = self._settings(n_samples, config)
+        if "row_l1_bound" in options:
+            check_positive("solver_options['row_l1_bound']", options["row_l1_bound"])
+        clip = _check_clip(config.get("clip", math.inf))
+        loss = config.get("loss", "logistic")
+        if private and d is not None:
+            self._sensitivity(loss, d, options, clip)
+        plan = self._plan(n_samples, config, 1.0 if private else math.inf, loss=loss, d=d)
+        _check_form(plan, options.get("form", "momentum"))
 
     def _plan(self, n, config, schedule_epsilon, loss=None, d=None):
         options, m, T, lam, config_d = self._settings(n, config)
@@ -941,7 +1000,7 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
         options = config.get("options", {})
         plan = self._plan(n, dict(config, loss=loss), noise if noise > 0 else math.inf,
                           loss=loss, d=config.get("n_features", options.get("n_features", d)))
-        clip = float(config.get("clip", math.inf))
+        clip = _check_clip(config.get("clip", math.inf))
         # a non-private run adds no noise: its sensitivity is irrelevant
         sensitivity = self._sensitivity(loss, d, options, clip) if plan.private else 1.0
         problem = GLMProblem(X, y, loss=loss, lam=float(config["lam"]),

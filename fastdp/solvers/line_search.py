@@ -91,7 +91,7 @@ from fastdp.solvers._ls_search import (
     line_search_event,
     noisy_backtracking,
 )
-from fastdp.solvers._ls_settings import BlsgdSettings
+from fastdp.solvers._ls_settings import MAX_CANDIDATES, BlsgdSettings, _choice, _integer, _real
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
 
@@ -448,6 +448,11 @@ def _run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, n
 # --------------------------------------------------------------------------
 # NN-mode fixed split (non-adaptive; event known in advance)
 # --------------------------------------------------------------------------
+def _check_grad_share(grad_share):
+    """The share of an iteration's budget spent on the gradient: a real number in (0, 1)."""
+    return _real("grad_share", grad_share, low=0.0, high=1.0, low_open=True, high_open=True)
+
+
 def fixed_split_event(rho_iter, *, grad_share=0.9, max_it=10, svt_analysis="paper"):
     """Per-iteration event of :func:`dp_blsgd_fixed` on its batch (before sampling).
 
@@ -455,8 +460,7 @@ def fixed_split_event(rho_iter, *, grad_share=0.9, max_it=10, svt_analysis="pape
     Gaussian NOISYBTLS with ρ_BT = (1 − grad_share)·ρ_iter: with the paper's
     analysis its RDP is exactly a·ρ_iter (spec 003 §3.8).
     """
-    if not (0.0 < grad_share < 1.0):
-        raise ValidationError(f"grad_share must lie in (0, 1); got {grad_share!r}.")
+    _check_grad_share(grad_share)
     if not (math.isfinite(rho_iter) and rho_iter > 0):
         raise ValidationError(f"rho_iter must be a finite number > 0; got {rho_iter!r}.")
     return ComposedEvent((_gradient_event(grad_share * rho_iter),
@@ -616,6 +620,23 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
     return res
 
 
+def _check_agd_settings(*, mu, c_grad, c_obj, n_candidates, step_max, gamma,
+                        step_update_period, step_update_factor, init, init_scale, max_iter):
+    """Check DP-AGD's public settings (public values only; raises ValidationError)."""
+    _real("mu", mu, low=0.0)
+    _real("c_grad", c_grad, low=0.0, low_open=True)
+    _real("c_obj", c_obj, low=0.0, low_open=True)
+    _integer("n_candidates", n_candidates, low=2, high=MAX_CANDIDATES)
+    _real("step_max", step_max, low=0.0, low_open=True)
+    _real("gamma", gamma, low=0.0, low_open=True)
+    _integer("step_update_period", step_update_period)
+    _real("step_update_factor", step_update_factor, low=0.0, low_open=True)
+    _choice("init", init, ("normal", "zeros"))
+    _real("init_scale", init_scale, low=0.0)
+    if max_iter is not None:
+        _integer("max_iter", max_iter, low=0)
+
+
 def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, n_candidates,
                  step_max, gamma, step_update_period, step_update_factor, init, init_scale,
                  max_iter, random_state, record_history, num_threads):
@@ -623,6 +644,10 @@ def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj,
     :mod:`fastdp.privacy.filters`, decides affordability and records the calls
     (:class:`~fastdp.privacy.filters.RunningZcdpBudget` or
     :class:`~fastdp.privacy.filters.ZcdpFilter`)."""
+    _check_agd_settings(mu=mu, c_grad=c_grad, c_obj=c_obj, n_candidates=n_candidates,
+                        step_max=step_max, gamma=gamma, step_update_period=step_update_period,
+                        step_update_factor=step_update_factor, init=init,
+                        init_scale=init_scale, max_iter=max_iter)
     n, d = oracle.n_samples, oracle.n_features
     rows = oracle.all_rows
     _, noise_rng, init_rng = check_random_state(random_state).spawn(3)
@@ -695,6 +720,40 @@ def _dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj,
 # --------------------------------------------------------------------------
 # scikit-learn estimator adapter
 # --------------------------------------------------------------------------
+def _renamed_armijo_alpha(options):
+    """A copy of the estimator's ``solver_options`` with ``armijo_alpha`` as ``alpha``
+    (the estimators' ``alpha`` is the L2 strength)."""
+    options = dict(options)
+    if "armijo_alpha" in options:
+        options["alpha"] = options.pop("armijo_alpha")
+    return options
+
+
+MAX_CALLS_PER_NOMINAL_ITERATION = 100
+"""A privacy filter's cap may pay for at most this many private calls per nominal
+iteration (and at least :data:`MIN_CALL_LIMIT` in all): settings under which the cap
+affords more (a tiny per-call budget next to a large one) would run for hours."""
+MIN_CALL_LIMIT = 10**6
+
+
+def _check_call_bound(name, rho_cap, cheapest_call, nominal_iterations):
+    """Refuse settings under which the filter's cap affords an unbounded number of calls.
+
+    Every gradient release and every step search costs at least
+    ``cheapest_call`` (zCDP; the per-call budgets only grow during a run), and
+    a refinement always follows a search, so the run makes at most about
+    ``rho_cap / cheapest_call`` of them.
+    """
+    calls = rho_cap / cheapest_call
+    limit = max(MAX_CALLS_PER_NOMINAL_ITERATION * nominal_iterations, MIN_CALL_LIMIT)
+    if not calls <= limit:
+        raise ValidationError(
+            f"solver {name!r}: with these settings the privacy filter's cap rho = {rho_cap:.3g} "
+            f"pays for up to {calls:.3g} private calls of cost {cheapest_call:.3g}, more than "
+            f"{limit:.3g} (the run would not end in reasonable time); make the per-call budgets "
+            "(epsilon_iter, rho_grad, rho_bt, epsilon_bt, grad_share) less uneven.")
+
+
 class FixedSplitEstimatorSolver(EstimatorSolver):
     """``solver="dp_blsgd"`` of the estimators: :func:`dp_blsgd_fixed`.
 
@@ -728,15 +787,25 @@ class FixedSplitEstimatorSolver(EstimatorSolver):
                                  max_it=options.get("max_it", 10),
                                  svt_analysis=options.get("svt_analysis", "paper"))
 
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, the sampler, the split (``grad_share``, ``max_it``,
+        ``svt_analysis``) and every line-search setting."""
+        super().check_params(n_samples, config, private=private)
+        get_sampler(config["sampler"], config["batch_size"]).check(n_samples)
+        self._step_event(config, 1.0)
+        options = _renamed_armijo_alpha(config.get("options", {}))
+        options.pop("grad_share", None)
+        clip = config["clip"]
+        BlsgdSettings.from_options(dict(options, mu=config["lam"],
+                                        c_grad=(3.0 if clip is None else clip))).validate(1.0)
+
     def event(self, n_samples, config, noise):
         sampler = get_sampler(config["sampler"], config["batch_size"])
         n_steps = sampler.n_steps(n_samples, config["epochs"])
         return sampler.event(n_samples, n_steps, self._step_event(config, noise))
 
     def run(self, X, y, *, loss, noise, config, random_state):
-        options = dict(config.get("options", {}))
-        if "armijo_alpha" in options:
-            options["alpha"] = options.pop("armijo_alpha")
+        options = _renamed_armijo_alpha(config.get("options", {}))
         sampler = get_sampler(config["sampler"], config["batch_size"])
         clip = config["clip"]
         return dp_blsgd_fixed(
@@ -830,9 +899,7 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
         return min(1.0, float(config["batch_size"]) / n_samples)
 
     def _settings(self, n_samples, config, rho_cap):
-        options = dict(config.get("options", {}))
-        if "armijo_alpha" in options:
-            options["alpha"] = options.pop("armijo_alpha")
+        options = _renamed_armijo_alpha(config.get("options", {}))
         q = self._sample_rate(n_samples, config)
         clip = config["clip"]
         settings = dict(options, sample_rate=q, mu=config["lam"],
@@ -848,6 +915,26 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
             iterations = self._nominal_iterations(n_samples, config, q)
             settings["epsilon_iter"] = math.sqrt(rho_cap / (iterations * unit))
         return settings, q
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, the sampler (Poisson) and every DP-BLSGD setting
+        (``epsilon_iter``, chosen from the cap when not given, is checked in
+        :meth:`event`)."""
+        super().check_params(n_samples, config, private=private)
+        settings, _ = self._settings(n_samples, config, None)
+        if settings.get("epsilon_iter") is None:
+            settings["epsilon_iter"] = 1.0  # placeholder: chosen from the cap
+        BlsgdSettings.from_options(settings).validate(math.nan)
+
+    def event(self, n_samples, config, noise):
+        """The cap's filter event; refuses settings whose run the cap would not bound."""
+        settings, q = self._settings(n_samples, config, float(noise))
+        cfg = BlsgdSettings.from_options(settings).validate(math.nan)
+        search = zcdp_of(line_search_event(cfg.noise, cfg.epsilon_bt if cfg.noise == "laplace"
+                                           else cfg.rho_bt, cfg.max_it, cfg.svt_analysis))
+        _check_call_bound(self.name, float(noise), min(cfg.rho_grad, search),
+                          self._nominal_iterations(n_samples, config, q))
+        return super().event(n_samples, config, noise)
 
     def run(self, X, y, *, loss, noise, config, random_state):
         n = X.shape[0]
@@ -894,33 +981,52 @@ class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
     options = ("c_obj", "grad_share", "n_candidates", "step_max", "gamma", "step_update_period",
                "step_update_factor", "init", "init_scale", "max_iter")
 
+    _DEFAULTS = dict(c_obj=1.0, n_candidates=21, step_max=2.0, gamma=0.1,
+                     step_update_period=10, step_update_factor=1.1, init="zeros",
+                     init_scale=0.01, max_iter=None)
+
     def default_clip(self, n_samples, config, loss):
         return 3.0
+
+    def _settings(self, config):
+        """``(grad_share, settings of the DP-AGD loop)`` from the estimator's config."""
+        options = dict(config.get("options", {}))
+        grad_share = _check_grad_share(options.pop("grad_share", 0.5))
+        clip = config["clip"]
+        settings = dict(self._DEFAULTS, mu=config["lam"], c_grad=(3.0 if clip is None else clip))
+        settings.update(options)
+        return grad_share, settings
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, ``grad_share`` and every DP-AGD setting."""
+        super().check_params(n_samples, config, private=private)
+        _check_agd_settings(**self._settings(config)[1])
+
+    def event(self, n_samples, config, noise):
+        """The cap's filter event; refuses settings whose run the cap would not bound."""
+        grad_share, settings = self._settings(config)
+        iterations = self._nominal_iterations(n_samples, config, 1.0)
+        rho_iter = float(noise) / iterations
+        _check_call_bound(self.name, float(noise),
+                          min(grad_share, 1.0 - grad_share) * rho_iter, iterations)
+        return super().event(n_samples, config, noise)
 
     def run(self, X, y, *, loss, noise, config, random_state):
         if not float(noise) > 0.0:
             raise ValidationError("solver 'dpagd' has no non-private mode; use a finite epsilon.")
-        options = dict(config.get("options", {}))
-        grad_share = options.pop("grad_share", 0.5)
-        if not (isinstance(grad_share, (int, float)) and 0.0 < grad_share < 1.0):
-            raise ValidationError(f"grad_share must lie in (0, 1); got {grad_share!r}.")
+        grad_share, settings = self._settings(config)
         rho_cap = float(noise)
         iterations = self._nominal_iterations(X.shape[0], config, 1.0)
         rho_iter = rho_cap / iterations
-        clip = config["clip"]
         zcdp_filter = ZcdpFilter(rho_cap)
         oracle = _prepare(X, y, loss, config.get("num_threads") or 1)
-        defaults = dict(c_obj=1.0, n_candidates=21, step_max=2.0, gamma=0.1,
-                        step_update_period=10, step_update_factor=1.1, init="zeros",
-                        init_scale=0.01, max_iter=None)
-        defaults.update(options)
+        settings["c_grad"] = float(settings["c_grad"])
         res = _dp_agd_core(oracle, budget=zcdp_filter,
                            rho_grad=grad_share * rho_iter,
                            eps_nmax=math.sqrt(2.0 * (1.0 - grad_share) * rho_iter), loss=loss,
-                           mu=config["lam"], c_grad=(3.0 if clip is None else float(clip)),
                            random_state=random_state,
                            record_history=config.get("record_history", False),
-                           num_threads=config.get("num_threads") or 1, **defaults)
+                           num_threads=config.get("num_threads") or 1, **settings)
         res.extra.update(_filter_report(zcdp_filter))
         return res
 

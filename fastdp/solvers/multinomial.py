@@ -386,6 +386,17 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
         n_steps = sampler.n_steps(n_samples, config["epochs"])
         return sampler.event(n_samples, n_steps, GaussianEvent(noise))
 
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, lam/epochs/clip/sampler, the number of classes and
+        ``learning_rate`` (the step must not overshoot the regulariser)."""
+        super().check_params(n_samples, config, private=private)
+        _, lam, sampler = self.check_minibatch_settings(
+            n_samples, dict(config, loss="logistic"), private, allow_zero_lam=True)
+        check_n_classes(config["n_classes"])
+        eta = check_positive("learning_rate",
+                             config.get("options", {}).get("learning_rate", DEFAULT_LEARNING_RATE))
+        decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)), "paper")
+
     def _arguments(self, config):
         options = config.get("options", {})
         return dict(

@@ -536,6 +536,15 @@ class _PerturbationEstimatorSolver(EstimatorSolver):
                 return noise
         return super().noise_for_budget(n_samples, config, epsilon, delta, accountant)
 
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, ``lam``, the mechanism, ``tol`` and ``max_iter``."""
+        super().check_params(n_samples, config, private=private)
+        check_positive("lam", config["lam"])
+        self._mechanism(config)
+        options = self._options(config)
+        _check_tol(options["tol"])
+        _check_max_iter(options["max_iter"])
+
     def _options(self, config):
         options = config.get("options", {})
         return {"tol": options.get("tol", _DEFAULT_TOL), "max_iter": options.get("max_iter", 200)}

@@ -22,9 +22,11 @@ Mechanisms (each pure epsilon-DP per released output)
 * :func:`offset_perturbation` (M_P): b + vector-Laplace noise, then the LP.
 * :func:`solution_perturbation` (M_S): x_opt + vector-Laplace noise.
 * :func:`exponential_mechanism` (M_E): a sample of pi(x) ∝ exp(-eps f(x)/(2 b_max))
-  on P (random-walk Metropolis by default, as in the paper: approximate DP
-  with an unquantified delta; independence Metropolis with a public delta
-  bound, and exact samplers, on request).
+  on P (``sampler="auto"``: an exact sampler, pure eps-DP; independence
+  Metropolis with a public delta bound on request; the paper's random-walk
+  Metropolis and hit-and-run only when asked for by name, and then recorded
+  as a ``NoGuaranteeEvent``: their distance to the mechanism is not
+  quantified, so they carry no privacy guarantee).
 * :func:`private_subgradient` (Algorithm 1) and :func:`dp_subgradient`
   (Algorithm 2, the DP subgradient method).
 * :func:`dp_minimize`: one entry point for all of them.
@@ -49,6 +51,7 @@ from fastdp.privacy.events import (
     ApproxDpEvent,
     ExponentialMechanismEvent,
     LaplaceEvent,
+    NoGuaranteeEvent,
     PureEvent,
     SelfComposedEvent,
 )
@@ -107,15 +110,17 @@ _METHOD_ALIASES = {"data_perturbation": "offset_perturbation", "M_P": "offset_pe
                    "M_S": "solution_perturbation", "M_E": "exponential",
                    "exponential_mechanism": "exponential", "dp_subgradient": "subgradient"}
 _MCMC_NOTE = (
+    "NO PRIVACY GUARANTEE. "
     "Metropolis with a finite number of steps samples only approximately from the "
     "exponential mechanism's density: the output is (epsilon, (1 + e^epsilon) TV)-DP, where "
     "TV bounds the chain's total-variation distance to its target for every data set. For "
     "the random-walk chain TV is not quantified (delta is None): the spec gives no way to "
     "bound it, the bounds known for random-walk Metropolis on a polytope (conductance) are "
     "astronomically loose, and convergence diagnostics read the private data and certify "
-    "nothing for all adjacent data sets. The event states only the target's pure epsilon. "
-    "Use sampler='independence' for a public delta bound, or 'rejection' / 'exact1d' for "
-    "pure epsilon-DP.")
+    "nothing for all adjacent data sets. The event is NoGuaranteeEvent (accountants refuse it; "
+    "a ledger records it only with allow_no_guarantee=True) and result.epsilon is inf. "
+    "Use sampler='auto' (exact samplers, pure epsilon-DP) or 'independence' (a public delta "
+    "bound).")
 _INDEPENDENCE_NOTE = (
     "Independence Metropolis ({n_steps} steps per run, Uniform(P) proposals): the law of each "
     "output is within total variation {tv:.3g} of the exponential mechanism for every data set "
@@ -135,9 +140,13 @@ class PiecewiseAffineResult:
     method : str
         One of :data:`METHODS`.
     epsilon : float
-        Total epsilon of everything in ``x`` (n_runs times the per-run epsilon).
+        Total epsilon of everything in ``x`` (n_runs times the per-run
+        epsilon); ``inf`` when the release carries no guarantee (the
+        random-walk Metropolis and hit-and-run samplers of M_E, whose target
+        epsilon is in ``params["target_epsilon"]``).
     event : DpEvent
-        Privacy event of the release (accountants turn it into epsilon).
+        Privacy event of the release (accountants turn it into epsilon;
+        a ``NoGuaranteeEvent`` they refuse).
     exact : bool
         False when the output only approximately follows the mechanism's
         distribution (finite Metropolis chains): then the guarantee is
@@ -350,7 +359,7 @@ def _proposal_std(problem, eta, proposal_scale):
     return std
 
 
-def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=5000, eta=0.1,
+def exponential_mechanism(problem, epsilon, *, sampler="auto", n_steps=5000, eta=0.1,
                           proposal_scale="paper_cov", init="center", n_runs=None,
                           max_expected_proposals=1e6, target_delta=1e-10, random_state=None):
     """M_E: the exponential mechanism with score -f (Theorem 19).
@@ -360,20 +369,29 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     pi(x) ∝ exp(-eps f(x; b) / (2 b_max)) on P (Lebesgue base measure). Event:
     ``ExponentialMechanismEvent(eps)``, composed ``n_runs`` times; with
     ``sampler="independence"``, ``ApproxDpEvent(eps, (1 + e^eps) TV)`` (the finite
-    chain's δ, also in ``result.delta``; compose it with the pure or PLD accountant).
+    chain's δ, also in ``result.delta``; compose it with the pure or PLD accountant);
+    with ``"metropolis"`` or ``"hit_and_run"``, ``NoGuaranteeEvent(eps, sampler)``:
+    no guarantee.
 
     Samplers
     --------
-    ``"metropolis"`` (default, the paper's): one random-walk Metropolis chain
+    ``"auto"`` (default): ``"exact1d"`` for d = 1, else ``"rejection"`` when
+    its public bound W = exp(beta G R) on the expected proposals per draw is at
+    most ``max_expected_proposals``; otherwise no sampler with a guarantee is
+    affordable and a ValidationError says what to do (decided from public
+    numbers only). ``"metropolis"`` (the paper's, by name only): one
+    random-walk Metropolis chain
     per run, ``n_steps`` steps (5000), Gaussian proposal with covariance
     eta c I (``proposal_scale="paper_cov"``, std sqrt(eta c), c = the size of P)
     or std eta c (``"std"``) or a given std; chains start at a
     data-independent point (``init``: "center", "uniform" or public points).
-    **Approximate DP with an unquantified delta** (``result.delta`` is None;
-    ``privacy_note`` says why). ``"hit_and_run"`` (spec 001 section 2.3.4,
+    **No privacy guarantee**: the output is only approximately the mechanism's
+    and the distance is not quantified (``result.delta`` is None,
+    ``result.epsilon`` is inf, the event a ``NoGuaranteeEvent`` that accountants
+    refuse; ``privacy_note`` says why). ``"hit_and_run"`` (spec 001 section 2.3.4,
     an extension, not in the paper): ``n_steps`` hit-and-run steps per run
     from ``init`` (uniform direction, exact draw from pi on the chord); mixes
-    far better than the random walk, same approximate-DP status (delta None);
+    far better than the random walk, same status (no guarantee);
     explicit pieces only. ``"independence"``: Metropolis chains with
     Uniform(P) proposals started at ``init``, run for the smallest number of
     steps T with (1 + e^eps) (1 - 1/W)^T <= ``target_delta`` (W = exp(beta G R),
@@ -385,9 +403,7 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     uniform proposals accepted with probability exp(-beta (f - f_opt)); allowed
     when the public bound exp(beta G R) on the expected proposals per draw is at
     most ``max_expected_proposals``; its running time depends on the data.
-    ``"exact1d"``: exact inverse-CDF sampler for d = 1. ``"auto"``: exact1d
-    for d = 1, else rejection when allowed, else metropolis (decided from
-    public numbers only).
+    ``"exact1d"``: exact inverse-CDF sampler for d = 1.
     """
     problem = _check_problem(problem)
     epsilon = check_epsilon(epsilon)
@@ -402,8 +418,14 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
         elif rejection_bound <= max_expected_proposals:
             sampler = "rejection"
         else:
-            sampler = "metropolis"
-    params = {"sampler": sampler, "beta": beta}
+            raise ValidationError(
+                f"no sampler with a privacy guarantee is affordable here: the public bound "
+                f"W = exp(beta G R) = {rejection_bound:.3g} on the expected proposals per exact "
+                f"draw (and on independence Metropolis' weights) exceeds max_expected_proposals "
+                f"= {max_expected_proposals:g}. Raise max_expected_proposals, lower the "
+                "diameter of P, or pass sampler='metropolis' / 'hit_and_run' explicitly (their "
+                "output carries NO privacy guarantee).")
+    params = {"sampler": sampler, "beta": beta, "target_epsilon": epsilon}
     diagnostics = {}
     if sampler == "metropolis":
         n_steps = int(n_steps)
@@ -456,10 +478,17 @@ def exponential_mechanism(problem, epsilon, *, sampler="metropolis", n_steps=500
     else:
         X = exact_1d_sample(problem, beta, n, rng)
         exact, note, delta = True, None, 0.0
-    event = (ApproxDpEvent(epsilon, delta, problem.adjacency) if sampler == "independence"
-             else ExponentialMechanismEvent(epsilon, problem.adjacency))
-    return _finish(problem, X, single, "exponential", epsilon, event, rng,
-                   params=params, diagnostics=diagnostics, exact=exact, note=note, delta=delta)
+    if sampler in ("metropolis", "hit_and_run"):
+        event = NoGuaranteeEvent(epsilon, sampler, problem.adjacency)
+    elif sampler == "independence":
+        event = ApproxDpEvent(epsilon, delta, problem.adjacency)
+    else:
+        event = ExponentialMechanismEvent(epsilon, problem.adjacency)
+    result = _finish(problem, X, single, "exponential", epsilon, event, rng,
+                     params=params, diagnostics=diagnostics, exact=exact, note=note, delta=delta)
+    if isinstance(event, NoGuaranteeEvent):
+        result.epsilon = math.inf  # never report an epsilon nothing guarantees
+    return result
 
 
 # --------------------------------------------------------------------------

@@ -72,6 +72,57 @@ class EstimatorSolver:
                 f"solver {self.name!r} does not understand solver_options {unknown}; "
                 f"it accepts {sorted(self.options)}.")
 
+    def check_params(self, n_samples, config, *, private):
+        """Check every public setting :meth:`run` will read, without touching the data.
+
+        The estimators call this before they calibrate the noise and before
+        they reserve anything on a ledger: a mistake in a public parameter
+        (a ``solver_options`` value out of range, a sampler the solver cannot
+        use, ...) raises here and spends nothing.  :meth:`run` keeps its own
+        checks (it is also called directly); this repeats them with the same
+        check functions, on public quantities only.
+
+        The default checks the ``solver_options`` keys and the thread count;
+        solvers extend it with their own settings.
+
+        Parameters
+        ----------
+        n_samples : int
+            N (public).
+        config : dict
+            The resolved settings (see the module docstring), ``clip`` resolved.
+        private : bool
+            Whether the run adds noise (some settings, e.g. an infinite clip,
+            are refused only then).
+
+        Raises
+        ------
+        ValidationError
+            For the first setting out of range.
+        """
+        from fastdp.solvers._common import check_num_threads
+
+        self.check_options(config.get("options", {}))
+        check_num_threads(config.get("num_threads"))
+
+    @staticmethod
+    def check_minibatch_settings(n_samples, config, private, *, allow_zero_lam=False):
+        """The checks of the mini-batch GLM solvers: ``(loss, lam, sampler)``.
+
+        ``lam``, ``epochs``, ``clip`` (finite when private) as
+        :func:`fastdp.solvers._common.check_run_arguments`, and the sampler
+        for ``batch_size`` against ``n_samples``.
+        """
+        from fastdp.sampling import get_sampler
+        from fastdp.solvers._common import check_run_arguments
+
+        loss, lam, _, _, _ = check_run_arguments(
+            config["loss"], config["lam"], config["epochs"], 1.0 if private else 0.0,
+            config["clip"], allow_zero_lam=allow_zero_lam)
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        sampler.check(n_samples)
+        return loss, lam, sampler
+
     def default_clip(self, n_samples, config, loss):
         """The clipping bound used for ``clip="auto"`` (default 1.0).
 

@@ -380,16 +380,9 @@ def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     Privacy: as :func:`dual_dpscd` with the sensitivity above.
     """
     smp = get_sampler(sampler, check_batch_size(batch_size))
-    if not smp.fixed_size:
-        raise ValidationError(
-            "seq_dpscd needs fixed-size batches (sampler='shuffle' or 'fixed'): with Poisson "
-            "sampling the number of sequential updates per step, and so the sensitivity, is unbounded."
-        )
-    sigma_prime = check_positive("sigma_prime", sigma_prime)
+    sigma_prime = _check_seq_settings(smp, sigma_prime, seq_sensitivity)
     mode = seq_sensitivity
     lot = smp.batch_size
-    if mode not in ("paper", "repo"):
-        raise ValidationError(f"seq_sensitivity must be 'paper' or 'repo'; got {mode!r}.")
     return _run(
         X, y, algorithm="seq_dpscd", loss=loss, lam=lam, epochs=epochs, sampler=smp,
         sigma_prime=sigma_prime, clip=clip, noise_multiplier=noise_multiplier,
@@ -401,6 +394,19 @@ def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
 
 
 _seq_sensitivity_value = seq_sensitivity
+
+
+def _check_seq_settings(sampler, sigma_prime, mode):
+    """The settings only seqDP-SCD takes; returns ``sigma_prime`` as a float."""
+    if not sampler.fixed_size:
+        raise ValidationError(
+            "seq_dpscd needs fixed-size batches (sampler='shuffle' or 'fixed'): with Poisson "
+            "sampling the number of sequential updates per step, and so the sensitivity, is unbounded."
+        )
+    sigma_prime = check_positive("sigma_prime", sigma_prime)
+    if not (isinstance(mode, str) and mode in ("paper", "repo")):
+        raise ValidationError(f"seq_sensitivity must be 'paper' or 'repo'; got {mode!r}.")
+    return sigma_prime
 
 
 def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle", box_eps=1e-4,
@@ -612,6 +618,20 @@ class _DualScdEstimatorSolver(EstimatorSolver):
         """
         clip = config["lam"] * n_samples / config["batch_size"]
         return min(clip, 1.0) if get_loss(loss).task == "binary" else clip
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, lam/epochs/clip/sampler, and ``box_eps``, ``released`` or
+        seqDP-SCD's ``sigma_prime``, ``seq_sensitivity`` and fixed-size sampler."""
+        super().check_params(n_samples, config, private=private)
+        loss, _, sampler = self.check_minibatch_settings(n_samples, config, private)
+        options = config.get("options", {})
+        if "box_eps" in options:
+            loss.check_box_eps(options["box_eps"])
+        if self.sequential:
+            _check_seq_settings(sampler, options.get("sigma_prime", 1.0),
+                                options.get("seq_sensitivity", "paper"))
+        elif "released" in options:
+            dual_sensitivity(1.0, released=options["released"])
 
     def event(self, n_samples, config, noise):
         sampler = self._sampler(config)

@@ -83,7 +83,7 @@ def decay_and_step(learning_rate, lam, batch_size, reg):
     ``rho = 1 - eta lam`` (``reg="paper"``) or ``1 - eta lam / L`` (``"repo"``),
     ``kappa = eta / L``.  Raises :class:`ValidationError` unless ``rho > 0``.
     """
-    if reg not in _REG_MODES:
+    if not (isinstance(reg, str) and reg in _REG_MODES):
         raise ValidationError(f"reg must be 'paper' or 'repo'; got {reg!r}.")
     shrink = learning_rate * lam if reg == "paper" else learning_rate * lam / batch_size
     rho = 1.0 - shrink
@@ -276,6 +276,17 @@ class DPSGDEstimatorSolver(EstimatorSolver):
     losses = ("squared", "logistic", "hinge")
     noise_name = "noise_multiplier"
     options = ("learning_rate", "reg")
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, lam/epochs/clip/sampler, ``learning_rate`` and ``reg``
+        (the step must not overshoot the regulariser)."""
+        super().check_params(n_samples, config, private=private)
+        _, lam, sampler = self.check_minibatch_settings(n_samples, config, private,
+                                                        allow_zero_lam=True)
+        options = config.get("options", {})
+        eta = check_positive("learning_rate", options.get("learning_rate", DEFAULT_LEARNING_RATE))
+        decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)),
+                       options.get("reg", "paper"))
 
     def event(self, n_samples, config, noise):
         sampler = get_sampler(config["sampler"], config["batch_size"])

@@ -236,3 +236,105 @@ def test_every_registered_accountant_plugs_into_the_convenience_api():
     assert pld < rdp < moments
     with pytest.raises(PrivacyAnalysisError):
         compute_epsilon(*args, accountant="pure")     # Gaussian noise has no pure-DP guarantee
+
+
+# ---------------------------------------------------------------------------
+# PLD calibration is bounded (issue 18, item 8)
+# ---------------------------------------------------------------------------
+def _dp_accounting_pld_epsilon(sigma, q, steps, delta, vdi=1e-4):
+    """ε of Poisson-subsampled Gaussian steps by dp_accounting's own PLD accountant."""
+    from dp_accounting.pld import pld_privacy_accountant
+
+    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=vdi)
+    accountant.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)),
+                       steps)
+    return accountant.get_epsilon(delta)
+
+
+def test_pld_calibrated_sigma_meets_the_target_per_dp_accounting():
+    """The bounded PLD search still returns an evaluated σ with ε ≤ target (checked by
+    dp_accounting's PLDAccountant, an independent composition), near the tight σ,
+    in at most PLD_MAX_EVALUATIONS PLD calls."""
+    from fastdp.privacy import calibration
+
+    q, steps, delta, target, vdi = 0.05, 60, 1e-5, 2.0, 1e-3
+    sigma = calibrate_noise_multiplier(
+        target, delta, q, steps,
+        accountant=get_accountant("pld", value_discretization_interval=vdi))
+    assert sigma.evaluations <= calibration.PLD_MAX_EVALUATIONS
+    assert _dp_accounting_pld_epsilon(float(sigma), q, steps, delta, vdi) <= target
+    # tight: 0.1% less noise is over the target (the search stops at 1e-4 relative)
+    assert _dp_accounting_pld_epsilon(float(sigma) / 1.001, q, steps, delta, vdi) > target
+    # PLD is tighter than RDP: less noise for the same target
+    assert float(sigma) < calibrate_noise_multiplier(target, delta, q, steps, accountant="rdp")
+
+
+def test_pld_calibration_of_a_decreasing_family_and_of_an_explicit_range():
+    """The bounded search handles both directions and the user's range."""
+    accountant = get_accountant("pld")
+    budget = calibrate(lambda e: SelfComposedEvent(LaplaceEvent(1.0 / e), 5), 1.0, 1e-6,
+                       accountant=accountant, increasing_privacy=False)
+    assert accountant.epsilon(SelfComposedEvent(LaplaceEvent(1.0 / budget), 5), 1e-6) <= 1.0
+    assert float(budget) > 0.2  # better than basic composition (0.2 each)
+    scale = calibrate(lambda b: LaplaceEvent(b), 1.0, 1e-6, accountant=accountant,
+                      lower=0.5, upper=4.0)
+    assert 0.999 <= float(scale) <= 1.0001   # Laplace(b) is (1/b)-DP; PLD_RTOL = 1e-4
+    with pytest.raises(ValidationError, match="PLD"):
+        calibrate(lambda b: LaplaceEvent(b), 1.0, 1e-6, accountant=accountant,
+                  lower=0.01, upper=0.5)   # every parameter in range is over the target
+
+
+def test_pld_calibration_refuses_huge_targets_quickly():
+    """ε = 1000 used to hang in PLD calibration (ε = 50 took 78 s); now a target above
+    PLD_MAX_EPSILON is refused before any PLD evaluation, from the estimator too.
+    Run in a child process with a generous timeout so that a regression fails
+    instead of hanging the suite (not a speed assertion)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np
+        from fastdp.exceptions import ValidationError
+        from fastdp.linear_model import DPLogisticRegression
+        from fastdp.privacy import calibrate_noise_multiplier
+        try:
+            calibrate_noise_multiplier(1000.0, 1e-5, 0.01, 1000, accountant="pld")
+        except ValidationError as exc:
+            print("function refused:", exc)
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(200, 3)); y = (X[:, 0] > 0).astype(int)
+        try:
+            DPLogisticRegression(epsilon=1000.0, accountant="pld").fit(X, y)
+        except ValidationError as exc:
+            print("estimator refused:", exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "function refused:" in done.stdout and "estimator refused:" in done.stdout
+    assert "accountant='rdp'" in done.stdout
+
+
+@pytest.mark.slow
+def test_pld_calibration_at_epsilon_50_is_bounded():
+    """The issue's ε = 50 fit: RDP placement + at most PLD_MAX_EVALUATIONS PLD calls, and
+    the reported ε (PLD, memoised) ≤ 50 per dp_accounting."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np
+        from fastdp.linear_model import DPLogisticRegression
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(1000, 5)); y = (X[:, 0] > 0).astype(int)
+        m = DPLogisticRegression(epsilon=50.0, accountant="pld", random_state=0).fit(X, y)
+        print(repr(m.noise_multiplier_), m.sample_rate_, m.n_iter_, m.delta_, m.epsilon_)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    sigma, q, steps, delta, epsilon = map(float, done.stdout.split())
+    assert epsilon <= 50.0
+    assert _dp_accounting_pld_epsilon(sigma, q, int(steps), delta) <= 50.0

@@ -382,3 +382,26 @@ def test_approx_dp_dp_accounting_conversion():
     assert ApproxDpEvent(0.4, 0.0).to_dp_accounting() == PureEvent(0.4).to_dp_accounting()
     assert ApproxDpEvent(0.4, 0.0).pure_epsilon() == 0.4
     assert math.isinf(ApproxDpEvent(0.4, 1e-9).pure_epsilon())
+
+
+def test_no_guarantee_event_round_trip_conversions_and_refusals():
+    from fastdp.exceptions import PrivacyAnalysisError
+    from fastdp.privacy import events as ev
+
+    event = ev.NoGuaranteeEvent(0.7, "metropolis")
+    assert ev.event_from_dict(event.to_dict()) == event
+    assert event.to_replace_one() == ev.NoGuaranteeEvent(1.4, "metropolis", "replace_one")
+    with pytest.raises(PrivacyAnalysisError, match="NO privacy guarantee"):
+        event.to_dp_accounting()
+    with pytest.raises(ValidationError):
+        ev.NoGuaranteeEvent(0.7, "rejection")       # exact samplers have a guarantee
+    with pytest.raises(ValidationError):
+        ev.NoGuaranteeEvent(-1.0, "metropolis")
+    gaussian = ev.GaussianEvent(1.0)
+    mixed = ev.ComposedEvent((gaussian, ev.SelfComposedEvent(event, 2)))
+    assert ev.no_guarantee_events(mixed) == (event,)
+    assert ev.guaranteed_part(mixed) == ev.ComposedEvent((gaussian,))
+    assert ev.guaranteed_part(ev.SelfComposedEvent(event, 2)) is None
+    assert ev.guaranteed_part(gaussian) is gaussian
+    with pytest.raises(PrivacyAnalysisError):
+        ev.check_guarantee(mixed)

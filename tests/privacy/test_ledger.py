@@ -53,6 +53,7 @@ def one_of_each_event():
         ev.PrivacyFilterEvent.rdp([8, 32], [0.5, 1.0]),
         ev.ApproxDpEvent(0.2, 3e-9, adjacency="replace_one"),
         ev.SelfComposedEvent(ev.PoissonSampledEvent(0.05, ev.ApproxDpEvent(1.5, 1e-8)), 4),
+        ev.NoGuaranteeEvent(0.5, "metropolis", adjacency="replace_one"),
     ]
     if hasattr(ev, "RepeatedSelectionEvent"):  # private hyperparameter search
         events.append(ev.RepeatedSelectionEvent((gaussian, ev.GaussianEvent(2.0)), "poisson",
@@ -898,3 +899,58 @@ def test_a_ledger_in_a_read_only_directory_can_be_read():
     assert "spent 1.75 3" in out
     assert "refused: cannot write privacy ledger" in out
     assert not lock_created
+
+
+# ---------------------------------------------------------------------------
+# releases without a guarantee (issue 18, item 14)
+# ---------------------------------------------------------------------------
+def test_no_guarantee_events_are_refused_unless_the_caller_opts_in(tmp_path):
+    no_guarantee = ev.NoGuaranteeEvent(0.5, "metropolis")
+    gaussian = ev.GaussianEvent(2.0)
+    ledger = PrivacyLedger(5.0, 1e-5, path=str(tmp_path / "ledger.json"))
+    before = (tmp_path / "ledger.json").read_bytes()
+    for event in (no_guarantee, ev.ComposedEvent((gaussian, no_guarantee)),
+                  ev.SelfComposedEvent(no_guarantee, 3)):
+        with pytest.raises(PrivacyAnalysisError, match="no privacy guarantee"):
+            ledger.charge(event, "mcmc")
+        with pytest.raises(PrivacyAnalysisError, match="no privacy guarantee"):
+            ledger.reserve(event, "mcmc")
+        with pytest.raises(PrivacyAnalysisError, match="no privacy guarantee"):
+            ledger.check(event)
+        with pytest.raises(PrivacyAnalysisError):
+            ledger.charge(event, "mcmc", allow_no_guarantee="yes")   # only True opts in
+    assert (tmp_path / "ledger.json").read_bytes() == before
+    ledger.charge(gaussian, "fit")
+    alone = ledger.spent()
+    entry = ledger.charge(ev.ComposedEvent((gaussian, no_guarantee)), "mixed",
+                          allow_no_guarantee=True)
+    # only the part with a guarantee is accounted; the report says the rest is unbounded
+    assert ledger.spent() == pytest.approx(get_accountant("rdp").epsilon(
+        ev.SelfComposedEvent(gaussian, 2), 1e-5))
+    assert ledger.spent() > alone
+    assert ledger.no_guarantee_entries() == (entry,)
+    assert "NO GUARANTEE" in ledger.summary() and "not bounded" in ledger.summary()
+    assert "no_guarantee=1" in repr(ledger)
+    reloaded = PrivacyLedger.load(str(tmp_path / "ledger.json"))
+    assert reloaded.entries[-1].event == entry.event
+    assert reloaded.spent() == pytest.approx(ledger.spent())
+    # a further charge with a guarantee is still checked against the budget
+    with pytest.raises(BudgetExceededError):
+        reloaded.charge(ev.GaussianEvent(0.05), "too much")
+
+
+def test_cli_ledger_show_flags_releases_without_a_guarantee(tmp_path):
+    from fastdp.cli import main
+
+    path = str(tmp_path / "ledger.json")
+    ledger = PrivacyLedger(5.0, 1e-5, path=path)
+    ledger.charge(ev.GaussianEvent(2.0), "fit")
+    ledger.charge(ev.NoGuaranteeEvent(0.5, "hit_and_run"), "mcmc", allow_no_guarantee=True)
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["ledger", "show", path]) == 0
+    text = out.getvalue()
+    assert "NO GUARANTEE" in text and "epsilon alone: NO GUARANTEE" in text

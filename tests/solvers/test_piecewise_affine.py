@@ -200,7 +200,8 @@ def test_T8_one_dimensional_exact_samplers_and_reference_values(eps, mean_abs, C
 
 def test_T8_metropolis_through_the_public_api():
     prob = abs_problem()
-    res = pa.exponential_mechanism(prob, 1.0, n_runs=20_000, n_steps=500, random_state=3)
+    res = pa.exponential_mechanism(prob, 1.0, sampler="metropolis", n_runs=20_000, n_steps=500,
+                                   random_state=3)
     x = res.x[:, 0]
     assert not res.exact and "approximate" in res.privacy_note
     beta = 0.5
@@ -234,7 +235,8 @@ def test_metropolis_on_polytope_matches_rejection_sampler():
     h = np.array([1.0, 0.0, 0.0])
     rng = np.random.default_rng(12)
     prob = pa.minimax_lp_problem(rng.standard_normal((4, 2)) * 3, rng.standard_normal(4), 1.0, H, h)
-    res = pa.exponential_mechanism(prob, 2.0, n_runs=10_000, n_steps=300, random_state=2)
+    res = pa.exponential_mechanism(prob, 2.0, sampler="metropolis", n_runs=10_000, n_steps=300,
+                                   random_state=2)
     assert np.all(prob.constraints.contains(res.x))
     ref, _ = rejection_sample(prob, 1.0, 10_000, rng)
     for j in range(2):
@@ -348,7 +350,8 @@ def test_T11_black_box_audit_catches_missing_factor_two():
     assert worst <= 0
     assert abs(r_est - 0.66907) < 4 * r_se
     # Metropolis (fewer chains, same test)
-    xs = [pa.exponential_mechanism(P, 1.0, n_steps=200, n_runs=50_000, random_state=rng).x[:, 0]
+    xs = [pa.exponential_mechanism(P, 1.0, sampler="metropolis", n_steps=200, n_runs=50_000,
+                                    random_state=rng).x[:, 0]
           for P in (D, Dp)]
     worst, r_est, r_se = _audit(*xs, eps=1.0)
     assert worst <= 0
@@ -605,7 +608,8 @@ def test_offset_perturbation_single_adjacency_noise_scale_and_privacy():
 # --------------------------------------------------------------------------
 def test_random_walk_metropolis_delta_is_unquantified_and_says_why():
     prob = random_problem(33, d=2, m=4)
-    res = pa.exponential_mechanism(prob, 1.0, n_steps=50, n_runs=3, random_state=0)
+    res = pa.exponential_mechanism(prob, 1.0, sampler="metropolis", n_steps=50, n_runs=3,
+                                   random_state=0)
     assert res.delta is None and not res.exact
     assert "not quantified" in res.privacy_note
     for sampler in ("rejection", "exact1d"):
@@ -683,14 +687,15 @@ def test_T20_same_seed_same_bits(method):
 def test_T21_starting_points_are_validated():
     prob = random_problem(21, d=2, m=4)
     with pytest.raises(ValidationError, match="inside"):
-        pa.exponential_mechanism(prob, 1.0, init=[5.0, 0.0], n_steps=10)
+        pa.exponential_mechanism(prob, 1.0, sampler="metropolis", init=[5.0, 0.0], n_steps=10)
     with pytest.raises(ValidationError, match="must not depend"):
-        pa.exponential_mechanism(prob, 1.0, init="optimum", n_steps=10)
+        pa.exponential_mechanism(prob, 1.0, sampler="metropolis", init="optimum", n_steps=10)
     with pytest.raises(ValidationError):
         metropolis_sample(prob, 0.5, np.array([[2.0, 0.0]]), 10, 0.1, np.random.default_rng(0))
     with pytest.raises(ValidationError, match="inside"):
         pa.dp_subgradient(prob, 1.0, x1=[0.0, 3.0])
-    res = pa.exponential_mechanism(prob, 1.0, init="uniform", n_steps=10, n_runs=5, random_state=0)
+    res = pa.exponential_mechanism(prob, 1.0, sampler="metropolis", init="uniform", n_steps=10,
+                                 n_runs=5, random_state=0)
     assert np.all(prob.constraints.contains(res.x))
 
 
@@ -755,7 +760,10 @@ def test_auto_sampler_uses_only_public_numbers():
     assert pa.exponential_mechanism(prob, 1.0, sampler="auto", random_state=0).params["sampler"] == "rejection"
     assert pa.exponential_mechanism(abs_problem(), 1.0, sampler="auto", random_state=0).params["sampler"] == "exact1d"
     big = random_problem(1, d=10, m=5, c=100.0)
-    assert pa.exponential_mechanism(big, 10.0, sampler="auto", n_steps=5,
+    # no sampler with a guarantee is affordable: refused (Metropolis only by name)
+    with pytest.raises(ValidationError, match="no sampler with a privacy guarantee"):
+        pa.exponential_mechanism(big, 10.0, n_steps=5, random_state=0)
+    assert pa.exponential_mechanism(big, 10.0, sampler="metropolis", n_steps=5,
                                     random_state=0).params["sampler"] == "metropolis"
 
 
@@ -848,7 +856,7 @@ def test_pinball_mechanisms_run_and_offset_perturbation_is_refused():
     prob = pa.lad_regression_problem(Z, y, 0.1, pa.Box.cube(2, 3.0))
     for method in ("subgradient", "exponential", "solution_perturbation"):
         res = pa.dp_minimize(prob, 1.0, method, n_runs=20, random_state=0, **(
-            {"n_steps": 200} if method == "exponential" else {}))
+            {"n_steps": 200, "sampler": "metropolis"} if method == "exponential" else {}))
         assert res.x.shape == (20, 2)
     with pytest.raises(ValidationError, match="implicit pieces"):
         pa.dp_minimize(prob, 1.0, "offset_perturbation")
@@ -946,3 +954,55 @@ def test_independence_sampler_event_carries_its_delta_into_a_ledger():
     exact = pa.exponential_mechanism(prob, 0.5, sampler="rejection", n_runs=3, random_state=1)
     assert exact.event == SelfComposedEvent(ExponentialMechanismEvent(0.5, prob.adjacency), 3)
     assert exact.delta == 0.0
+
+
+# --------------------------------------------------------------------------
+# samplers without a guarantee are never recorded as exact mechanisms (issue 18, item 14)
+# --------------------------------------------------------------------------
+def test_default_sampler_has_a_guarantee():
+    """The default is 'auto': exact 1-D or rejection, an exact exponential mechanism whose
+    event (pure epsilon) every accountant composes.  Before, the default was random-walk
+    Metropolis, recorded as ExponentialMechanismEvent(eps) although it is only approximate."""
+    from fastdp.privacy.events import NoGuaranteeEvent, no_guarantee_events
+
+    for prob, expected in ((abs_problem(), "exact1d"), (random_problem(25, d=2, m=4), "rejection")):
+        res = pa.exponential_mechanism(prob, 1.0, n_runs=4, random_state=0)
+        assert res.params["sampler"] == expected and res.exact and res.delta == 0.0
+        assert res.event == SelfComposedEvent(ExponentialMechanismEvent(1.0, prob.adjacency), 4)
+        assert not no_guarantee_events(res.event)
+        assert get_accountant("pure").epsilon(res.event, 0.0) == pytest.approx(4.0)
+        assert res.epsilon == pytest.approx(4.0)
+        res = pa.dp_minimize(prob, 1.0, "M_E", random_state=0)
+        assert not isinstance(res.event, NoGuaranteeEvent) and math.isfinite(res.epsilon)
+
+
+@pytest.mark.parametrize("sampler", ["metropolis", "hit_and_run"])
+def test_approximate_samplers_carry_no_guarantee(sampler, tmp_path):
+    """Metropolis and hit-and-run runs are NoGuaranteeEvents: every accountant refuses them,
+    the ledger refuses them unless asked explicitly, result.epsilon is inf and the note says
+    NO PRIVACY GUARANTEE."""
+    from fastdp.exceptions import PrivacyAnalysisError
+    from fastdp.privacy.events import NoGuaranteeEvent
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    prob = random_problem(26, d=2, m=4)
+    res = pa.exponential_mechanism(prob, 1.0, sampler=sampler, n_steps=20, n_runs=3,
+                                   random_state=0)
+    assert res.event == SelfComposedEvent(NoGuaranteeEvent(1.0, sampler, prob.adjacency), 3)
+    assert res.epsilon == math.inf and res.delta is None and not res.exact
+    assert res.params["target_epsilon"] == 1.0
+    assert res.privacy_note.startswith("NO PRIVACY GUARANTEE")
+    for name in ("rdp", "pld", "pure", "moments"):
+        with pytest.raises(PrivacyAnalysisError, match="NO privacy guarantee"):
+            get_accountant(name).epsilon(res.event, 1e-5 if name != "pure" else 0.0)
+    ledger = PrivacyLedger(10.0, 0.0, accountant="pure", path=str(tmp_path / "l.json"))
+    with pytest.raises(PrivacyAnalysisError, match="allow_no_guarantee=True"):
+        ledger.charge(res.event, "M_E " + sampler)
+    assert len(ledger.entries) == 0
+    exact = pa.exponential_mechanism(prob, 1.0, random_state=0)
+    ledger.charge(exact.event, "exact")
+    ledger.charge(res.event, "M_E " + sampler, allow_no_guarantee=True)
+    reloaded = PrivacyLedger.load(str(tmp_path / "l.json"))
+    assert len(reloaded.entries) == 2 and len(reloaded.no_guarantee_entries()) == 1
+    assert reloaded.spent() == pytest.approx(1.0)   # the release with a guarantee only
+    assert "NO GUARANTEE" in reloaded.summary() and "no_guarantee=1" in repr(reloaded)
