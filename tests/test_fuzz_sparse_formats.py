@@ -25,8 +25,8 @@ Everything runs in a child process so that a crash (scipy or a kernel writing
 out of bounds) fails the test instead of killing the run; the child prints
 each example before running it, so the parent shows the one that crashed.
 The repository's hypothesis profile (``tests/conftest.py``: derandomised on
-CI) is loaded in the child.  The default run is 60 examples (a few seconds
-after the child's imports); the ``slow`` variant runs 3000.
+CI) is loaded in the child.  The default run is 10 examples per format (a few
+seconds after the child's imports); the ``slow`` variant runs 3000 in all.
 """
 
 import json
@@ -146,13 +146,12 @@ def reference(X):
 
 
 @st.composite
-def corrupted_sparse(draw):
-    """A matrix of any format and API, then one structural corruption (or none)."""
+def corrupted_sparse(draw, fmt):
+    """A matrix of format ``fmt`` and either API, then one structural corruption (or none)."""
     n, m = draw(st.integers(1, 5)), draw(st.integers(1, 5))
     mask = np.array(draw(st.lists(st.booleans(), min_size=n * m, max_size=n * m))).reshape(n, m)
     eighths = np.array(draw(st.lists(st.integers(1, 16), min_size=n * m, max_size=n * m)))
     dense = np.where(mask, eighths.reshape(n, m) / 8.0, 0.0)
-    fmt = draw(st.sampled_from(FORMATS))
     array_api = draw(st.booleans())
     X = (sp.csr_array if array_api else sp.csr_matrix)(dense).asformat(fmt)
     kind = draw(st.sampled_from(["none", "edit", "edit", "length", "dtype", "noncanonical"]))
@@ -307,12 +306,12 @@ def kernel_calls(X, fmt):
         record(f"kernel_norms:{fmt}:accepted")
 
 
-@settings(max_examples=int(sys.argv[1]), deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
-@given(corrupted_sparse(), st.sampled_from([(DPRidge, "dpsgd"), (DPLogisticRegression, "dpsgd"),
-                                            (DPLogisticRegression, "dpscd"), (DPRidge, "exact"),
-                                            (DPLogisticRegression, "exact")]))
-def run(case, model):
+MODELS = st.sampled_from([(DPRidge, "dpsgd"), (DPLogisticRegression, "dpsgd"),
+                          (DPLogisticRegression, "dpscd"), (DPRidge, "exact"),
+                          (DPLogisticRegression, "exact")])
+
+
+def check_one(case, model):
     X, fmt, kind, array_api = case
     estimator, solver = model
     print(f"{fmt} {'array' if array_api else 'matrix'} {X.shape} {kind} {solver}",
@@ -353,7 +352,14 @@ def run(case, model):
     kernel_calls(X, fmt)
 
 
-run()
+for fmt in FORMATS:  # every format gets its share of the examples
+    @settings(max_examples=max(1, int(sys.argv[1]) // len(FORMATS)), deadline=None,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(corrupted_sparse(fmt), MODELS)
+    def run(case, model):
+        check_one(case, model)
+
+    run()
 print(json.dumps(COUNTS))
 '''
 
@@ -374,8 +380,8 @@ FORMATS = ("csr", "csc", "coo", "bsr", "lil", "dok", "dia")
 
 
 def test_corrupted_sparse_formats_never_crash_fit_or_kernels():
-    """A few seconds: every format is exercised, both outcomes occur."""
-    counts = _run_child(60, timeout=600)
+    """A few seconds: every format is exercised (10 examples each), both outcomes occur."""
+    counts = _run_child(70, timeout=600)
     for fmt in FORMATS:
         assert any(key.split(":")[1] == fmt for key in counts), (fmt, counts)
     assert any(key.endswith(":accepted") for key in counts), counts
