@@ -13,8 +13,11 @@ install-test:
 demo: install
 	$(PYTHON) -m fastdp.demo
 
+# The default suite runs on every core (pytest-xdist; one test file per worker at a time,
+# so module fixtures and Ray sessions stay in one process). TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= auto
 test: install-test
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install-test
 	$(PYTHON) -m pytest -m slow
