@@ -63,8 +63,10 @@ __all__ = [
     "SETTINGS_FIELD",
     "jsonable",
     "append_record",
+    "unit_key",
     "read_units",
     "read_settings",
+    "read_checkpoint",
     "merge_units",
     "write_unit_archive",
     "format_duration",
@@ -207,6 +209,20 @@ def read_units(path, key_of, *, repair=False, label="unit"):
     return units
 
 
+def unit_key(record):
+    """The key of a record that :func:`run_units` stamped (no ``key_of``): its ``unit`` field."""
+    return tuple(record["unit"])
+
+
+def read_checkpoint(path, *, key_of=unit_key, label="unit"):
+    """``(settings, {key: record})`` of a checkpoint; a ValidationError when it holds no units."""
+    units = read_units(path, key_of, label=label)
+    if not units:
+        raise ValidationError(f"no {label} records in {path}: run the units first "
+                              "(without --report-only)")
+    return read_settings(path), units
+
+
 def merge_units(paths, key_of, *, label="unit"):
     """``{key: record}`` of several checkpoints or archives; the first file wins."""
     units = {}
@@ -317,8 +333,10 @@ def run_units(checkpoint, plan, run_unit, *, key_of=None, resume=False, budget_m
         (from the checkpoint and this session), for units that build on
         earlier ones.
     key_of : callable, optional
-        ``record -> key``, to read the checkpoint back (required with a
-        checkpoint).
+        ``record -> key``, to read the checkpoint back. Without it each
+        record is stamped with its key (a ``unit`` field, first) and its
+        time (``seconds``, unless the unit set it), and :func:`unit_key`
+        reads the key back.
     resume : bool
         Skip the units already in the checkpoint. Without it an existing
         checkpoint holding units is an error (nothing is overwritten).
@@ -353,9 +371,9 @@ def run_units(checkpoint, plan, run_unit, *, key_of=None, resume=False, budget_m
         in plan order.
     """
     plan = list(plan)
+    stamp = key_of is None
+    key_of = key_of or unit_key
     if checkpoint is not None:
-        if key_of is None:
-            raise ValidationError("run_units: key_of is needed to read a checkpoint")
         done = _start_checkpoint(checkpoint, key_of, resume=resume, settings=settings,
                                  label=label)
     else:
@@ -379,6 +397,9 @@ def run_units(checkpoint, plan, run_unit, *, key_of=None, resume=False, budget_m
         t0 = timer()
         record = run_unit(key, present)
         seconds = timer() - t0
+        if stamp:
+            record = {"unit": list(key), **record}
+            record.setdefault("seconds", seconds)
         if checkpoint is not None:
             append_record(checkpoint, record)
         present[key] = record

@@ -59,10 +59,10 @@ What is run (spec 000 §5.4, §6):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -473,11 +473,6 @@ def plan_units(datasets=tuple(DATASETS), epsilons=EPSILONS):
     return keys
 
 
-def unit_key(record):
-    """The key of a checkpoint record (stored in its ``unit`` field)."""
-    return tuple(record["unit"])
-
-
 def _unit_cost(grids):
     """Relative cost of a unit for the estimate of the time left (fits it runs)."""
     def cost(key):                 # the σ table takes about as long as 100 fits
@@ -505,18 +500,13 @@ def _summarize(record):
     return f"{len(record['table'])} cells"
 
 
-class _Datasets:
-    """The preprocessed datasets and their per-seed splits, loaded once per process."""
-
-    def __init__(self, grids, data_home):
-        self.grids, self.data_home, self.cache = grids, data_home, {}
-
-    def __call__(self, name):
-        if name not in self.cache:
-            data = load_paper_dataset(name, self.data_home)
-            splits = {s: data.split(s) for s in range(1, self.grids.report_seeds + 1)}
-            self.cache[name] = (data, splits)
-        return self.cache[name]
+def _loader(grids, data_home):
+    """``name -> (data, {seed: split})``, loading each dataset once."""
+    @functools.lru_cache(maxsize=None)
+    def load(name):
+        data = load_paper_dataset(name, data_home)
+        return data, {s: data.split(s) for s in range(1, grids.report_seeds + 1)}
+    return load
 
 
 def _results(units, name):
@@ -531,8 +521,7 @@ def _results(units, name):
 
 def run_unit(key, units, *, grids, epsilons, datasets):
     """The record of one unit (see :func:`plan_units`); ``datasets`` loads the data."""
-    started = time.perf_counter()
-    record = {"unit": list(key)}
+    record = {}
     if key[0] == "sigma":
         record["table"] = sigma_table(epsilons=epsilons)
     elif key[0] == "select":
@@ -552,7 +541,6 @@ def run_unit(key, units, *, grids, epsilons, datasets):
                       anchor={k: v for k, v in anchor.items() if k != "coef"},
                       curves=convergence_curves(data, results)
                       if data.spec.loss == "squared" else None)
-    record["seconds"] = time.perf_counter() - started
     return record
 
 
@@ -873,11 +861,7 @@ def _settings(quick, grids, datasets, epsilons):
 
 def report_from_units(out, checkpoint, *, figures=True, command=None):
     """Write the report from a checkpoint (its settings line says grids and quick)."""
-    settings = runner.read_settings(checkpoint)
-    units = runner.read_units(checkpoint, unit_key, label="seed000 unit")
-    if settings is None or not units:
-        raise ValidationError(f"no seed000 units in {checkpoint}: run the experiments first "
-                              "(without --report-only)")
+    settings, units = runner.read_checkpoint(checkpoint, label="seed000 unit")
     plan = plan_units(settings["datasets"], settings["epsilons"])
     units = {key: units[key] for key in plan if key in units}
     grids = Grids(**{k: tuple(v) if isinstance(v, list) else v
@@ -903,12 +887,12 @@ def reproduce(out, *, quick=False, datasets=tuple(DATASETS), epsilons=EPSILONS, 
     grids = make_grids(quick, seeds, tuning_seeds)
     checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
     epsilons = tuple(float(e) for e in epsilons)
-    datasets_cache = _Datasets(grids, data_home)
+    load = _loader(grids, data_home)
     status, units = runner.run_units(
         checkpoint, plan_units(datasets, epsilons),
         lambda key, done: run_unit(key, done, grids=grids, epsilons=epsilons,
-                                   datasets=datasets_cache),
-        key_of=unit_key, resume=resume, budget_min=budget_min,
+                                   datasets=load),
+        resume=resume, budget_min=budget_min,
         settings=_settings(quick, grids, datasets, epsilons), describe=_describe,
         summarize=_summarize, cost=_unit_cost(grids), log=log, label="seed000 unit")
     runs, table = runs_from_units(units)

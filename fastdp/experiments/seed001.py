@@ -407,11 +407,6 @@ def plan_units(cfg, which=("k", "c", "m", "eps")):
     return [(name, value) for name in which for value in getattr(cfg, SWEEPS[name][0])]
 
 
-def unit_key(record):
-    """The key ``(sweep, value)`` of a checkpoint record."""
-    return tuple(record["unit"])
-
-
 def _summarize(record):
     point = record["point"]
     if "DPSG_last" in point:
@@ -461,9 +456,9 @@ def run_all(cfg, *, which=("k", "c", "m", "eps"), checkpoint=None, resume=False,
         if key in previous and previous[key] in units:
             rng.bit_generator.state = units[previous[key]]["rng_state"]
         point = SWEEPS[key[0]][1](cfg, key[1], rng)
-        return {"unit": list(key), "point": point, "rng_state": rng.bit_generator.state}
+        return {"point": point, "rng_state": rng.bit_generator.state}
 
-    _, units = runner.run_units(checkpoint, plan, run_unit, key_of=unit_key, resume=resume,
+    _, units = runner.run_units(checkpoint, plan, run_unit, resume=resume,
                                 budget_min=budget_min, settings=_settings(cfg, which),
                                 describe=lambda key: f"{key[0]} = {key[1]:g}",
                                 summarize=_summarize, log=log, label="seed001 unit")
@@ -611,11 +606,7 @@ def _figures(results, out):
 
 def report_from_units(out, checkpoint, *, figures=True):
     """Write the report from a checkpoint (its settings line gives the configuration)."""
-    settings = runner.read_settings(checkpoint)
-    units = runner.read_units(checkpoint, unit_key, label="seed001 unit")
-    if settings is None or not units:
-        raise ValidationError(f"no seed001 units in {checkpoint}: run the sweeps first "
-                              "(without --report-only)")
+    settings, units = runner.read_checkpoint(checkpoint, label="seed001 unit")
     cfg = _config(settings)
     results = results_from_units(units, cfg, settings["which"])
     return write_report(results, cfg, out, figures=figures)

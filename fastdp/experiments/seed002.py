@@ -32,7 +32,6 @@ diagnostics, as in the paper.
 
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -738,11 +737,6 @@ def plan_units(*, n, quick=False, data_seeds=0, subsampled_horizon=False):
     return keys
 
 
-def unit_key(record):
-    """The key of a checkpoint record (stored in its ``unit`` field)."""
-    return tuple(record["unit"])
-
-
 def _cell_from_record(cell):
     """A grid cell from its JSON record (arrays rebuilt; floats are exact in JSON)."""
     out = dict(cell)
@@ -761,8 +755,7 @@ def _seed_result_from_record(result):
 
 def run_unit(key, sec, *, runs, n, horizons, eval_every, seed_runs):
     """The JSON record of one unit (see :func:`plan_units`)."""
-    started = time.perf_counter()
-    record = {"unit": list(key)}
+    record = {}
     if key[0] in ("grid", "subsampled"):
         conv, m, c, name, T = key[1:]
         cell = run_cell(name, sec, T=T, m=m, c=c, runs=runs, convention=conv,
@@ -774,7 +767,6 @@ def run_unit(key, sec, *, runs, n, horizons, eval_every, seed_runs):
                                 selection=key[1])[0]
         result["finals"] = [[list(k), v] for k, v in result["finals"].items()]
         record["result"] = runner.jsonable(result)
-    record["seconds"] = time.perf_counter() - started
     return record
 
 
@@ -882,7 +874,7 @@ def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, sectio
         if runner.read_settings(checkpoint) != runner.jsonable(settings):
             raise ValidationError(f"{checkpoint} holds no units of these settings ({settings}): "
                                   "run them first, or pass the options of the run")
-        found = runner.read_units(checkpoint, unit_key, label="seed002 unit")
+        found = runner.read_units(checkpoint, runner.unit_key, label="seed002 unit")
         units = {key: found[key] for key in plan if key in found}
     else:
         with _single_threaded_blas():
@@ -890,7 +882,7 @@ def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, sectio
                 checkpoint, plan,
                 lambda key, done: run_unit(key, section, runs=runs, n=n, horizons=horizons,
                                            eval_every=eval_every or 10, seed_runs=seed_runs),
-                key_of=unit_key, resume=resume, budget_min=budget_min, settings=settings,
+                resume=resume, budget_min=budget_min, settings=settings,
                 describe=_describe, summarize=_summarize, log=print if verbose else None,
                 label="seed002 unit")
     grid, subsampled, seed_results = parts_from_units(units)

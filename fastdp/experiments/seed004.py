@@ -43,6 +43,7 @@ Privacy: suboptimality and accuracy read the whole dataset: they are
 non-private diagnostics, as in the paper.
 """
 
+import functools
 import json
 import math
 import sys
@@ -559,11 +560,6 @@ def plan_units(datasets, settings, calibrations=None, float32_only=False,
     return keys + [key for _, key in sorted(runs, key=lambda pair: pair[0])]
 
 
-def unit_key(record):
-    """The key of a checkpoint record (stored in its ``unit`` field)."""
-    return tuple(record["unit"])
-
-
 def results_from_units(units, settings):
     """``{dataset: result}`` for :func:`write_report` from unit records.
 
@@ -588,33 +584,19 @@ def results_from_units(units, settings):
     return results
 
 
-class _Datasets:
-    """The problems of the datasets, loaded once per process."""
-
-    def __init__(self, data_home):
-        self.data_home, self.cache = data_home, {}
-
-    def __call__(self, name):
-        if name not in self.cache:
-            self.cache[name] = load_problem(name, self.data_home)
-        return self.cache[name]
-
-
 def run_unit(key, units, *, settings, datasets, coefs):
     """The record of one unit (see :func:`plan_units`)."""
-    started = time.perf_counter()
     data = datasets(key[1])
     if key[0] == "truth":
-        return {"unit": list(key), "f_star": ground_truth(data[0], data[1], key[2])[0],
-                "meta": _load_problem_meta(key[1], data),
-                "seconds": time.perf_counter() - started}
+        return {"f_star": ground_truth(data[0], data[1], key[2])[0],
+                "meta": _load_problem_meta(key[1], data)}
     task = key[2:]
     reference = units.get(("run", key[1]) + task[:5] + ("float64",))
     record = run_task(data, task, epochs=settings["epochs"], first_seed=settings["seeds"][0],
                       curve_eps=settings["curve_eps"],
                       float32=[tuple(c) for c in settings["float32"]],
                       coefs=coefs.setdefault(key[1], {}), reference=reference)
-    return {"unit": list(key), **record}
+    return record
 
 
 def _settings(quick, seeds):
@@ -636,29 +618,31 @@ def reproduce(out, *, quick=False, datasets=("a9a", "news20"), seeds=None, data_
     ``OUT/seed004_units.jsonl``) keeps every finished unit of every dataset
     and the report is built from all of them: ``resume`` continues it (e.g.
     with more datasets), ``budget_min`` starts no unit after that many
-    minutes. Returns the report path.
+    minutes. Returns the report path (None when the budget ran out before any unit).
     """
     seeds = tuple(range(1 if quick else (seeds or 2)))
     settings = _settings(quick, seeds)
     checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
     plan = plan_units(datasets, settings, calibrations, float32_only, float32_penalties)
-    loader, coefs = _Datasets(data_home), {}
-    runner.run_units(checkpoint, plan,
+    loader = functools.lru_cache(maxsize=None)(lambda name: load_problem(name, data_home))
+    coefs = {}
+    _, units = runner.run_units(checkpoint, plan,
                      lambda key, units: run_unit(key, units, settings=settings,
                                                  datasets=loader, coefs=coefs),
-                     key_of=unit_key, resume=resume, budget_min=budget_min, settings=settings,
+                     resume=resume, budget_min=budget_min, settings=settings,
                      describe=lambda key: f"{key[1]} " + (f"F* {key[2]}" if key[0] == "truth"
                                                           else _describe_task(key[2:])),
                      summarize=lambda r: f"F* {r['f_star']:.6g}" if "f_star" in r
                      else _summarize(r), log=log, label="seed004 unit")
+    if not units:
+        return None                     # the budget ended the session before any unit
     return report_from_units(out, checkpoint, command=command)
 
 
 def report_from_units(out, checkpoint, *, command=""):
     """Write the report from every unit of a checkpoint (the summary of an existing
     ``OUT/seed004.json`` is kept)."""
-    settings = runner.read_settings(checkpoint)
-    units = runner.read_units(checkpoint, unit_key, label="seed004 unit")
+    settings, units = runner.read_checkpoint(checkpoint, label="seed004 unit")
     saved = Path(out) / "seed004.json"
     summary = json.loads(saved.read_text()).get("summary", ()) if saved.exists() else ()
     return write_report(out, results_from_units(units, settings), epochs=settings["epochs"],
@@ -710,7 +694,8 @@ def main(argv=None):
                          command=command)
     except ValidationError as exc:
         ap.error(str(exc))
-    print(f"wrote {path}")
+    print("no report: the time budget ran out before the first unit (rerun with --resume)"
+          if path is None else f"wrote {path}")
     return 0
 
 

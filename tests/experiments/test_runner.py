@@ -120,9 +120,21 @@ def test_budget_stops_before_the_next_unit(tmp_path):
 
 
 def test_in_memory_runs_need_no_file(tmp_path):
-    status, units = runner.run_units(None, PLAN, Work(), log=None)
+    status, units = runner.run_units(None, PLAN, Work(), key_of=key_of, log=None)
     assert status["ran"] == 5 and list(units) == PLAN
     assert list(tmp_path.iterdir()) == []
+
+
+def test_records_are_stamped_with_key_and_time_by_default(tmp_path):
+    ck = tmp_path / "u.jsonl"
+    _, units = runner.run_units(ck, PLAN[:2], lambda key, units: {"x": key[1]},
+                                timer=lambda: 5.0, log=None)          # no time passes
+    assert units[("a", 1)] == {"unit": ["a", 1], "x": 1, "seconds": 0.0}
+    runner.run_units(ck, PLAN[:3], lambda key, units: {"seconds": 7}, resume=True, log=None)
+    assert runner.read_units(ck, runner.unit_key)[("b", 1)] == {"unit": ["b", 1], "seconds": 7}
+    assert runner.read_checkpoint(ck)[0] is None and len(runner.read_checkpoint(ck)[1]) == 3
+    with pytest.raises(ValidationError, match="no unit records"):
+        runner.read_checkpoint(tmp_path / "missing.jsonl")
 
 
 def test_progress_line_and_estimate_text():

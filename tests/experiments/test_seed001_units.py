@@ -56,7 +56,7 @@ def test_a_budget_stopped_sweep_is_left_out_of_the_report(tmp_path):
     cfg = tiny()
     ck = tmp_path / "u.jsonl"
     seed001.run_all(cfg, checkpoint=ck, log=None, which=("k",))
-    units = runner.read_units(ck, seed001.unit_key)
+    units = runner.read_units(ck, runner.unit_key)
     del units[("k", 5)]
     results = seed001.results_from_units(units, cfg, ("k",))
     assert "k" not in results and results["claims"] == []
