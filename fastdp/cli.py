@@ -11,7 +11,7 @@ Subcommands::
     fastdp privacy calibrate --epsilon E          (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D [--sampler poisson]
     fastdp ledger show FILE
     fastdp ledger upgrade FILE
-    fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [-- EXTRA ARGS...]
+    fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [--resume] [--budget-min M] [-- ...]
     fastdp demo [--quick]
 
 ``DATA`` is a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz), a binary
@@ -493,12 +493,13 @@ def _cmd_ledger_show(args):
     return 0
 
 
-def _run_reproduction(name, quick, out, extra):
+def _run_reproduction(name, quick, out, extra, resume=False, budget_min=None):
     if importlib.util.find_spec(f"fastdp.experiments.{name}") is None:
         raise _UsageError(f"reproduction {name} is not available in this fastdp "
                           "(fastdp/experiments/{name}.py is missing).")
     module = importlib.import_module(f"fastdp.experiments.{name}")
-    argv = ["--out", out] + (["--quick"] if quick else []) + list(extra)
+    argv = (["--out", out] + (["--quick"] if quick else []) + (["--resume"] if resume else [])
+            + ([] if budget_min is None else ["--budget-min", str(budget_min)]) + list(extra))
     print(f"== fastdp reproduce {name}{' --quick' if quick else ''}: writing {out}/{name}.md",
           flush=True)
     status = module.main(argv)
@@ -508,13 +509,15 @@ def _run_reproduction(name, quick, out, extra):
 def _cmd_reproduce(args):
     extra = list(args.extra)
     if args.which != "all":
-        return _run_reproduction(args.which, args.quick, args.out, extra)
+        return _run_reproduction(args.which, args.quick, args.out, extra, args.resume,
+                                 args.budget_min)
     if extra:
         raise _UsageError("extra arguments only go with a single reproduction, not 'all'.")
     failures = []
     for name in REPRODUCTIONS:
         try:
-            if _run_reproduction(name, args.quick, args.out, ()) != 0:
+            if _run_reproduction(name, args.quick, args.out, (), args.resume,
+                                 args.budget_min) != 0:
                 failures.append(name)
         except Exception as exc:  # report, then go on with the next paper
             if args.debug:
@@ -688,6 +691,10 @@ def build_parser():
     p.add_argument("--quick", action="store_true", help="small grids (minutes, not hours)")
     p.add_argument("--out", default="reproductions", help="output directory (default "
                    "reproductions)")
+    p.add_argument("--resume", action="store_true", help="continue OUT/SEED_units.jsonl: skip "
+                   "the units it holds (without it an existing checkpoint is an error)")
+    p.add_argument("--budget-min", type=float, default=None, metavar="M",
+                   help="start no unit after M minutes (per reproduction), then write the report")
     # arguments after a lone "--" go to the reproduction's own command line (see main)
     p.set_defaults(func=_cmd_reproduce)
 

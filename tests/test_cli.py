@@ -218,6 +218,11 @@ def test_reproduce_dispatches_to_the_seed_modules(monkeypatch, capsys, tmp_path)
                      "--runs", "2"]) == 0
     assert calls == [("seed003", ["--out", str(tmp_path), "--quick", "--runs", "2"])]
     calls.clear()
+    assert cli.main(["reproduce", "seed001", "--quick", "--resume", "--budget-min", "2.5",
+                     "--out", str(tmp_path)]) == 0
+    assert calls == [("seed001", ["--out", str(tmp_path), "--quick", "--resume",
+                                  "--budget-min", "2.5"])]
+    calls.clear()
     _fake_reproduction(monkeypatch, "seed002", calls,
                        error=FileNotFoundError("dataset 'x': file not found"))
     assert cli.main(["reproduce", "all", "--out", str(tmp_path)]) == 1

@@ -4,11 +4,19 @@ Run ``python -m fastdp.experiments.seed000 --out DIR`` (or ``fastdp reproduce
 seed000``): the paper's protocol with its grids (DP-SCD and seqDP-SCD tuned
 over 12 L × 13 C, DP-SGD over 12 L × 13 C × 13 η, SGD over 12 |ξ| × 13 η;
 every configuration run with 10 seeds; days on two cores), or ``--quick``:
-small grids (L ∈ {10, 100, 1000}, C ∈ {1e-4, ..., 1}, η ∈ {0.1, 1, 10, 100}),
-configurations compared on the median over 3 seeds (``--tuning-seeds``), then
+small grids (L ∈ {10, 100, 1000}, C ∈ {1e-4, ..., 1}, η ∈ {1, 10}),
+configurations compared on the median over 2 seeds (``--tuning-seeds``), then
 the selected one run with all 10 seeds (minutes). Writes ``seed000.md`` (tables, the σ
 table of spec §3.6, which of the paper's claims held), ``seed000.json`` (every
 number) and PNG figures (``fastdp[plot]``).
+
+Units (:func:`plan_units`, run by :mod:`fastdp.experiments.runner`): the σ
+table, one tuning selection per (dataset, method, ε) and one anchor unit per
+dataset (non-private optimum, trivial predictor, convergence curves). Each
+finished unit is saved to ``OUT/seed000_units.jsonl``; ``--resume`` continues
+a checkpoint, ``--budget-min M`` starts no unit after M minutes (the report
+then holds the complete datasets) and ``--report-only`` rewrites the report
+from the checkpoint. One progress line per unit estimates the time left.
 
 What is run (spec 000 §5.4, §6):
 
@@ -50,12 +58,11 @@ What is run (spec 000 §5.4, §6):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import functools
 import json
 import math
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -63,16 +70,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp.datasets import load_dataset
-from fastdp.exceptions import FastDPError
+from fastdp.exceptions import FastDPError, ValidationError
+from fastdp.experiments import runner
 from fastdp.preprocessing import NotPrivateWarning, paper_preprocess
 from fastdp.privacy.calibration import calibrate
 from fastdp.privacy.events import GaussianEvent
-from fastdp.progress import progress_bar
 from fastdp.sampling import get_sampler
 
 __all__ = ["DATASETS", "EPSILONS", "DELTA", "Grids", "PAPER_GRIDS", "QUICK_GRIDS",
-           "load_paper_dataset", "run_dataset", "sigma_table", "check_claims", "write_report",
-           "reproduce", "main"]
+           "load_paper_dataset", "make_grids", "plan_units", "run_unit", "runs_from_units",
+           "sigma_table", "check_claims", "write_report", "report_from_units", "reproduce", "main"]
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
 DELTA = 1e-3
@@ -129,8 +136,11 @@ PAPER_GRIDS = Grids(
     clips=tuple(10.0 ** k for k in range(-8, 5)),
     learning_rates=tuple(10.0 ** k for k in range(-8, 5)),
     tuning_seeds=N_SEEDS)
+#: ``--quick`` (about 3 CPU minutes): 3 L × 5 C (× 2 η for DP-SGD: the η that the earlier
+#: quick grid η ∈ {0.1, 1, 10, 100} selected in 14 of its 16 cells; 100 never won), ranked on
+#: 2 seeds, the selected configuration reported over 10
 QUICK_GRIDS = Grids(batch_sizes=(10, 100, 1000), clips=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
-                    learning_rates=(0.1, 1.0, 10.0, 100.0), tuning_seeds=3)
+                    learning_rates=(1.0, 10.0), tuning_seeds=2)
 
 # spec 000 §3.6: sigma at delta = 1e-3 for (dataset, L) and eps = 0.1, 0.5, 1, 2:
 # exact moments accountant / the authors' code / dp_accounting's improved conversion
@@ -246,11 +256,24 @@ def load_paper_dataset(name, data_home=None):
 # ---------------------------------------------------------------------------
 # running one configuration
 # ---------------------------------------------------------------------------
+#: residuals at least this large square to +inf in float64
+_SQUARE_OVERFLOW = math.sqrt(np.finfo(np.float64).max)
+
+
 def utility(coef, X, y, loss):
-    """Test metric: accuracy (prediction -1 when x.theta <= 0, as the paper) or MSE."""
+    """Test metric: accuracy (prediction -1 when x.theta <= 0, as the paper) or MSE.
+
+    A diverged model whose squared residuals exceed the float range has MSE
+    ``inf`` (the worst value, as for a run the solver reports diverged):
+    non-private SGD with η = 10, L = 1000 on cpusmall grows to |θ| ≈ 1e198
+    in its 230 steps without overflowing, so no solver check catches it.
+    """
     scores = np.asarray(X @ coef).ravel()
     if loss == "squared":
-        return float(np.mean((scores - y) ** 2))
+        residual = scores - y
+        if not np.all(np.abs(residual) < _SQUARE_OVERFLOW):
+            return math.inf
+        return float(np.mean(residual * residual))
     return float(np.mean(np.where(scores > 0, 1.0, -1.0) == y))
 
 
@@ -347,12 +370,13 @@ class _Evaluations:
         return self.cache[key]
 
 
-def _select(evaluate, spec, method, epsilon, grids, bar):
+def _select(evaluate, spec, method, epsilon, grids):
+    """Tune one method at one ε: the configuration with the best median validation metric
+    over the tuning seeds, then its test metric over the report seeds."""
     tuning = range(1, grids.tuning_seeds + 1)
     best, best_value = None, None
     for config in configurations(method, grids):
         value = float(np.median([evaluate(method, epsilon, config, s)[0] for s in tuning]))
-        bar.update(1)
         better = best_value is None or (value > best_value if spec.higher_is_better
                                         else value < best_value)
         if better:
@@ -385,7 +409,8 @@ def anchors(data, seed=1):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             coef = LinearSVC(C=1.0 / (spec.lam * n), loss="hinge", fit_intercept=False,
-                             dual=True, tol=1e-8, max_iter=100_000).fit(X_tr, y_tr).coef_.ravel()
+                             dual=True, tol=1e-8, max_iter=100_000,
+                             random_state=0).fit(X_tr, y_tr).coef_.ravel()
         name = "scikit-learn LinearSVC (hinge)"
     from fastdp.losses import primal_objective
 
@@ -425,32 +450,119 @@ def convergence_curves(data, results, epsilons=(0.1, 1.0), seed=1):
     return curves
 
 
-def run_dataset(name, grids, *, epsilons=EPSILONS, data_home=None, log=print):
-    """Tune and evaluate every method at every epsilon on one dataset."""
-    started = time.perf_counter()
-    data = load_paper_dataset(name, data_home)
-    spec = data.spec
-    splits = {s: data.split(s) for s in range(1, grids.report_seeds + 1)}
-    evaluate = _Evaluations(data, splits)
-    plan = [(m, None) for m in NON_PRIVATE] + [(m, e) for e in epsilons for m in DP_METHODS]
-    total = sum(len(configurations(m, grids)) for m, _ in plan)
+# ---------------------------------------------------------------------------
+# units: the σ table, one tuning selection per (dataset, method, ε), the anchors
+# ---------------------------------------------------------------------------
+CHECKPOINT_NAME = "seed000_units.jsonl"
+
+
+def plan_units(datasets=tuple(DATASETS), epsilons=EPSILONS):
+    """Unit keys in execution order.
+
+    ``("sigma",)``: the σ table; ``("select", dataset, method, ε)``: one tuning
+    selection (ε None for the non-private methods); ``("anchor", dataset)``:
+    the non-private optimum, the trivial predictor and (ridge) the
+    convergence curves of the selected configurations, after the selections
+    of its dataset.
+    """
+    keys = [("sigma",)]
+    for name in datasets:
+        keys += [("select", name, method, None) for method in NON_PRIVATE]
+        keys += [("select", name, method, float(e)) for e in epsilons for method in DP_METHODS]
+        keys.append(("anchor", name))
+    return keys
+
+
+def _unit_cost(grids):
+    """Relative cost of a unit for the estimate of the time left (fits it runs)."""
+    def cost(key):                 # the σ table takes about as long as 100 fits
+        if key[0] != "select":
+            return 100.0 if key[0] == "sigma" else 10.0
+        extra = grids.report_seeds - grids.tuning_seeds
+        return len(configurations(key[2], grids)) * grids.tuning_seeds + extra
+    return cost
+
+
+def _describe(key):
+    if key[0] == "select":
+        where = "non-private" if key[3] is None else f"ε={key[3]:g}"
+        return f"{key[1]} {key[2]} {where}"
+    return " ".join(map(str, key))
+
+
+def _summarize(record):
+    if "entry" in record:
+        entry = record["entry"]
+        return (f"{DATASETS[record['unit'][1]].metric} {entry['test_median']:.4g}, config "
+                f"{entry['config']}, σ {entry['sigma']:.4g}")
+    if "anchor" in record:
+        return f"non-private optimum: test {record['anchor']['test']:.4g}"
+    return f"{len(record['table'])} cells"
+
+
+def _loader(grids, data_home):
+    """``name -> (data, {seed: split})``, loading each dataset once."""
+    @functools.lru_cache(maxsize=None)
+    def load(name):
+        data = load_paper_dataset(name, data_home)
+        return data, {s: data.split(s) for s in range(1, grids.report_seeds + 1)}
+    return load
+
+
+def _results(units, name):
+    """``{"non_private" or ε: {method: entry}}`` of a dataset's selection records, in order."""
     results = {"non_private": {}}
-    with progress_bar(total=total, desc=f"seed000 {name}", unit="config") as bar:
-        for method, eps in plan:
-            entry = _select(evaluate, spec, method, eps, grids, bar)
-            results.setdefault("non_private" if eps is None else eps, {})[method] = entry
-            if log:
-                where = "non-private" if eps is None else f"ε={eps:g}"
-                log(f"seed000 {name:12s} {method:10s} {where:12s} {spec.metric} "
-                    f"{entry['test_median']:.4g}  config {entry['config']}  σ {entry['sigma']:.4g}")
-    anchor = anchors(data)
-    anchor["trivial"] = trivial_baseline(data)
-    curves = convergence_curves(data, results) if spec.loss == "squared" else None
-    return {"spec": dataclasses.asdict(spec), "n_train": data.n_train,
-            "n_test": int(data.X_test.shape[0]), "n_features": int(data.X.shape[1]),
-            "results": results, "anchor": {k: v for k, v in anchor.items() if k != "coef"},
-            "curves": curves, "fits": len(evaluate.cache),
-            "seconds": time.perf_counter() - started}
+    for key, record in units.items():
+        if key[0] == "select" and key[1] == name:
+            results.setdefault("non_private" if key[3] is None else key[3], {})[key[2]] = \
+                record["entry"]
+    return results
+
+
+def run_unit(key, units, *, grids, epsilons, datasets):
+    """The record of one unit (see :func:`plan_units`); ``datasets`` loads the data."""
+    record = {}
+    if key[0] == "sigma":
+        record["table"] = sigma_table(epsilons=epsilons)
+    elif key[0] == "select":
+        _, name, method, eps = key
+        data, splits = datasets(name)
+        evaluate = _Evaluations(data, splits)
+        record["entry"] = _select(evaluate, data.spec, method, eps, grids)
+        record["fits"] = len(evaluate.cache)
+    else:
+        name = key[1]
+        data, _ = datasets(name)
+        anchor = anchors(data)
+        anchor["trivial"] = trivial_baseline(data)
+        results = _results(units, name)
+        record.update(n_train=data.n_train, n_test=int(data.X_test.shape[0]),
+                      n_features=int(data.X.shape[1]),
+                      anchor={k: v for k, v in anchor.items() if k != "coef"},
+                      curves=convergence_curves(data, results)
+                      if data.spec.loss == "squared" else None)
+    return record
+
+
+def runs_from_units(units):
+    """``(runs, table)`` for :func:`write_report` from the unit records.
+
+    A dataset is reported when its anchor unit (its last) is present; the σ
+    table is empty when its unit is missing.
+    """
+    runs = {}
+    for key, record in units.items():
+        if key[0] != "anchor":
+            continue
+        name = key[1]
+        selects = [r for k, r in units.items() if k[0] == "select" and k[1] == name]
+        runs[name] = {"spec": dataclasses.asdict(DATASETS[name]), "n_train": record["n_train"],
+                      "n_test": record["n_test"], "n_features": record["n_features"],
+                      "results": _results(units, name), "anchor": record["anchor"],
+                      "curves": record["curves"], "fits": sum(r["fits"] for r in selects),
+                      "seconds": sum(r["seconds"] for r in selects) + record["seconds"]}
+    table = units.get(("sigma",), {}).get("table", [])
+    return runs, table
 
 
 # ---------------------------------------------------------------------------
@@ -465,7 +577,7 @@ def sigma_table(rows=(("phishing", 1), ("phishing", 10), ("phishing", 100), ("ph
 
     table = []
     cells = [(name, L, eps) for name, L in rows for eps in epsilons]
-    for name, L, eps in progress_bar(cells, desc="seed000 σ table", unit="cell"):
+    for name, L, eps in cells:
         n, epochs = PAPER_SIZES[name]
         q, steps = L / n, int(epochs * n // L)
         spec = SPEC_SIGMA.get((name, L), {}) if eps in EPSILONS else {}
@@ -509,29 +621,29 @@ def check_claims(runs, table):
                           for e in eps_list)
         if spec.loss == "logistic":
             held = [_better(med[e]["DP-SGD"], med[e]["DP-SCD"], higher) for e in eps_list]
-            claims.append((f"{name} (logistic): DP-SGD beats DP-SCD (Fig. 1b)", _verdict(held),
+            claims.append((f"{name} (logistic): DP-SGD beats DP-SCD (Fig. 1b)", runner.verdict(held),
                            f"DP-SCD vs DP-SGD {pairs}"))
         else:
             held = [_better(med[e]["DP-SCD"], med[e]["DP-SGD"], higher) for e in eps_list]
             what = "SVM" if spec.loss == "hinge" else "ridge, MSD stand-in"
             claims.append((f"{name} ({what}): DP-SCD beats DP-SGD at every ε (Fig. 1a/c)",
-                           _verdict(held), f"DP-SCD vs DP-SGD {pairs}"))
+                           runner.verdict(held), f"DP-SCD vs DP-SGD {pairs}"))
         worst = [all(not _better(med[e]["seqDP-SCD"], med[e][m], higher) or
                      med[e]["seqDP-SCD"] == med[e][m] for m in ("DP-SCD", "DP-SGD"))
                  for e in eps_list]
-        claims.append((f"{name}: seqDP-SCD is the worst DP method", _verdict(worst),
+        claims.append((f"{name}: seqDP-SCD is the worst DP method", runner.verdict(worst),
                        "; ".join(f"ε={e:g}: {fmt(med[e]['seqDP-SCD'])}" for e in eps_list)))
         for method in ("DP-SCD", "DP-SGD"):
             values = [med[e][method] for e in sorted(eps_list)]
             steps = [not _better(values[k], values[k + 1], higher) or values[k] == values[k + 1]
                      for k in range(len(values) - 1)]
-            claims.append((f"{name}: {method} improves as ε grows", _verdict(steps),
+            claims.append((f"{name}: {method} improves as ε grows", runner.verdict(steps),
                            " → ".join(fmt(v) for v in values)))
         trivial = run["anchor"].get("trivial")
         if trivial is not None:
             beats = [_better(med[e]["DP-SCD"], trivial, higher) for e in eps_list]
             claims.append((f"{name}: DP-SCD beats the trivial predictor (context, not a paper "
-                           "claim)", _verdict(beats), f"trivial {fmt(trivial)}"))
+                           "claim)", runner.verdict(beats), f"trivial {fmt(trivial)}"))
         reference = max if higher else min
         best_np = reference(run["results"]["non_private"][m]["test_median"] for m in NON_PRIVATE)
         if len(eps_list) > 1:
@@ -539,38 +651,27 @@ def check_claims(runs, table):
             gap_lo = abs(best_np - med[lo]["DP-SCD"])
             gap_hi = abs(best_np - med[hi]["DP-SCD"])
             claims.append((f"{name}: DP-SCD approaches the non-private methods as ε grows",
-                           _verdict([gap_hi < gap_lo]),
+                           runner.verdict([gap_hi < gap_lo]),
                            f"gap to best non-private {fmt(best_np)}: {gap_lo:.3g} at ε={lo:g}, "
                            f"{gap_hi:.3g} at ε={hi:g}"))
     exact = [_same_digits(r["exact_ma"], r["spec_exact"], 3) for r in table]
     exact = [e for e in exact if e is not None]
     claims.append(("σ table: fastdp's exact moments accountant reproduces spec §3.6 (3 digits)",
-                   _verdict(exact), f"{sum(exact)}/{len(exact)} cells"))
+                   runner.verdict(exact), f"{sum(exact)}/{len(exact)} cells"))
     repo = [_same_digits(r["repo"], r["spec_repo"], 3) for r in table]
     repo = [e for e in repo if e is not None]
     claims.append(("σ table: the authors' σ search (repo arithmetic) reproduces spec §3.6 "
-                   "(3 digits)", _verdict(repo), f"{sum(repo)}/{len(repo)} cells"))
+                   "(3 digits)", runner.verdict(repo), f"{sum(repo)}/{len(repo)} cells"))
     pairs = [(r["fastdp_rdp"], r["spec_improved"]) for r in table if r["spec_improved"]]
     close = [ours <= ref * 1.001 and ours >= ref * 0.97 for ours, ref in pairs]
     worst = max((abs(ours / ref - 1) for ours, ref in pairs), default=0.0)
     claims.append(("σ table: fastdp's RDP σ is within 3 % of dp_accounting's improved conversion "
-                   "and never above it", _verdict(close),
+                   "and never above it", runner.verdict(close),
                    f"{sum(close)}/{len(close)} cells; largest difference {100 * worst:.2g} %"))
     smaller = [r["fastdp_rdp"] < r["exact_ma"] for r in table]
     claims.append(("fastdp's RDP σ is smaller than the paper's moments-accountant σ (less noise "
-                   "for the same ε)", _verdict(smaller), f"{sum(smaller)}/{len(smaller)} cells"))
+                   "for the same ε)", runner.verdict(smaller), f"{sum(smaller)}/{len(smaller)} cells"))
     return claims
-
-
-def _verdict(flags):
-    flags = list(flags)
-    if not flags:
-        return "n/a (needs two or more ε)"
-    if flags and all(flags):
-        return "yes"
-    if any(flags):
-        return f"partly ({sum(flags)}/{len(flags)})"
-    return "no"
 
 
 # ---------------------------------------------------------------------------
@@ -674,10 +775,8 @@ def write_report(out_dir, runs, table, *, grids, quick, elapsed, figures=True, c
                      f"{cell(r['exact_ma'])} | {cell(r['spec_exact'])} | {cell(r['repo'])} | "
                      f"{cell(r['spec_repo'])} | {cell(r['fastdp_rdp'])} | "
                      f"{cell(r['spec_improved'])} |")
-    lines += ["", "## Which of the paper's claims held", "", "| claim | held | numbers |",
-              "|---|---|---|"]
-    for text, held, detail in claims:
-        lines.append(f"| {text} | {held} | {detail} |")
+    lines += ["", "## Which of the paper's claims held", ""]
+    lines += runner.claims_table(claims, ("claim", "held", "numbers"))
     figure_names = _figures(out, runs, table) if figures else []
     if figure_names:
         lines += ["", "## Figures", ""] + [f"![{n}]({n})" for n in figure_names]
@@ -686,24 +785,12 @@ def write_report(out_dir, runs, table, *, grids, quick, elapsed, figures=True, c
     path = out / "seed000.md"
     path.write_text("\n".join(lines))
     payload = {"quick": quick, "grids": dataclasses.asdict(grids), "epsilons": list(EPSILONS),
-               "delta": DELTA, "runs": _jsonable(runs), "sigma_table": table,
+               "delta": DELTA, "runs": runner.jsonable(runs, nonfinite="string"), "sigma_table": table,
                "claims": [{"claim": c, "held": h, "detail": d} for c, h, d in claims],
                "elapsed_seconds": elapsed}
     (out / "seed000.json").write_text(json.dumps(payload, indent=1, allow_nan=False,
                                                  default=float) + "\n")
     return path
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else str(float(obj))
-    if isinstance(obj, np.integer):
-        return int(obj)
-    return obj
 
 
 def _figures(out, runs, table):
@@ -752,12 +839,11 @@ def _figures(out, runs, table):
 # ---------------------------------------------------------------------------
 # command line
 # ---------------------------------------------------------------------------
-def reproduce(out, *, quick=False, datasets=tuple(DATASETS), epsilons=EPSILONS, seeds=None,
-              tuning_seeds=None, data_home=None, figures=True, log=print, command=None):
-    """Run the experiments and write the report; returns the report path.
+def make_grids(quick=False, seeds=None, tuning_seeds=None):
+    """The tuning grids of a run: quick or the paper's, with the seed counts overridden.
 
     ``seeds``: seeds per reported configuration (default 10); ``tuning_seeds``:
-    seeds whose median validation metric ranks the configurations (default 3
+    seeds whose median validation metric ranks the configurations (default 2
     in quick mode, 10 otherwise; at most ``seeds``).
     """
     grids = QUICK_GRIDS if quick else PAPER_GRIDS
@@ -765,26 +851,68 @@ def reproduce(out, *, quick=False, datasets=tuple(DATASETS), epsilons=EPSILONS, 
         grids = dataclasses.replace(grids, report_seeds=seeds)
     if tuning_seeds is not None:
         grids = dataclasses.replace(grids, tuning_seeds=tuning_seeds)
-    grids = dataclasses.replace(grids, tuning_seeds=min(grids.tuning_seeds, grids.report_seeds))
-    started = time.perf_counter()
-    runs = {name: run_dataset(name, grids, epsilons=epsilons, data_home=data_home, log=log)
-            for name in datasets}
-    table = sigma_table(epsilons=epsilons)
+    return dataclasses.replace(grids, tuning_seeds=min(grids.tuning_seeds, grids.report_seeds))
+
+
+def _settings(quick, grids, datasets, epsilons):
+    return {"quick": bool(quick), "grids": dataclasses.asdict(grids), "datasets": list(datasets),
+            "epsilons": [float(e) for e in epsilons]}
+
+
+def report_from_units(out, checkpoint, *, figures=True, command=None):
+    """Write the report from a checkpoint (its settings line says grids and quick)."""
+    settings, units = runner.read_checkpoint(checkpoint, label="seed000 unit")
+    plan = plan_units(settings["datasets"], settings["epsilons"])
+    units = {key: units[key] for key in plan if key in units}
+    grids = Grids(**{k: tuple(v) if isinstance(v, list) else v
+                     for k, v in settings["grids"].items()})
+    runs, table = runs_from_units(units)
+    return write_report(out, runs, table, grids=grids, quick=settings["quick"],
+                        elapsed=sum(r["seconds"] for r in units.values()), figures=figures,
+                        command=command)
+
+
+def reproduce(out, *, quick=False, datasets=tuple(DATASETS), epsilons=EPSILONS, seeds=None,
+              tuning_seeds=None, data_home=None, figures=True, log=print, command=None,
+              resume=False, budget_min=None, checkpoint=None):
+    """Run the units (:func:`plan_units`) into the checkpoint and write the report.
+
+    ``seeds``, ``tuning_seeds``: see :func:`make_grids`. The checkpoint
+    (default ``OUT/seed000_units.jsonl``) keeps every finished unit;
+    ``resume`` continues it and ``budget_min`` stops starting units after
+    that many minutes (see :func:`fastdp.experiments.runner.run_units`).
+    Returns the report path (None when the budget ended the session before
+    any dataset was complete).
+    """
+    grids = make_grids(quick, seeds, tuning_seeds)
+    checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
+    epsilons = tuple(float(e) for e in epsilons)
+    load = _loader(grids, data_home)
+    status, units = runner.run_units(
+        checkpoint, plan_units(datasets, epsilons),
+        lambda key, done: run_unit(key, done, grids=grids, epsilons=epsilons,
+                                   datasets=load),
+        resume=resume, budget_min=budget_min,
+        settings=_settings(quick, grids, datasets, epsilons), describe=_describe,
+        summarize=_summarize, cost=_unit_cost(grids), log=log, label="seed000 unit")
+    runs, table = runs_from_units(units)
+    if not runs:
+        return None
     return write_report(out, runs, table, grids=grids, quick=quick,
-                        elapsed=time.perf_counter() - started, figures=figures, command=command)
+                        elapsed=sum(r["seconds"] for r in units.values()), figures=figures,
+                        command=command)
 
 
 def main(argv=None):
     """``python -m fastdp.experiments.seed000 [--quick] [--out DIR] ...``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small grids, tuning on 3 seeds")
-    parser.add_argument("--out", default="seed000_results", help="output directory")
+    parser = runner.base_parser(__doc__.splitlines()[0], name="seed000",
+                                quick_help="small grids, tuning on 2 seeds")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds per reported configuration (default 10)")
     parser.add_argument("--tuning-seeds", type=int, default=None,
-                        help="seeds that rank the configurations (default 3 quick, 10 full)")
+                        help="seeds that rank the configurations (default 2 quick, 10 full)")
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--no-figures", action="store_true")
     args = parser.parse_args(argv)
@@ -794,13 +922,27 @@ def main(argv=None):
         parser.error("--tuning-seeds must be >= 1")
     if any(not e > 0 for e in args.epsilons):
         parser.error("--epsilons must be > 0")
-    path = reproduce(args.out, quick=args.quick, datasets=tuple(args.datasets),
-                     epsilons=tuple(args.epsilons), seeds=args.seeds,
-                     tuning_seeds=args.tuning_seeds, data_home=args.data_home,
-                     command=" ".join(["python -m fastdp.experiments.seed000",
-                                       *(sys.argv[1:] if argv is None else argv)]),
-                     figures=not args.no_figures)
-    print(f"wrote {path}")
+    command = " ".join(["python -m fastdp.experiments.seed000",
+                        *(sys.argv[1:] if argv is None else argv)])
+    checkpoint = runner.checkpoint_path(args, "seed000")
+    try:
+        if args.report_only:
+            path = report_from_units(args.out, checkpoint, figures=not args.no_figures,
+                                     command=command)
+        else:
+            path = reproduce(args.out, quick=args.quick, datasets=tuple(args.datasets),
+                             epsilons=tuple(args.epsilons), seeds=args.seeds,
+                             tuning_seeds=args.tuning_seeds, data_home=args.data_home,
+                             command=command, figures=not args.no_figures,
+                             resume=args.resume, budget_min=args.budget_min,
+                             checkpoint=checkpoint)
+    except ValidationError as exc:
+        parser.error(str(exc))
+    if path is None:
+        print("no report: the time budget ran out before a dataset was complete "
+              "(rerun with --resume)")
+    else:
+        print(f"wrote {path}")
     return 0
 
 

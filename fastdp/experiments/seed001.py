@@ -8,6 +8,11 @@ minutes on two cores) or ``--quick`` (100 runs, small grids, well under a
 minute). Writes ``seed001.md`` (tables R1-R4, the spec's pilot numbers next
 to ours, and which of the paper's claims held), ``seed001.json`` (every
 number and the configuration) and PNG figures when matplotlib is installed.
+One unit per point of a sweep (:func:`plan_units`, run by
+:mod:`fastdp.experiments.runner`): ``OUT/seed001_units.jsonl`` keeps the
+finished points, ``--resume`` continues it (the random stream included, so
+the numbers are those of an uninterrupted run), ``--budget-min M`` stops
+starting points after M minutes and ``--report-only`` rewrites the report.
 
 The paper gives no numbers, only qualitative claims (spec 001, section 4.1);
 the instance is the spec's: ``rng = default_rng(0)``, A = rng.standard_normal((200, d)),
@@ -19,7 +24,6 @@ paper). Data-independent baselines (f at the centre, B3, and the subgradient
 method with uniform selection, B4) are reported next to every mechanism.
 """
 
-import argparse
 import dataclasses
 import json
 import math
@@ -27,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fastdp.exceptions import ValidationError
+from fastdp.experiments import runner
 from fastdp.solvers import _pa_bounds as bounds
 from fastdp.solvers._pa_samplers import importance_estimates, rejection_sample
 from fastdp.solvers.piecewise_affine import (
@@ -48,6 +54,9 @@ __all__ = [
     "sweep_m",
     "sweep_k",
     "sweep_epsilon",
+    "plan_units",
+    "results_from_units",
+    "report_from_units",
     "check_claims",
     "pilot_agreement",
     "run_all",
@@ -181,67 +190,91 @@ def evaluate_point(cfg, prob, epsilon, rng, *, exact=True):
     return out
 
 
-def sweep_c(cfg, rng):
-    """R2 (Fig. 2): objective against the box size c (m fixed)."""
-    return {c: evaluate_point(cfg, make_problem(cfg, c=c), cfg.epsilon, rng) for c in cfg.c_grid}
+def point_c(cfg, c, rng):
+    """One point of R2 (Fig. 2): every mechanism at box size ``c`` (m fixed)."""
+    return evaluate_point(cfg, make_problem(cfg, c=c), cfg.epsilon, rng)
 
 
-def sweep_m(cfg, rng):
-    """R3 (Fig. 3): objective against the number of pieces m (nested pieces, c fixed)."""
-    return {m: evaluate_point(cfg, make_problem(cfg, m=m), cfg.epsilon, rng) for m in cfg.m_grid}
+def point_m(cfg, m, rng):
+    """One point of R3 (Fig. 3): every mechanism with the first ``m`` pieces (c fixed)."""
+    return evaluate_point(cfg, make_problem(cfg, m=m), cfg.epsilon, rng)
 
 
-def sweep_epsilon(cfg, rng):
-    """R4: mean gaps against the utility bounds for several epsilon (c, m fixed)."""
+def point_epsilon(cfg, eps, rng):
+    """One point of R4: mean gaps against the utility bounds at ``eps`` (c, m fixed)."""
     prob = make_problem(cfg)
     d, m, R, G = cfg.d, prob.n_pieces, prob.diameter(), prob.lipschitz
-    out = {}
-    for eps in cfg.eps_grid:
-        point = evaluate_point(cfg, prob, eps, rng)
-        f_opt = point["f_opt"]
-        steps = np.full(cfg.n_iter, R / (G * math.sqrt(cfg.n_iter)))
-        C0 = point["C0"]
-        point["bounds"] = {
-            "thm17_M_S": bounds.solution_perturbation_bound(G, d, R, eps, paper_sqrt_d=True),
-            "thm21_M_E": bounds.exponential_mechanism_bound(C0, cfg.b_max, eps),
-            "D2_M_E": bounds.exponential_mechanism_log_bound(C0, cfg.b_max, eps),
-            "D1_M_E": bounds.exponential_mechanism_dimension_bound(d, cfg.b_max, eps),
-            "thm24_DPSG": bounds.subgradient_bound(R, G, steps, cfg.b_max, math.log(m), eps),
-            "D3_M_P": bounds.offset_perturbation_bound(m, cfg.b_max, eps),
-        }
-        point["gaps"] = {k: point[k]["mean"] - f_opt
-                         for k in ("M_P", "M_S_raw", "M_S_proj", "M_E_mcmc", "DPSG_avg", "DPSG_last")}
-        if point["M_E_exact"] is not None:
-            point["gaps"]["M_E_exact"] = point["M_E_exact"]["mean"] - f_opt
-        out[eps] = point
-    return out
+    point = evaluate_point(cfg, prob, eps, rng)
+    f_opt = point["f_opt"]
+    steps = np.full(cfg.n_iter, R / (G * math.sqrt(cfg.n_iter)))
+    C0 = point["C0"]
+    point["bounds"] = {
+        "thm17_M_S": bounds.solution_perturbation_bound(G, d, R, eps, paper_sqrt_d=True),
+        "thm21_M_E": bounds.exponential_mechanism_bound(C0, cfg.b_max, eps),
+        "D2_M_E": bounds.exponential_mechanism_log_bound(C0, cfg.b_max, eps),
+        "D1_M_E": bounds.exponential_mechanism_dimension_bound(d, cfg.b_max, eps),
+        "thm24_DPSG": bounds.subgradient_bound(R, G, steps, cfg.b_max, math.log(m), eps),
+        "D3_M_P": bounds.offset_perturbation_bound(m, cfg.b_max, eps),
+    }
+    point["gaps"] = {k: point[k]["mean"] - f_opt
+                     for k in ("M_P", "M_S_raw", "M_S_proj", "M_E_mcmc", "DPSG_avg", "DPSG_last")}
+    if point["M_E_exact"] is not None:
+        point["gaps"]["M_E_exact"] = point["M_E_exact"]["mean"] - f_opt
+    return point
 
 
-def sweep_k(cfg, rng):
-    """R1 (Fig. 1): DP and regular subgradient methods against the iteration count k."""
+def point_k(cfg, k, rng):
+    """One row of R1 (Fig. 1): DP and regular subgradient methods with ``k`` iterations."""
     prob = make_problem(cfg)
     R, G = prob.diameter(), prob.lipschitz
     start = np.tile(prob.center(), (cfg.n_runs, 1))
     rules = {"constant": lambda k: np.full(k, R / (G * math.sqrt(k))),
              "inverse": lambda k: (R / G) / np.arange(1, k + 1),
              "inverse_sqrt": lambda k: (R / G) / np.sqrt(np.arange(1, k + 1))}
-    out = {}
-    for k in cfg.k_grid:
-        row = {}
-        for rule, make_steps in rules.items():
-            steps = make_steps(k)
-            res = dp_subgradient(prob, cfg.epsilon, n_iter=k, step=steps, output="last",
-                                 n_runs=cfg.n_runs, random_state=rng)
-            row[f"DPSG_last_{rule}"] = _stats(prob.value(res.x))
-            last, _, traj = subgradient_method(prob, beta=math.inf, n_iter=k, steps=steps,
-                                               x1=start[:1], project=True, rng=rng,
-                                               keep_trajectory=True)
-            row[f"regular_last_{rule}"] = float(prob.value(last)[0])
-            row[f"regular_best_{rule}"] = float(prob.value(traj[0]).min())
-        row["k_star_D5"] = bounds.subgradient_optimal_iterations(
-            R, G, cfg.b_max, math.log(prob.n_pieces), cfg.epsilon)
-        out[k] = row
-    return out
+    row = {}
+    for rule, make_steps in rules.items():
+        steps = make_steps(k)
+        res = dp_subgradient(prob, cfg.epsilon, n_iter=k, step=steps, output="last",
+                             n_runs=cfg.n_runs, random_state=rng)
+        row[f"DPSG_last_{rule}"] = _stats(prob.value(res.x))
+        last, _, traj = subgradient_method(prob, beta=math.inf, n_iter=k, steps=steps,
+                                           x1=start[:1], project=True, rng=rng,
+                                           keep_trajectory=True)
+        row[f"regular_last_{rule}"] = float(prob.value(last)[0])
+        row[f"regular_best_{rule}"] = float(prob.value(traj[0]).min())
+    row["k_star_D5"] = bounds.subgradient_optimal_iterations(
+        R, G, cfg.b_max, math.log(prob.n_pieces), cfg.epsilon)
+    return row
+
+
+#: sweep name -> (grid field of Config, function of one point)
+SWEEPS = {"k": ("k_grid", point_k), "c": ("c_grid", point_c), "m": ("m_grid", point_m),
+          "eps": ("eps_grid", point_epsilon)}
+
+
+def _sweep(name, cfg, rng):
+    field, point = SWEEPS[name]
+    return {value: point(cfg, value, rng) for value in getattr(cfg, field)}
+
+
+def sweep_c(cfg, rng):
+    """R2 (Fig. 2): objective against the box size c (m fixed)."""
+    return _sweep("c", cfg, rng)
+
+
+def sweep_m(cfg, rng):
+    """R3 (Fig. 3): objective against the number of pieces m (nested pieces, c fixed)."""
+    return _sweep("m", cfg, rng)
+
+
+def sweep_epsilon(cfg, rng):
+    """R4: mean gaps against the utility bounds for several epsilon (c, m fixed)."""
+    return _sweep("eps", cfg, rng)
+
+
+def sweep_k(cfg, rng):
+    """R1 (Fig. 1): DP and regular subgradient methods against the iteration count k."""
+    return _sweep("k", cfg, rng)
 
 
 def _mean(point, key):
@@ -369,14 +402,70 @@ def check_claims(results):
     return claims
 
 
-def run_all(cfg, *, which=("k", "c", "m", "eps")):
-    rng = np.random.default_rng(cfg.seed)
+CHECKPOINT_NAME = "seed001_units.jsonl"
+
+
+def plan_units(cfg, which=("k", "c", "m", "eps")):
+    """Unit keys ``(sweep, value)`` in execution order: the points of each sweep in ``which``."""
+    return [(name, value) for name in which for value in getattr(cfg, SWEEPS[name][0])]
+
+
+def _summarize(record):
+    point = record["point"]
+    if "DPSG_last" in point:
+        return f"DP-SG {point['DPSG_last']['mean']:.4g}, f_opt {point['f_opt']:.4g}"
+    return f"DP-SG (constant steps) {point['DPSG_last_constant']['mean']:.4g}"
+
+
+def _settings(cfg, which):
+    return {"config": runner.jsonable(dataclasses.asdict(cfg)), "which": list(which)}
+
+
+def _config(settings):
+    return Config(**{k: tuple(v) if isinstance(v, list) else v
+                     for k, v in settings["config"].items()})
+
+
+def results_from_units(units, cfg, which=("k", "c", "m", "eps")):
+    """``{sweep: {value: point}}`` of the complete sweeps, plus ``claims`` (:func:`check_claims`).
+
+    A sweep some of whose points are missing (a run stopped by its time
+    budget) is left out.
+    """
     results = {}
-    runners = {"k": sweep_k, "c": sweep_c, "m": sweep_m, "eps": sweep_epsilon}
     for name in which:
-        results[name] = runners[name](cfg, rng)
+        keys = plan_units(cfg, (name,))
+        if all(key in units for key in keys):
+            results[name] = {key[1]: units[key]["point"] for key in keys}
     results["claims"] = check_claims(results)
     return results
+
+
+def run_all(cfg, *, which=("k", "c", "m", "eps"), checkpoint=None, resume=False,
+            budget_min=None, log=None):
+    """Every point of the sweeps in ``which``, one unit each; returns the results.
+
+    One random stream (``default_rng(cfg.seed)``) runs through the points in
+    order. Each record keeps the stream's state after its point, so a resumed
+    run (``checkpoint``, ``resume``; :func:`fastdp.experiments.runner.run_units`)
+    continues the stream exactly where the checkpoint left it and gives the
+    numbers of an uninterrupted run.
+    """
+    rng = np.random.default_rng(cfg.seed)
+    plan = plan_units(cfg, which)
+    previous = dict(zip(plan[1:], plan[:-1]))
+
+    def run_unit(key, units):
+        if key in previous and previous[key] in units:
+            rng.bit_generator.state = units[previous[key]]["rng_state"]
+        point = SWEEPS[key[0]][1](cfg, key[1], rng)
+        return {"point": point, "rng_state": rng.bit_generator.state}
+
+    _, units = runner.run_units(checkpoint, plan, run_unit, resume=resume,
+                                budget_min=budget_min, settings=_settings(cfg, which),
+                                describe=lambda key: f"{key[0]} = {key[1]:g}",
+                                summarize=_summarize, log=log, label="seed001 unit")
+    return results_from_units(units, cfg, which)
 
 
 # --------------------------------------------------------------------------
@@ -472,33 +561,18 @@ def write_report(results, cfg, out_dir, *, figures=True):
                       + " | " + ", ".join(f"{k} {v:.4g}" for k, v in p["bounds"].items()) + " |")
         md.append("")
     md += ["## Claims", ""]
-    for c in results["claims"]:
-        md.append(f"* [{'held' if c['held'] else 'did not hold'}] {c['claim']}: {c['detail']}")
+    md += runner.claims_table([(c["claim"], c["held"], c["detail"]) for c in results["claims"]])
     (out / "seed001.md").write_text("\n".join(md) + "\n")
     (out / "seed001.json").write_text(json.dumps(
-        {"config": dataclasses.asdict(cfg), "results": _jsonable(results)}, indent=1))
+        {"config": dataclasses.asdict(cfg), "results": runner.jsonable(results)}, indent=1))
     if figures:
         _figures(results, out)
     return out / "seed001.md"
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer)):
-        return obj.item()
-    return obj
-
-
 def _figures(results, out):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - optional dependency
+    plt = runner.pyplot()
+    if plt is None:  # pragma: no cover - optional dependency
         return
     series = (("M_P", "M_P"), ("M_S_proj", "M_S (projected)"), ("M_E_mcmc", "M_E (MCMC)"),
               ("DPSG_last", "DP-SG (last)"), ("DPSG_avg", "DP-SG (average)"),
@@ -518,9 +592,7 @@ def _figures(results, out):
         ax.set_xlabel(xlabel)
         ax.set_ylabel("objective")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / f"seed001_fig_{name}.png", dpi=120)
-        plt.close(fig)
+        runner.save_figure(fig, out / f"seed001_fig_{name}.png", dpi=120)
     if "k" in results:
         rk = results["k"]
         ks = sorted(rk)
@@ -534,15 +606,21 @@ def _figures(results, out):
         ax.set_xlabel("iterations k")
         ax.set_ylabel("objective")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "seed001_fig_k.png", dpi=120)
-        plt.close(fig)
+        runner.save_figure(fig, out / "seed001_fig_k.png", dpi=120)
+
+
+def report_from_units(out, checkpoint, *, figures=True):
+    """Write the report from a checkpoint (its settings line gives the configuration)."""
+    settings, units = runner.read_checkpoint(checkpoint, label="seed001 unit")
+    cfg = _config(settings)
+    results = results_from_units(units, cfg, settings["which"])
+    return write_report(results, cfg, out, figures=figures)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 runs, small grids")
-    parser.add_argument("--out", default="seed001_results", help="output directory")
+    """``python -m fastdp.experiments.seed001 [--quick] [--out DIR] ...``; returns 0."""
+    parser = runner.base_parser(__doc__.splitlines()[0], name="seed001",
+                                quick_help="100 runs, small grids")
     parser.add_argument("--runs", type=int, default=None, help="runs per point")
     parser.add_argument("--only", default="k,c,m,eps", help="comma-separated subset of k,c,m,eps")
     parser.add_argument("--no-figures", action="store_true")
@@ -551,9 +629,20 @@ def main(argv=None):
     if args.runs:
         cfg.n_runs = args.runs
     which = tuple(w for w in args.only.split(",") if w)
-    results = run_all(cfg, which=which)
-    path = write_report(results, cfg, args.out, figures=not args.no_figures)
+    if any(w not in SWEEPS for w in which):
+        parser.error(f"--only takes a comma-separated subset of {','.join(SWEEPS)}")
+    checkpoint = runner.checkpoint_path(args, "seed001")
+    try:
+        if args.report_only:
+            path = report_from_units(args.out, checkpoint, figures=not args.no_figures)
+        else:
+            results = run_all(cfg, which=which, checkpoint=checkpoint, resume=args.resume,
+                              budget_min=args.budget_min, log=print)
+            path = write_report(results, cfg, args.out, figures=not args.no_figures)
+    except ValidationError as exc:
+        parser.error(str(exc))
     print(path.read_text())
+    return 0
 
 
 if __name__ == "__main__":

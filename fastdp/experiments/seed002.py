@@ -8,7 +8,11 @@ subsampling-aware horizon rule; the claims on 3 further data seeds; about
 ``--quick`` (T = 100, 2 runs, under a minute).  Writes ``seed002.md``
 (tables: ours next to the numbers spec 002 transcribes from the published
 figures [FIG] and from its own replication [REPL]), ``seed002.json`` (every
-number) and PNG figures when matplotlib is installed.
+number) and PNG figures when matplotlib is installed.  One unit per grid cell (and per
+extra data seed; :func:`plan_units`, run by :mod:`fastdp.experiments.runner`):
+``OUT/seed002_units.jsonl`` keeps the finished units, ``--resume`` continues
+it, ``--budget-min M`` starts no unit after M minutes and ``--report-only``
+rewrites the report from it.
 
 The data are the paper's synthetic logistic problem (spec 002, section 5.3):
 U = ``RandomState(1).rand(d, n).T`` (MATLAB's ``rng(1); rand(n, d)``), rows in
@@ -26,16 +30,15 @@ curves F(x_k) − F* read the whole dataset: they are non-private
 diagnostics, as in the paper.
 """
 
-import argparse
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
 
 from fastdp.exceptions import ValidationError
+from fastdp.experiments import runner
 from fastdp.solvers._accel_oracle import GLMProblem
 from fastdp.solvers import _accel_schedules as sch
 from fastdp.solvers import _accel_theory as th
@@ -57,8 +60,12 @@ __all__ = [
     "gap_matched_seeds",
     "run_algorithm",
     "run_cell",
+    "grid_plan",
     "run_grid",
     "run_data_seeds",
+    "plan_units",
+    "run_unit",
+    "parts_from_units",
     "data_summary",
     "horizon_rule_table",
     "check_claims",
@@ -269,9 +276,16 @@ def run_cell(name, sec, *, T, m, c, runs, seed=0, epsilon=1.0, convention="paper
     }
 
 
+def grid_plan(*, batch_sizes, horizons=HORIZONS, multipliers=(0.1, 1.0),
+              conventions=CONVENTIONS, algorithms=ALGORITHMS):
+    """Cell keys ``(convention, m, c, algorithm, T)`` of a grid, in execution order."""
+    return [(convention, m, c, name, T) for convention in conventions for m in batch_sizes
+            for c in multipliers for name in algorithms for T in horizons]
+
+
 def run_grid(sec, *, batch_sizes, horizons=HORIZONS, multipliers=(0.1, 1.0), runs=20,
              conventions=CONVENTIONS, algorithms=ALGORITHMS, seed=0, eval_every=1,
-             horizon_rule="paper", progress=None):
+             horizon_rule="paper"):
     """Mean error curves over ``runs`` runs for every cell of the grid.
 
     Returns a dict keyed by (convention, m, c, algorithm, T) with ``steps``
@@ -282,19 +296,11 @@ def run_grid(sec, *, batch_sizes, horizons=HORIZONS, multipliers=(0.1, 1.0), run
     uses ``SeedSequence([seed, r])`` children, so cells are comparable and
     each run is reproducible.
     """
-    out = {}
-    for convention in conventions:
-        for m in batch_sizes:
-            for c in multipliers:
-                for name in algorithms:
-                    for T in horizons:
-                        cell = run_cell(name, sec, T=T, m=m, c=c, runs=runs, seed=seed,
-                                        convention=convention, eval_every=eval_every,
-                                        horizon_rule=horizon_rule)
-                        out[convention, m, c, name, T] = cell
-                        if progress:
-                            progress(convention, m, c, name, T, cell)
-    return out
+    keys = grid_plan(batch_sizes=batch_sizes, horizons=horizons, multipliers=multipliers,
+                     conventions=conventions, algorithms=algorithms)
+    return {key: run_cell(key[3], sec, T=key[4], m=key[1], c=key[2], runs=runs, seed=seed,
+                          convention=key[0], eval_every=eval_every, horizon_rule=horizon_rule)
+            for key in keys}
 
 
 def _final(grid, conv, m, c, name, T):
@@ -402,8 +408,7 @@ def data_summary(sec):
 
 
 def run_data_seeds(data_seeds=DATA_SEEDS, *, n=100_000, runs=5, horizons=HORIZONS,
-                   conventions=("paper",), batch_sizes=None, seed=0, selection="unselected",
-                   progress=None):
+                   conventions=("paper",), batch_sizes=None, seed=0, selection="unselected"):
     """The grid on other draws of the synthetic data, and which claims hold there.
 
     Spec C9: the labels of the published data cannot be regenerated, so the
@@ -418,8 +423,7 @@ def run_data_seeds(data_seeds=DATA_SEEDS, *, n=100_000, runs=5, horizons=HORIZON
     for useed, wseed in data_seeds:
         sec = Section5Problem(*make_synthetic_logreg(n=n, seed=useed, w_seed=wseed))
         grid = run_grid(sec, batch_sizes=batch_sizes or (n, 1000), horizons=horizons,
-                        runs=runs, conventions=conventions, seed=seed, eval_every=10 ** 9,
-                        progress=progress)
+                        runs=runs, conventions=conventions, seed=seed, eval_every=10 ** 9)
         results.append({"seed": useed, "w_seed": wseed, "selection": selection,
                         **data_summary(sec),
                         "claims": check_claims(grid, n),
@@ -506,7 +510,8 @@ def write_report(out_dir, grid, sec, *, runs, horizons, batch_sizes, elapsed, qu
     lines = [
         "# Seed 002 reproduction (DP accelerated methods)",
         "",
-        f"Mode: {'quick' if quick else 'full'}; {runs} runs per cell; wall time {elapsed:.0f} s.",
+        f"Mode: {'quick' if quick else 'full'}; {runs} runs per cell; run time {elapsed:.0f} s "
+        "(sum over the units).",
         f"Data: n = {n}, d = {sec.U.shape[1]}, L = {sec.smoothness:.6f}, μ = {sec.strong_convexity},",
         f"F* = {sec.f_star:.6f}, F(x0) − F* = {sec.objective(sec.x0) - sec.f_star:.2f}; ε = 1 (nominal).",
         "",
@@ -547,8 +552,7 @@ def write_report(out_dir, grid, sec, *, runs, horizons, batch_sizes, elapsed, qu
                     lines.append(f"| {name} | " + " | ".join(cells) + f" | {horizon} | {eps} |")
                 lines.append("")
     lines += ["## Claims of section 5.4 (decidable from the cells that ran)", ""]
-    for text, holds in check_claims(grid, n):
-        lines.append(f"- {'PASS' if holds else 'FAIL'}: {text}")
+    lines += runner.claims_table(check_claims(grid, n), ("claim", "held"), yes="PASS", no="FAIL")
     lines += ["", "## Fig. 1: min over T of the log-bound (value @ T)", "",
               "| c_w | α | β | [CODE] ρ | eq. 3.18 ρ |", "|---|---|---|---|---|"]
     for row in fig1_table():
@@ -652,12 +656,8 @@ def _write_json(path, grid, sec, *, runs, elapsed, quick, seed_results, subsampl
 
 
 def _write_figures(out_dir, grid, n):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = runner.pyplot()
+    if plt is None:
         return []
     written = []
     colours = {100: "green", 200: "black", 500: "blue", 1000: "red"}
@@ -683,10 +683,8 @@ def _write_figures(out_dir, grid, n):
                         ax.legend(fontsize=7)
             fig.suptitle(f"F(x_t) − F*, m = {m} ({'Fig. 3' if m == n else 'Fig. 4'}), "
                          f"noise_convention = {conv}")
-            fig.tight_layout()
             name = f"seed002_fig{'3' if m == n else '4'}_{conv}.png"
-            fig.savefig(out_dir / name, dpi=90)
-            plt.close(fig)
+            runner.save_figure(fig, out_dir / name, dpi=90)
             written.append(name)
     fig, ax = plt.subplots(figsize=(7, 4))
     for K, b in fig2_profiles().items():
@@ -695,9 +693,7 @@ def _write_figures(out_dir, grid, n):
     ax.set_ylabel("b_t n ε / S1")
     ax.legend()
     ax.set_title("Fig. 2: optimal noise scales of DP-MASG-opt")
-    fig.tight_layout()
-    fig.savefig(out_dir / "seed002_fig2.png", dpi=90)
-    plt.close(fig)
+    runner.save_figure(fig, out_dir / "seed002_fig2.png", dpi=90)
     written.append("seed002_fig2.png")
     fig, axes = plt.subplots(3, 3, figsize=(12, 9))
     betas = np.arange(0.0, 1.0, 0.01)
@@ -715,19 +711,96 @@ def _write_figures(out_dir, grid, n):
             axes[row, j].set_ylim(-10, 10)
             axes[row, j].set_title(f"log-bound, α={alpha}, c_w={cw:g}", fontsize=9)
             axes[row, j].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out_dir / "seed002_fig1.png", dpi=90)
-    plt.close(fig)
+    runner.save_figure(fig, out_dir / "seed002_fig1.png", dpi=90)
     written.append("seed002_fig1.png")
     return written
 
 
+CHECKPOINT_NAME = "seed002_units.jsonl"
+
+
+def plan_units(*, n, quick=False, data_seeds=0, subsampled_horizon=False):
+    """Unit keys in execution order.
+
+    ``("grid", convention, m, c, algorithm, T)``: one cell of the main grid;
+    ``("subsampled", ...)``: one -opt cell at m = 1000 with the subsampling-aware
+    horizon rule; ``("data_seed", selection, U seed, w seed)``: the grid on
+    another draw of the data (spec C9).
+    """
+    horizons = (100,) if quick else HORIZONS
+    keys = [("grid",) + key for key in grid_plan(batch_sizes=(n, 1000), horizons=horizons)]
+    if subsampled_horizon:
+        keys += [("subsampled",) + key for key in grid_plan(
+            batch_sizes=(1000,), horizons=horizons, algorithms=("DP-NAG-opt", "DP-MASG-opt"))]
+    keys += [("data_seed", "unselected") + pair for pair in DATA_SEEDS[:data_seeds]]
+    keys += [("data_seed", "gap-matched") + pair for pair in GAP_MATCHED_SEEDS[:data_seeds]]
+    return keys
+
+
+def _cell_from_record(cell):
+    """A grid cell from its JSON record (arrays rebuilt; floats are exact in JSON)."""
+    out = dict(cell)
+    out["steps"] = np.asarray(cell["steps"], dtype=np.int64)
+    for name in ("mean", "q10", "q90", "finals"):
+        out[name] = np.asarray(cell[name], dtype=np.float64)
+    return out
+
+
+def _seed_result_from_record(result):
+    out = dict(result)
+    out["claims"] = [tuple(c) for c in result["claims"]]
+    out["finals"] = {tuple(key): value for key, value in result["finals"]}
+    return out
+
+
+def run_unit(key, sec, *, runs, n, horizons, eval_every, seed_runs):
+    """The JSON record of one unit (see :func:`plan_units`)."""
+    record = {}
+    if key[0] in ("grid", "subsampled"):
+        conv, m, c, name, T = key[1:]
+        cell = run_cell(name, sec, T=T, m=m, c=c, runs=runs, convention=conv,
+                        eval_every=eval_every,
+                        horizon_rule="subsampled" if key[0] == "subsampled" else "paper")
+        record["cell"] = runner.jsonable(cell)
+    else:
+        result = run_data_seeds([tuple(key[2:])], n=n, runs=seed_runs, horizons=horizons,
+                                selection=key[1])[0]
+        result["finals"] = [[list(k), v] for k, v in result["finals"].items()]
+        record["result"] = runner.jsonable(result)
+    return record
+
+
+def _describe(key):
+    if key[0] == "data_seed":
+        return f"data seed {key[2]}, {key[3]} ({key[1]})"
+    conv, m, c, name, T = key[1:]
+    return f"{key[0]} {conv} m={m} c={c} {name} T={T}"
+
+
+def _summarize(record):
+    if "cell" in record:
+        return f"T'={record['cell']['horizon']} final={record['cell']['final']:.4g}"
+    held = sum(h for _, h in record["result"]["claims"])
+    return f"{held}/{len(record['result']['claims'])} claims hold"
+
+
+def parts_from_units(units):
+    """``(grid, subsampled, seed_results)`` for :func:`write_report` from unit records."""
+    grid, subsampled, seed_results = {}, {}, []
+    for key, record in units.items():
+        if key[0] == "grid":
+            grid[key[1:]] = _cell_from_record(record["cell"])
+        elif key[0] == "subsampled":
+            subsampled[key[1:]] = _cell_from_record(record["cell"])
+        else:
+            seed_results.append(_seed_result_from_record(record["result"]))
+    return grid, subsampled or None, seed_results or None
+
+
 def main(argv=None):
     """Command line: ``python -m fastdp.experiments.seed002 [--quick] [--out DIR]``; returns 0."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="T = 100 only, 2 runs (under a minute)")
-    parser.add_argument("--out", default="seed002_results", help="output directory")
+    parser = runner.base_parser(__doc__.splitlines()[0], name="seed002",
+                                quick_help="T = 100 only, 2 runs (under a minute)")
     parser.add_argument("--runs", type=int, default=None, help="runs per cell (default 20; quick 2)")
     parser.add_argument("--n", type=int, default=100_000, help="number of records")
     parser.add_argument("--eval-every", type=int, default=None,
@@ -738,9 +811,15 @@ def main(argv=None):
     parser.add_argument("--seed-runs", type=int, default=5, help="runs per cell on the extra seeds")
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     args = parser.parse_args(argv)
-    reproduce(args.out, quick=args.quick, runs=args.runs, n=args.n, eval_every=args.eval_every,
-              data_seeds=args.data_seeds, seed_runs=args.seed_runs,
-              figures=not args.no_figures, verbose=True)
+    try:
+        reproduce(args.out, quick=args.quick, runs=args.runs, n=args.n,
+                  eval_every=args.eval_every, data_seeds=args.data_seeds,
+                  seed_runs=args.seed_runs, figures=not args.no_figures, verbose=True,
+                  resume=args.resume, budget_min=args.budget_min,
+                  checkpoint=runner.checkpoint_path(args, "seed002"),
+                  report_only=args.report_only)
+    except ValidationError as exc:
+        parser.error(str(exc))
     return 0
 
 
@@ -756,8 +835,9 @@ def _single_threaded_blas():
 
 
 def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, section=None,
-              data_seeds=None, seed_runs=5, subsampled_horizon=None, figures=True, verbose=False):
-    """Run the grid and write the report; returns the grid.
+              data_seeds=None, seed_runs=5, subsampled_horizon=None, figures=True, verbose=False,
+              resume=False, budget_min=None, checkpoint=None, report_only=False):
+    """Run the units (:func:`plan_units`) into the checkpoint and write the report; returns the grid.
 
     ``quick``: T = 100 only, 2 runs, F every 10th step, no extra data
     seeds.  Full: T ∈ {100, 200, 500, 1000}, 20 runs, F at k <= 10, every
@@ -768,45 +848,47 @@ def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, sectio
     (``subsampled_horizon``, default on in full mode; spec A5).
     ``section`` reuses a :class:`Section5Problem` (built from
     :func:`make_synthetic_logreg` when None); ``figures=False`` skips the
-    PNGs.
+    PNGs. The checkpoint (default ``OUT/seed002_units.jsonl``) keeps every
+    finished unit: ``resume`` continues it, ``budget_min`` starts no unit
+    after that many minutes (the report then holds the cells that ran) and
+    ``report_only`` writes the report from it without running anything.
     """
-    started = time.perf_counter()
     if section is None:
         section = Section5Problem(*make_synthetic_logreg(n=n))
     n = section.U.shape[0]
     horizons = (100,) if quick else HORIZONS
     runs = runs or (2 if quick else 20)
-    batch_sizes = (n, 1000)
     if data_seeds is None:
         data_seeds = 0 if quick else 3
     if not 0 <= data_seeds <= len(DATA_SEEDS):
         raise ValidationError(f"data_seeds must be between 0 and {len(DATA_SEEDS)}; got {data_seeds}")
     if subsampled_horizon is None:
         subsampled_horizon = not quick
-
-    def progress(conv, m, c, name, T, cell):
-        print(f"{conv:14s} m={m:6d} c={c:<4} {name:12s} T={T:5d} T'={cell['horizon']:5d} "
-              f"final={cell['final']:.4g}  [{time.perf_counter() - started:.0f} s]", flush=True)
-
-    report = progress if verbose else None
-    with _single_threaded_blas():
-        grid = run_grid(section, batch_sizes=batch_sizes, horizons=horizons, runs=runs,
-                        eval_every=eval_every or 10, progress=report)
-        subsampled = None
-        if subsampled_horizon:
-            subsampled = run_grid(section, batch_sizes=(1000,), horizons=horizons, runs=runs,
-                                  algorithms=("DP-NAG-opt", "DP-MASG-opt"),
-                                  eval_every=eval_every or 10, horizon_rule="subsampled",
-                                  progress=report)
-        seed_results = None
-        if data_seeds:
-            seed_results = (
-                run_data_seeds(DATA_SEEDS[:data_seeds], n=n, runs=seed_runs, horizons=horizons,
-                               progress=report)
-                + run_data_seeds(GAP_MATCHED_SEEDS[:data_seeds], n=n, runs=seed_runs,
-                                 horizons=horizons, selection="gap-matched", progress=report))
+    checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
+    settings = dict(quick=bool(quick), runs=runs, n=n, eval_every=eval_every or 10,
+                    data_seeds=data_seeds, seed_runs=seed_runs,
+                    subsampled_horizon=bool(subsampled_horizon))
+    plan = plan_units(n=n, quick=quick, data_seeds=data_seeds,
+                      subsampled_horizon=subsampled_horizon)
+    if report_only:
+        if runner.read_settings(checkpoint) != runner.jsonable(settings):
+            raise ValidationError(f"{checkpoint} holds no units of these settings ({settings}): "
+                                  "run them first, or pass the options of the run")
+        found = runner.read_units(checkpoint, runner.unit_key, label="seed002 unit")
+        units = {key: found[key] for key in plan if key in found}
+    else:
+        with _single_threaded_blas():
+            _, units = runner.run_units(
+                checkpoint, plan,
+                lambda key, done: run_unit(key, section, runs=runs, n=n, horizons=horizons,
+                                           eval_every=eval_every or 10, seed_runs=seed_runs),
+                resume=resume, budget_min=budget_min, settings=settings,
+                describe=_describe, summarize=_summarize, log=print if verbose else None,
+                label="seed002 unit")
+    grid, subsampled, seed_results = parts_from_units(units)
     path = write_report(out, grid, section, runs=runs, horizons=horizons,
-                        batch_sizes=batch_sizes, elapsed=time.perf_counter() - started,
+                        batch_sizes=(n, 1000),
+                        elapsed=sum(r["seconds"] for r in units.values()),
                         quick=quick, seed_results=seed_results, subsampled=subsampled,
                         seed_runs=seed_runs, figures=figures)
     if verbose:

@@ -3,7 +3,8 @@
 Run ``python -m fastdp.experiments.seed003 --out DIR`` (paper protocol:
 10-fold cross-validation × 5 runs, ε ∈ {0.05, 0.1, 0.2, 0.4, 0.8, 1.6},
 logistic regression and SVM on Adult, Bank and IPUMS-BR; hours on two
-cores) or ``--quick`` (folds 0 and 1 of the 10, 1 run). Writes
+cores) or ``--quick`` (fold 0 of the 10, 1 run, ε ∈ {0.05, 0.2, 0.8, 1.6}:
+every claim keeps a small, moderate and large ε; about 3 CPU minutes). Writes
 ``seed003.md`` (accuracy and objective tables, run statistics, which of the
 paper's qualitative claims held) and PNG figures when matplotlib is installed.
 ``--sweeps`` adds the Fig. 1 hyper-parameter sweeps (Adult, logistic,
@@ -87,7 +88,6 @@ baselines). The reported test accuracy and training objective read the data:
 they are non-private evaluation numbers, as in the paper.
 """
 
-import argparse
 import math
 import time
 from pathlib import Path
@@ -97,6 +97,7 @@ import scipy.sparse as sp
 
 from fastdp.datasets import load_dataset
 from fastdp.exceptions import FastDPError, ValidationError
+from fastdp.experiments import runner
 from fastdp.privacy.calibration import calibrate_noise_multiplier, compute_epsilon
 from fastdp.privacy.filters import AMPLIFICATIONS
 from fastdp.solvers import line_search as LS
@@ -105,6 +106,7 @@ __all__ = [
     "DATASETS",
     "ALGORITHMS",
     "EPSILONS",
+    "QUICK_EPSILONS",
     "load_paper_dataset",
     "fold_indices",
     "run_algorithm",
@@ -112,7 +114,6 @@ __all__ = [
     "plan_units",
     "run_units",
     "read_units",
-    "append_unit",
     "grid_from_units",
     "report_from_units",
     "coverage",
@@ -132,6 +133,8 @@ __all__ = [
 DATASETS = ("adult", "bank", "ipums_br")
 LOSSES = ("logistic", "hinge")
 EPSILONS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+#: ``--quick``: the smallest and a moderate ε (C8/C11, the C8 split at 0.2) and two large ones (R1)
+QUICK_EPSILONS = (0.05, 0.2, 0.8, 1.6)
 DELTA = 1e-8
 MU = 1e-3
 ALGORITHMS = ("DP-BLSGD", "DP-BLSGD-AC", "DP-BLGD", "DP-AGD", "DP-SGD", "OBJPERT", "OUTPERT",
@@ -356,39 +359,14 @@ def unit_key(record):
 
 
 def read_units(path, *, repair=False):
-    """Unit records of a JSON-lines checkpoint, ``{key: record}`` (first record of a key wins).
+    """Unit records of a JSON-lines checkpoint (or ``.jsonl.gz`` archive), ``{key: record}``.
 
-    A last line without its newline is what a process killed while writing
-    leaves: it is ignored (and cut off the file when ``repair``, so appends
-    start on a fresh line). Any other unreadable line is a ValidationError.
+    :func:`fastdp.experiments.runner.read_units` with :func:`unit_key`: the
+    first record of a key wins; a torn last line (a process killed while
+    writing) is ignored, and cut off the file when ``repair``; any other
+    unreadable line is a ValidationError.
     """
-    import gzip
-    import json
-
-    path = Path(path)
-    if not path.exists():
-        return {}
-    archived = path.suffix == ".gz"
-    raw = gzip.decompress(path.read_bytes()) if archived else path.read_bytes()
-    complete = raw[:raw.rfind(b"\n") + 1]
-    if repair and archived:
-        raise ValidationError(f"{path} is a unit archive (read-only): run into a .jsonl "
-                              "checkpoint and pass the archive with --units")
-    if repair and len(complete) < len(raw):
-        with open(path, "r+b") as fh:
-            fh.truncate(len(complete))
-    units = {}
-    for number, line in enumerate(complete.decode("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            key = unit_key(record)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValidationError(f"{path}:{number}: not a seed003 unit record ({exc}); "
-                                  "remove that line or the file") from None
-        units.setdefault(key, record)
-    return units
+    return runner.read_units(path, unit_key, repair=repair, label="seed003 unit")
 
 
 def write_unit_archive(path, units):
@@ -398,10 +376,6 @@ def write_unit_archive(path, units):
     :func:`read_units` and ``--report-only --units`` read it, so the report
     can be rebuilt and any fit re-run and compared. Returns the path.
     """
-    import gzip
-    import json
-
-    records = units.values() if isinstance(units, dict) else units
     order = {name: i for i, name in enumerate(ALGORITHMS)}
 
     def sort_key(record):
@@ -409,30 +383,20 @@ def write_unit_archive(path, units):
         return (_rank(ds, DATASETS), _rank(loss, LOSSES), order.get(alg, len(order)), alg,
                 -1.0 if eps is None else eps, run, fold)
 
-    lines = "".join(json.dumps(r, default=float, sort_keys=True) + "\n"
-                    for r in sorted(records, key=sort_key))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="",
-                                                  mtime=0, compresslevel=9) as fh:
-        fh.write(lines.encode("utf-8"))
-    return path
+    return runner.write_unit_archive(path, units, sort_key)
 
 
 def _rank(value, order):
     return (order.index(value), "") if value in order else (len(order), value)
 
 
-def append_unit(path, record):
-    """Append one unit record as a JSON line, flushed and fsync'ed (a kill loses at most it)."""
-    import json
-    import os
+def _describe(key):
+    ds, loss, alg, eps, fold, run = key
+    return f"{ds}/{loss} {alg} ε={eps} fold {fold} run {run}"
 
-    line = json.dumps(record, default=float) + "\n"
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
+
+def _summarize(record):
+    return f"acc={record['acc']:.4f}" if "acc" in record else f"error: {record['error']}"
 
 
 def run_units(checkpoint, *, datasets=DATASETS, losses=LOSSES, algorithms=ALGORITHMS,
@@ -440,6 +404,9 @@ def run_units(checkpoint, *, datasets=DATASETS, losses=LOSSES, algorithms=ALGORI
               budget_min=None, data_home=None, data=None, log=print, clock=time.monotonic,
               after_unit=None):
     """Run the selected units, appending each result to the checkpoint as it finishes.
+
+    The units of :func:`plan_units` through :func:`fastdp.experiments.runner.run_units`
+    (checkpoint, resume, budget, one progress line per fit).
 
     Parameters
     ----------
@@ -467,23 +434,9 @@ def run_units(checkpoint, *, datasets=DATASETS, losses=LOSSES, algorithms=ALGORI
     Privacy: each private fit is private with respect to its training fold;
     the saved accuracy/objective are non-private evaluation numbers.
     """
-    checkpoint = Path(checkpoint)
-    done = read_units(checkpoint, repair=True)
-    if done and not resume:
-        raise ValidationError(f"{checkpoint} already holds {len(done)} unit(s): pass --resume "
-                              "(resume=True) to continue it, or remove the file to start over")
-    checkpoint.parent.mkdir(parents=True, exist_ok=True)
-    todo = [k for k in plan_units(datasets=datasets, losses=losses, algorithms=algorithms,
-                                  epsilons=epsilons, folds=folds, runs=runs) if k not in done]
-    skipped = len(plan_units(datasets=datasets, losses=losses, algorithms=algorithms,
-                             epsilons=epsilons, folds=folds, runs=runs)) - len(todo)
-    deadline = None if budget_min is None else clock() + 60.0 * budget_min
-    loaded, ran = dict(data or {}), 0
-    for key in todo:
-        if deadline is not None and clock() >= deadline:
-            log(f"time budget of {budget_min} min reached: {len(todo) - ran} unit(s) left "
-                "(rerun with --resume)")
-            return dict(ran=ran, skipped=skipped, remaining=len(todo) - ran, stopped=True)
+    loaded = dict(data or {})
+
+    def run_unit(key, units):
         ds, loss, alg, eps, fold, run = key
         if ds not in loaded:
             loaded[ds] = load_paper_dataset(ds, data_home)
@@ -498,14 +451,15 @@ def run_units(checkpoint, *, datasets=DATASETS, losses=LOSSES, algorithms=ALGORI
         except FastDPError as exc:              # deterministic refusal: recorded, not retried
             record["error"] = str(exc)
         record["seconds"] = time.perf_counter() - started
-        append_unit(checkpoint, record)
-        ran += 1
-        log(f"{ds:9s} {loss:8s} {alg:12s} ε={eps} fold {fold} run {run}: "
-            + (f"acc={record['acc']:.4f}" if "acc" in record else f"error: {record['error']}")
-            + f" ({record['seconds']:.1f}s)")
-        if after_unit is not None:
-            after_unit(record)
-    return dict(ran=ran, skipped=skipped, remaining=0, stopped=False)
+        return record
+
+    plan = plan_units(datasets=datasets, losses=losses, algorithms=algorithms,
+                      epsilons=epsilons, folds=folds, runs=runs)
+    status, _ = runner.run_units(checkpoint, plan, run_unit, key_of=unit_key, resume=resume,
+                                 budget_min=budget_min, describe=_describe,
+                                 summarize=_summarize, log=log, clock=clock,
+                                 after_unit=after_unit, label="seed003 unit")
+    return status
 
 
 def grid_from_units(units):
@@ -544,11 +498,7 @@ def grid_axes(grid):
 
 def merge_units(unit_files):
     """``{key: record}`` of all unit files (checkpoints or archives); the first file wins."""
-    units = {}
-    for name in unit_files:
-        for key, record in read_units(name).items():
-            units.setdefault(key, record)
-    return units
+    return runner.merge_units(unit_files, unit_key, label="seed003 unit")
 
 
 def report_from_units(out, unit_files, *, notes=(), extra_lines=()):
@@ -671,12 +621,6 @@ def _algorithm_table(epsilons, value):
     """Markdown table of the private algorithms against ε; ``value(alg, eps)`` fills a cell."""
     return _epsilon_header(epsilons, "algorithm") + [
         f"| {alg} | " + " | ".join(_fmt(value(alg, e)) for e in epsilons) + " |" for alg in PRIVATE]
-
-
-def _claims_table(claims):
-    """Markdown table of ``(claim, held, detail)`` triples."""
-    return ["| claim | held | detail |", "|---|---|---|"] + [
-        f"| {claim} | {'yes' if held else 'no'} | {detail} |" for claim, held, detail in claims]
 
 
 def grid_to_records(grid):
@@ -803,11 +747,10 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, elapsed, quick, f
         lines.append("")
     claims = check_claims(grid, datasets, losses, epsilons)
     lines += ["## The paper's qualitative claims", ""]
-    lines += _claims_table(claims)
-    try:
-        _write_figures(out_dir, grid, cells, epsilons)
+    lines += runner.claims_table(claims)
+    if _write_figures(out_dir, grid, cells, epsilons):
         lines += ["", "Figures: `seed003_<dataset>_<loss>.png` (accuracy and objective against ε)."]
-    except ImportError:
+    else:
         lines += ["", "Figures: not written (matplotlib is not installed)."]
     (out_dir / "seed003.md").write_text("\n".join(lines) + "\n")
     payload = dict(protocol=dict(folds=folds, runs=runs, uniform=uniform is not None or not covered,
@@ -823,11 +766,10 @@ def write_report(out_dir, grid, *, datasets, losses, epsilons, elapsed, quick, f
 
 
 def _write_figures(out_dir, grid, cells, epsilons):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """One PNG per (dataset, loss); False when matplotlib is not installed."""
+    plt = runner.pyplot()
+    if plt is None:
+        return False
     for ds, loss in cells:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for alg in PRIVATE:
@@ -848,9 +790,8 @@ def _write_figures(out_dir, grid, cells, epsilons):
         axes[1].set_yscale("log")
         axes[0].legend(fontsize=7)
         fig.suptitle(f"{ds}, {loss}")
-        fig.tight_layout()
-        fig.savefig(out_dir / f"seed003_{ds}_{loss}.png", dpi=110)
-        plt.close(fig)
+        runner.save_figure(fig, out_dir / f"seed003_{ds}_{loss}.png", dpi=110)
+    return True
 
 
 # --------------------------------------------------------------------------
@@ -974,7 +915,7 @@ def ablation_report(table, *, robust_epsilon=max(SWEEP_EPSILONS), count_epsilon=
                            f"q = 1 at accuracy within 0.02 (ε = {count_epsilon})",
                            ratio > 2 and gap < 0.02,
                            f"ratio {ratio:.1f}, accuracy {table[hi]['acc']:.3f} vs {table[lo]['acc']:.3f}"))
-    return lines + ([""] + _claims_table(claims) if claims else [])
+    return lines + ([""] + runner.claims_table(claims) if claims else [])
 
 
 def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
@@ -1032,7 +973,7 @@ def sweep_report(fig1, fig2, epsilons=SWEEP_EPSILONS):
                        fig1[("zeta", 0.05, lo)] > fig1[("zeta", 0.0, lo)],
                        f"{fig1[('zeta', 0.05, lo)]:.3f} vs {fig1[('zeta', 0.0, lo)]:.3f}"))
     if claims:
-        lines += [""] + _claims_table(claims)
+        lines += [""] + runner.claims_table(claims)
     return lines
 
 
@@ -1075,7 +1016,7 @@ def _selection(quick, folds, runs, fold_range, run_range):
         raise ValidationError("give either folds (the first N folds) or fold_range, not both")
     if run_range is not None and runs is not None:
         raise ValidationError("give either runs (the first N runs) or run_range, not both")
-    fold_range = fold_range or (0, (2 if quick else N_FOLDS) if folds is None else folds)
+    fold_range = fold_range or (0, (1 if quick else N_FOLDS) if folds is None else folds)
     run_range = run_range or (0, (1 if quick else 5) if runs is None else runs)
     start, stop = fold_range
     if not 0 <= start < stop <= N_FOLDS:
@@ -1088,7 +1029,7 @@ def _selection(quick, folds, runs, fold_range, run_range):
 
 
 def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_range=None,
-              datasets=DATASETS, losses=LOSSES, epsilons=EPSILONS, algorithms=ALGORITHMS,
+              datasets=DATASETS, losses=LOSSES, epsilons=None, algorithms=ALGORITHMS,
               data_home=None, data=None, sweeps=False, resume=False, budget_min=None,
               checkpoint=None, extra_units=(), notes=(), log=print, clock=time.monotonic,
               after_unit=None):
@@ -1096,12 +1037,15 @@ def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_r
 
     ``folds``/``runs`` select the first N folds/runs, ``fold_range``/``run_range``
     a ``(start, stop)`` slice (defaults: the paper's 10 folds × 5 runs, ``quick``
-    2 × 1). The checkpoint defaults to ``OUT/seed003_units.jsonl``;
+    1 × 1); ``epsilons`` defaults to :data:`EPSILONS` (``quick``:
+    :data:`QUICK_EPSILONS`). The checkpoint defaults to ``OUT/seed003_units.jsonl``;
     ``extra_units`` are more checkpoint files merged into the report. Returns
     ``(report path, status)`` with ``status`` as in :func:`run_units`; the path
     is None when the budget ran out before any unit existed.
     """
     fold_sel, run_sel = _selection(quick, folds, runs, fold_range, run_range)
+    if epsilons is None:
+        epsilons = QUICK_EPSILONS if quick else EPSILONS
     checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
     status = run_units(checkpoint, datasets=datasets, losses=losses, algorithms=algorithms,
                        epsilons=epsilons, folds=fold_sel, runs=run_sel, resume=resume,
@@ -1125,28 +1069,20 @@ def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_r
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="folds 0–1, 1 run")
-    parser.add_argument("--out", default="seed003_results", help="output directory")
+    parser = runner.base_parser(__doc__.splitlines()[0], name="seed003",
+                                quick_help="fold 0, 1 run, ε ∈ {0.05, 0.2, 0.8, 1.6}")
     parser.add_argument("--folds", type=int, default=None, help="the first N of the 10 folds")
     parser.add_argument("--fold-range", type=int, nargs=2, default=None, metavar=("START", "STOP"),
                         help="folds START..STOP-1 (0-based, of the shuffled 10-fold split)")
     parser.add_argument("--runs", type=int, default=None, help="the first N runs (default 5)")
     parser.add_argument("--run-range", type=int, nargs=2, default=None, metavar=("START", "STOP"),
                         help="runs START..STOP-1 (run r of fold f uses seed 1000·f + r)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the checkpoint: skip the units it already holds")
-    parser.add_argument("--budget-min", type=float, default=None, metavar="M",
-                        help="start no fit after M minutes (rerun with --resume to continue)")
-    parser.add_argument("--checkpoint", default=None,
-                        help=f"unit checkpoint (JSON lines; default OUT/{CHECKPOINT_NAME})")
     parser.add_argument("--units", nargs="+", default=(), metavar="FILE",
                         help="more unit checkpoints to merge into the report")
-    parser.add_argument("--report-only", action="store_true",
-                        help="write the report from the checkpoint (+ --units), run nothing")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--losses", nargs="+", default=list(LOSSES), choices=LOSSES)
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    parser.add_argument("--epsilons", nargs="+", type=float, default=None,
+                        help=f"default {list(EPSILONS)} (--quick: {list(QUICK_EPSILONS)})")
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--sweeps", action="store_true",
                         help="also run the Fig. 1 sweeps, Fig. 2 counts and the amplification "
@@ -1169,11 +1105,12 @@ def main(argv=None):
             records += data["grid"] if "grid" in data else data["cells"]
             elapsed += float(data.get("elapsed", data.get("protocol", {}).get("elapsed_seconds", 0)))
         path = write_report(args.out, grid_from_records(records), datasets=args.datasets,
-                            losses=args.losses, epsilons=args.epsilons, folds=args.folds or 10,
+                            losses=args.losses, epsilons=args.epsilons or list(EPSILONS),
+                            folds=args.folds or 10,
                             runs=args.runs or 5, elapsed=elapsed, quick=False, notes=notes)
         print(f"report: {path}")
         return 0
-    checkpoint = Path(args.checkpoint or Path(args.out) / CHECKPOINT_NAME)
+    checkpoint = runner.checkpoint_path(args, "seed003")
     if args.report_only:
         sweeps = Path(args.out) / SWEEPS_NAME
         extra = ()

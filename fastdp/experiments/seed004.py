@@ -2,17 +2,23 @@
 
 Run ``python -m fastdp.experiments.seed004 --out DIR`` (the full grid on a9a
 and news20: Figs. 1-4, both calibrations, float32-message re-runs) or
-``--quick`` (1 epoch, ε ∈ {0.2, 1.0}). ``--budget-min M`` stops starting runs
-of a dataset after M minutes (runs go in priority order: the paper's Fig. 1/3
-configurations, noiseless references, the paper's calibration over the ε grid,
-fastdp's calibration, float32 re-runs; :func:`_tasks`), so a
-time-boxed run gives the largest subset; ``--merge`` adds datasets to an
-existing report, ``--merge --resume`` runs what a time box skipped
-(``--calibrations accountant,paper`` puts fastdp's calibration first),
-``--merge --float32-only`` adds float32-message comparisons and
-``--report-only`` rewrites the report from ``seed004.json``. Writes
+``--quick`` (a9a, 1 epoch, ε ∈ {0.2, 1.0}, seed 0; about 3 CPU minutes;
+``--datasets a9a,news20`` adds news20, ~30 CPU s a run). Writes
 ``seed004.md`` (tables and the claims checked), ``seed004.json`` and PNG
 figures when matplotlib is installed.
+
+Units (:func:`plan_units`, run by :mod:`fastdp.experiments.runner`): F* of
+each (dataset, penalty), then every run of every dataset in priority order
+(the paper's Fig. 1/3 configurations, noiseless references, the paper's
+calibration over the ε grid, fastdp's calibration, float32 re-runs;
+:func:`_tasks`), so a time-boxed session (``--budget-min M``) gives every
+dataset its most informative runs. ``OUT/seed004_units.jsonl`` keeps every
+finished unit and the report is built from all of them: ``--resume``
+continues it (with more datasets, or ``--calibrations accountant,paper`` to
+put fastdp's calibration first), ``--float32-only`` (with
+``--float32-penalties``) adds only the float32-message comparisons and
+``--report-only`` rewrites the report (from ``seed004.json`` when there is no
+checkpoint, as for reports made before it).
 
 Setup (spec 004 §5): 20 agents on the complete graph, 1 or 2 random disjoint
 edges per round (ι = 0.1, 0.2), Metropolis weights, 3 epochs
@@ -37,8 +43,10 @@ Privacy: suboptimality and accuracy read the whole dataset: they are
 non-private diagnostics, as in the paper.
 """
 
-import argparse
+import functools
+import json
 import math
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -54,6 +62,8 @@ from fastdp.distributed import (
     private_dual_averaging,
     strongly_convex_schedule,
 )
+from fastdp.exceptions import ValidationError
+from fastdp.experiments import runner
 from fastdp.preprocessing import normalize_rows
 
 __all__ = ["load_problem", "ground_truth", "run_one", "run_grid", "check_claims",
@@ -94,7 +104,11 @@ def _problem(penalty):
 
 
 def ground_truth(X, y, penalty):
-    """F* and x* from scikit-learn (LinearSVC for ℓ2, SGDClassifier for ℓ1; spec 004 §2.6)."""
+    """F* and x* from scikit-learn (LinearSVC for ℓ2, SGDClassifier for ℓ1; spec 004 §2.6).
+
+    Both are seeded (``random_state=0``): an unseeded LinearSVC draws its
+    coordinate order from the global numpy state and moved F* in the 12th digit.
+    """
     from sklearn.linear_model import SGDClassifier
     from sklearn.svm import LinearSVC
 
@@ -105,7 +119,7 @@ def ground_truth(X, y, penalty):
         warnings.simplefilter("ignore")
         if penalty == "l2":
             svc = LinearSVC(loss="hinge", C=1.0 / (X.shape[0] * lam), fit_intercept=False,
-                            dual=True, tol=1e-8, max_iter=200_000).fit(X, y)
+                            dual=True, tol=1e-8, max_iter=200_000, random_state=0).fit(X, y)
             candidates.append(svc.coef_.ravel())
         sgd = SGDClassifier(loss="hinge", penalty=penalty, alpha=lam, fit_intercept=False,
                             max_iter=200, tol=1e-10, random_state=0).fit(X, y)
@@ -195,7 +209,8 @@ def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("p
              previous=None):
     """All runs of a dataset in priority order (:func:`_tasks`), stopping at ``deadline``.
 
-    Returns a JSON-able dict: ``truth`` (F* per penalty), ``runs`` (one record
+    The in-memory form of the units (:func:`run_task`, :func:`result_from_units`):
+    returns a JSON-able dict: ``truth`` (F* per penalty), ``runs`` (one record
     per run: the key fields, the outcome, the suboptimality ``subopt``, the
     curve ``curve_subopt``) and ``skipped`` (the tasks left when the deadline
     ``time.perf_counter()`` value passed). ``previous``: a result of an
@@ -205,8 +220,7 @@ def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("p
     X, y = data[0], data[1]
     curve_eps = curve_eps or {}
     if previous is None:
-        methods_for = {p: (methods_for or {}).get(p) or (
-            list(METHODS) if p == "l2" else ["Alg1 iota=0.1", "Alg1 iota=0.2"]) for p in penalties}
+        methods_for = _methods_for(penalties, methods_for)
         truth = {p: ground_truth(X, y, p)[0] for p in penalties}
         tasks = _tasks(penalties, methods_for, calibrations, epsilons, seeds, float32, curve_eps)
         old_runs = []
@@ -217,44 +231,89 @@ def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("p
                        key=lambda t: _rank(t, calibrations, seeds, curve_eps, penalties))
         old_runs = previous["runs"]
     old_truth = dict(truth)
-    runs, skipped, f64_coefs = [], [], {}
-    want_f32 = {tuple(c) for c in float32}
-    for task in tasks:
-        penalty, method, cal, eps, seed, dtype = task
-        if deadline is not None and time.perf_counter() > deadline:
-            skipped.append(list(task))
-            continue
-        t0 = time.perf_counter()
-        cur = (bool(curve_eps) and dtype == "float64" and seed == seeds[0]
-               and (cal == "none" or math.isclose(eps, curve_eps.get(penalty, -1))))
-        out = run_one(data, penalty, method, epsilon=None if cal == "none" else eps,
-                      calibration=None if cal == "none" else cal, seed=seed, epochs=epochs,
-                      curve=cur, message_dtype=dtype)
-        out.update(penalty=penalty, method=method, calibration=cal, eps=eps, seed=seed,
-                   message_dtype=dtype, seconds=time.perf_counter() - t0)
-        reg, _ = _problem(penalty)
-        out["objective"] = objective(out["coef"], X, y, "hinge", reg)
-        if cal == "none" and dtype == "float64":
-            truth[penalty] = min(truth[penalty], out["objective"])
-        out["curve_objective"] = [(int(t), objective(c, X, y, "hinge", reg)) for t, c in out.pop("curve")]
-        coef = out.pop("coef")
-        if task[:4] in want_f32 and seed == 0:
-            if dtype == "float64":
-                f64_coefs[task[:4]] = coef
-            elif task[:4] in f64_coefs:
-                out["coef_diff"] = float(np.max(np.abs(coef - f64_coefs[task[:4]])))
-        runs.append(out)
-        log(f"{penalty} {method:18s} {cal:10s} eps={eps:.1f} seed={seed} {dtype} "
-            f"sigma={out['sigma']:.4g} ({out['seconds']:.1f}s)")
-    for out in runs:
-        f_star = truth[out["penalty"]]
-        out["subopt"] = out["objective"] - f_star
-        out["curve_subopt"] = [(t, f - f_star) for t, f in out.pop("curve_objective")]
+    coefs = {}
+    budget = None if deadline is None else (deadline - time.perf_counter()) / 60.0
+    status, done = runner.run_units(
+        None, tasks, lambda task, units: run_task(data, task, epochs=epochs, first_seed=seeds[0],
+                                                  curve_eps=curve_eps, float32=float32,
+                                                  coefs=coefs),
+        budget_min=budget, clock=time.perf_counter, describe=_describe_task, summarize=_summarize,
+        log=log)
+    records = list(done.values())
+    skipped = [list(task) for task in tasks if task not in done]
+    truth = _truth(truth, records)
+    runs = _finish_runs(records, truth)
     for out in old_runs:             # F* may have moved down with new noiseless runs
         shift = old_truth[out["penalty"]] - truth[out["penalty"]]
         out["subopt"] += shift
         out["curve_subopt"] = [(t, v + shift) for t, v in out["curve_subopt"]]
     return {"truth": truth, "runs": old_runs + runs, "skipped": skipped}
+
+
+def _methods_for(penalties, methods_for=None):
+    return {p: (methods_for or {}).get(p) or (
+        list(METHODS) if p == "l2" else ["Alg1 iota=0.1", "Alg1 iota=0.2"]) for p in penalties}
+
+
+def run_task(data, task, *, epochs, first_seed, curve_eps, float32, coefs, reference=None):
+    """One run of :func:`_tasks` as a record (outcome, objective and curve objectives).
+
+    ``coefs`` keeps the float64 models of the configurations in ``float32``
+    (seed 0) so that their float32 re-run records ``coef_diff`` (max
+    |coefficient difference|); when the float64 model is not at hand (a
+    resumed run) it is re-run, and ``float64_rerun_identical`` says whether
+    the re-run has the objective of ``reference`` (the float64 run's record).
+    """
+    X, y = data[0], data[1]
+    penalty, method, cal, eps, seed, dtype = task
+    t0 = time.perf_counter()
+    cur = (bool(curve_eps) and dtype == "float64" and seed == first_seed
+           and (cal == "none" or math.isclose(eps, curve_eps.get(penalty, -1))))
+
+    def run(message_dtype, curve):
+        return run_one(data, penalty, method, epsilon=None if cal == "none" else eps,
+                       calibration=None if cal == "none" else cal, seed=seed, epochs=epochs,
+                       curve=curve, message_dtype=message_dtype)
+
+    out = run(dtype, cur)
+    out.update(penalty=penalty, method=method, calibration=cal, eps=eps, seed=seed,
+               message_dtype=dtype, seconds=time.perf_counter() - t0)
+    reg, _ = _problem(penalty)
+    out["objective"] = objective(out["coef"], X, y, "hinge", reg)
+    out["curve_objective"] = [(int(t), objective(c, X, y, "hinge", reg)) for t, c in out.pop("curve")]
+    coef = out.pop("coef")
+    want_f32 = {tuple(c) for c in float32}
+    if tuple(task[:4]) in want_f32 and seed == 0:
+        if dtype == "float64":
+            coefs[tuple(task[:4])] = coef
+        else:
+            if tuple(task[:4]) not in coefs:
+                coefs[tuple(task[:4])] = run("float64", False)["coef"]
+                out["float64_rerun_identical"] = reference is not None and \
+                    reference["objective"] == objective(coefs[tuple(task[:4])], X, y, "hinge", reg)
+            out["coef_diff"] = float(np.max(np.abs(coef - coefs[tuple(task[:4])])))
+    return out
+
+
+def _truth(truth, records):
+    """F* per penalty: the given values lowered to the noiseless float64 runs' objectives."""
+    truth = dict(truth)
+    for out in records:
+        if out["calibration"] == "none" and out["message_dtype"] == "float64":
+            truth[out["penalty"]] = min(truth[out["penalty"]], out["objective"])
+    return truth
+
+
+def _finish_runs(records, truth):
+    """The runs of a report: each record with ``subopt`` and ``curve_subopt`` against F*."""
+    runs = []
+    for record in records:
+        out = {k: v for k, v in record.items() if k not in ("curve_objective", "unit")}
+        f_star = truth[out["penalty"]]
+        out["subopt"] = out["objective"] - f_star
+        out["curve_subopt"] = [(t, f - f_star) for t, f in record["curve_objective"]]
+        runs.append(out)
+    return runs
 
 
 def grid_of(result, message_dtype="float64"):
@@ -320,8 +379,6 @@ def write_report(out_dir, results, *, epochs, seeds, command="", summary=()):
 
     ``summary``: lines of a hand-written summary (kept in the JSON, shown first).
     """
-    import json
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "seed004.json").write_text(json.dumps(
@@ -446,117 +503,200 @@ def _figure(out_dir, name, penalty, grid):
     return png
 
 
+def _describe_task(task):
+    penalty, method, cal, eps, seed, dtype = task
+    return f"{penalty} {method} {cal} ε={eps:g} seed {seed} {dtype}"
+
+
+def _summarize(record):
+    return f"σ={record['sigma']:.4g} objective {record['objective']:.6g}"
+
+
 def _load_problem_meta(name, data):
     X, _, Xt, _ = data
     return {"n_train": int(X.shape[0]), "n_test": int(Xt.shape[0]), "dim": int(X.shape[1]),
             "q": int(X.shape[0] // N_NODES)}
 
 
-def float32_comparison(data, result, configs, epochs):
-    """Re-run ``configs`` (seed 0) with float64 and float32 messages; store the float32 runs.
+# ---------------------------------------------------------------------------
+# units: F* per (dataset, penalty), then the runs of every dataset in priority order
+# ---------------------------------------------------------------------------
+CHECKPOINT_NAME = "seed004_units.jsonl"
+PENALTIES = ("l2", "l1")
 
-    The float64 re-run must reproduce the grid's run bit for bit (same
-    objective); the float32 record gets ``coef_diff`` (max |coef difference|).
+
+def float32_configs(curve_eps):
+    """The configurations re-run with float32 messages: noiseless and the paper's at the curve ε."""
+    return [("l2", "Alg1 iota=0.1", "none", 0.0), ("l2", "Alg1 iota=0.1", "paper", curve_eps["l2"]),
+            ("l1", "Alg1 iota=0.1", "none", 0.0), ("l1", "Alg1 iota=0.1", "paper", curve_eps["l1"])]
+
+
+def plan_units(datasets, settings, calibrations=None, float32_only=False,
+               float32_penalties=PENALTIES):
+    """Unit keys in execution order.
+
+    ``("truth", dataset, penalty)``: the scikit-learn optimum F* (and the data
+    sizes); ``("run", dataset) + task``: one run of :func:`_tasks`. The truths
+    come first, then the runs of all datasets by priority (:func:`_rank`),
+    so a time-boxed session gives every dataset its most informative runs.
+    ``calibrations`` orders the calibrations (the first has priority;
+    default: ``settings``' order); ``float32_only`` plans only the float32
+    re-runs, and ``float32_penalties`` the penalties whose float32 re-runs are
+    planned.
     """
-    X, y = data[0], data[1]
-    result["runs"] = [r for r in result["runs"] if r.get("message_dtype", "float64") != "float32"]
-    ref = grid_of(result)
-    for penalty, method, cal, eps in configs:
-        reg, _ = _problem(penalty)
-        outs = {}
-        for dtype in ("float64", "float32"):
-            t0 = time.perf_counter()
-            outs[dtype] = run_one(data, penalty, method, epsilon=None if cal == "none" else eps,
-                                  calibration=None if cal == "none" else cal, seed=0, epochs=epochs,
-                                  message_dtype=dtype)
-            outs[dtype].update(objective=objective(outs[dtype]["coef"], X, y, "hinge", reg),
-                               seconds=time.perf_counter() - t0)
-        r32 = outs["float32"]
-        r32.update(penalty=penalty, method=method, calibration=cal, eps=eps, seed=0,
-                   message_dtype="float32", curve_subopt=[],
-                   subopt=r32["objective"] - result["truth"][penalty],
-                   coef_diff=float(np.max(np.abs(r32["coef"] - outs["float64"]["coef"]))))
-        grid_run = ref.get((penalty, method, cal, eps, 0))
-        r32["float64_rerun_identical"] = (grid_run is not None
-                                          and grid_run["objective"] == outs["float64"]["objective"])
-        del r32["coef"], r32["curve"]
-        result["runs"].append(r32)
-        print(f"float32 {penalty} {method} {cal} eps={eps}: subopt {r32['subopt']:.6g}, "
-              f"coef diff {r32['coef_diff']:.3g}", flush=True)
+    calibrations = tuple(calibrations or settings["calibrations"])
+    seeds, curve_eps = tuple(settings["seeds"]), settings["curve_eps"]
+    float32 = [tuple(c) for c in settings["float32"]]
+    keys = [("truth", name, p) for name in datasets for p in PENALTIES]
+    runs = []
+    for index, name in enumerate(datasets):
+        tasks = _tasks(PENALTIES, _methods_for(PENALTIES), calibrations,
+                       tuple(settings["epsilons"]), seeds, float32, curve_eps)
+        tasks = [t for t in tasks if (t[5] == "float32" and t[0] in float32_penalties)
+                 or (t[5] == "float64" and not float32_only)]
+        for task in tasks:
+            rank = _rank(task, calibrations, seeds, curve_eps, PENALTIES)
+            runs.append((rank[:3] + (index,) + rank[3:], ("run", name) + task))
+    return keys + [key for _, key in sorted(runs, key=lambda pair: pair[0])]
+
+
+def results_from_units(units, settings):
+    """``{dataset: result}`` for :func:`write_report` from unit records.
+
+    A dataset is reported when its truths are present; ``skipped`` lists
+    the planned runs not in the records (a time-boxed session).
+    """
+    results = {}
+    names = [key[1] for key in units if key[0] == "truth"]
+    for name in dict.fromkeys(names):
+        truths = {key[2]: r for key, r in units.items() if key[:2] == ("truth", name)}
+        if set(truths) != set(PENALTIES):
+            continue
+        records = [r for key, r in units.items() if key[:2] == ("run", name)]
+        truth = _truth({p: truths[p]["f_star"] for p in PENALTIES}, records)
+        planned = [key[2:] for key in plan_units([name], settings) if key[0] == "run"]
+        present = {key[2:] for key in units if key[:2] == ("run", name)}
+        results[name] = {"truth": truth, "runs": _finish_runs(records, truth),
+                         "skipped": [list(t) for t in planned if t not in present],
+                         **truths[PENALTIES[0]]["meta"],
+                         "elapsed": sum(r["seconds"] for key, r in units.items()
+                                        if key[1] == name)}
+    return results
+
+
+def run_unit(key, units, *, settings, datasets, coefs):
+    """The record of one unit (see :func:`plan_units`)."""
+    data = datasets(key[1])
+    if key[0] == "truth":
+        return {"f_star": ground_truth(data[0], data[1], key[2])[0],
+                "meta": _load_problem_meta(key[1], data)}
+    task = key[2:]
+    reference = units.get(("run", key[1]) + task[:5] + ("float64",))
+    record = run_task(data, task, epochs=settings["epochs"], first_seed=settings["seeds"][0],
+                      curve_eps=settings["curve_eps"],
+                      float32=[tuple(c) for c in settings["float32"]],
+                      coefs=coefs.setdefault(key[1], {}), reference=reference)
+    return record
+
+
+def _settings(quick, seeds):
+    epsilons = (0.2, 1.0) if quick else EPSILONS
+    curve_eps = {"l2": 0.8 if 0.8 in epsilons else epsilons[-1],
+                 "l1": 0.4 if 0.4 in epsilons else epsilons[0]}
+    return {"epochs": 1.0 if quick else 3.0, "seeds": list(seeds), "epsilons": list(epsilons),
+            "calibrations": ["paper", "accountant"], "curve_eps": curve_eps,
+            "float32": [list(c) for c in float32_configs(curve_eps)]}
+
+
+def reproduce(out, *, quick=False, datasets=("a9a", "news20"), seeds=None, data_home=None,
+              resume=False, budget_min=None, checkpoint=None, calibrations=None,
+              float32_only=False, float32_penalties=PENALTIES, command="", log=print):
+    """Run the units (:func:`plan_units`) into the checkpoint and write the report.
+
+    ``quick``: 1 epoch, ε ∈ {0.2, 1.0}, seed 0 only. ``seeds``: number of
+    seeds of the private runs (default 2; quick 1). The checkpoint (default
+    ``OUT/seed004_units.jsonl``) keeps every finished unit of every dataset
+    and the report is built from all of them: ``resume`` continues it (e.g.
+    with more datasets), ``budget_min`` starts no unit after that many
+    minutes. Returns the report path (None when the budget ran out before any unit).
+    """
+    seeds = tuple(range(1 if quick else (seeds or 2)))
+    settings = _settings(quick, seeds)
+    checkpoint = Path(out) / CHECKPOINT_NAME if checkpoint is None else Path(checkpoint)
+    plan = plan_units(datasets, settings, calibrations, float32_only, float32_penalties)
+    loader = functools.lru_cache(maxsize=None)(lambda name: load_problem(name, data_home))
+    coefs = {}
+    _, units = runner.run_units(checkpoint, plan,
+                     lambda key, units: run_unit(key, units, settings=settings,
+                                                 datasets=loader, coefs=coefs),
+                     resume=resume, budget_min=budget_min, settings=settings,
+                     describe=lambda key: f"{key[1]} " + (f"F* {key[2]}" if key[0] == "truth"
+                                                          else _describe_task(key[2:])),
+                     summarize=lambda r: f"F* {r['f_star']:.6g}" if "f_star" in r
+                     else _summarize(r), log=log, label="seed004 unit")
+    if not units:
+        return None                     # the budget ended the session before any unit
+    return report_from_units(out, checkpoint, command=command)
+
+
+def report_from_units(out, checkpoint, *, command=""):
+    """Write the report from every unit of a checkpoint (the summary of an existing
+    ``OUT/seed004.json`` is kept)."""
+    settings, units = runner.read_checkpoint(checkpoint, label="seed004 unit")
+    saved = Path(out) / "seed004.json"
+    summary = json.loads(saved.read_text()).get("summary", ()) if saved.exists() else ()
+    return write_report(out, results_from_units(units, settings), epochs=settings["epochs"],
+                        seeds=settings["seeds"], command=command, summary=summary)
 
 
 def main(argv=None):
-    import json
-    import sys
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="seed004_out")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--datasets", default="a9a,news20")
+    """``python -m fastdp.experiments.seed004 [--quick] [--out DIR] ...``; returns 0."""
+    ap = runner.base_parser(__doc__.splitlines()[0], name="seed004",
+                            quick_help="a9a, 1 epoch, ε ∈ {0.2, 1.0}, seed 0")
+    ap.add_argument("--datasets", default=None,
+                    help="comma-separated (default a9a,news20; --quick: a9a)")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--data-home", default=None)
-    ap.add_argument("--budget-min", type=float, default=None,
-                    help="stop starting runs of a dataset after this many minutes (largest subset)")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the other datasets of an existing OUT/seed004.json")
     ap.add_argument("--float32-only", action="store_true",
-                    help="with --merge: only (re-)run the float32-message comparisons")
+                    help="only (re-)run the float32-message comparisons")
     ap.add_argument("--float32-penalties", default="l2,l1",
                     help="penalties of the float32 comparisons (default: both)")
-    ap.add_argument("--report-only", action="store_true",
-                    help="rewrite the report and figures from OUT/seed004.json")
-    ap.add_argument("--resume", action="store_true",
-                    help="with --merge: run the skipped runs of the datasets (time box: --budget-min)")
     ap.add_argument("--calibrations", default="paper,accountant",
                     help="calibrations, the first one with priority (default: paper,accountant)")
     args = ap.parse_args(argv)
-    command = "python -m fastdp.experiments.seed004 " + " ".join(sys.argv[1:] if argv is None else argv)
-    results, summary = {}, ()
-    if (args.report_only or args.float32_only) and not (Path(args.out) / "seed004.json").exists():
-        ap.error(f"--report-only / --float32-only need {Path(args.out) / 'seed004.json'}; "
-                 "run the grid first.")
-    if args.float32_only and not args.merge:
-        ap.error("--float32-only needs --merge (it adds runs to an existing report).")
-    if (args.merge or args.report_only) and (Path(args.out) / "seed004.json").exists():
-        saved = json.loads((Path(args.out) / "seed004.json").read_text())
-        results, summary = saved["datasets"], saved.get("summary", ())
-        if args.report_only:
-            path = write_report(args.out, results, epochs=saved["epochs"], seeds=saved["seeds"],
-                                command=saved.get("command", ""), summary=summary)
-            print(f"wrote {path}")
-            return
-        command = (saved.get("command") + "; " if saved.get("command") else "") + command
-    epochs = 1.0 if args.quick else 3.0
-    seeds = tuple(range(1 if args.quick else args.seeds))
-    eps = (0.2, 1.0) if args.quick else EPSILONS
-    curve_eps = {"l2": 0.8 if 0.8 in eps else eps[-1], "l1": 0.4 if 0.4 in eps else eps[0]}
-    float32 = [("l2", "Alg1 iota=0.1", "none", 0.0), ("l2", "Alg1 iota=0.1", "paper", curve_eps["l2"]),
-               ("l1", "Alg1 iota=0.1", "none", 0.0), ("l1", "Alg1 iota=0.1", "paper", curve_eps["l1"])]
-    for name in args.datasets.split(","):
-        start = time.perf_counter()
-        data = load_problem(name, args.data_home)
-        if args.float32_only:      # high-dimensional data: the private configurations only (time box)
-            configs = float32 if data[0].shape[1] < 10_000 else [c for c in float32 if c[2] != "none"]
-            configs = [c for c in configs if c[0] in args.float32_penalties.split(",")]
-            float32_comparison(data, results[name], configs, epochs)
-            write_report(args.out, results, epochs=epochs, seeds=seeds, command=command,
-                         summary=summary)
-            continue
-        deadline = None if args.budget_min is None else start + 60 * args.budget_min
-        previous = results.get(name) if args.resume else None
-        if args.resume and previous is None:
-            ap.error(f"--resume needs {name} in OUT/seed004.json (and --merge).")
-        res = run_grid(data, ("l2", "l1"), epsilons=eps, seeds=seeds, epochs=epochs,
-                       curve_eps=curve_eps, float32=float32, deadline=deadline,
-                       calibrations=tuple(args.calibrations.split(",")), previous=previous)
-        elapsed = time.perf_counter() - start + (previous or {}).get("elapsed", 0.0)
-        res.update(_load_problem_meta(name, data), elapsed=elapsed)
-        results[name] = res
-        write_report(args.out, results, epochs=epochs, seeds=seeds, command=command,
-                         summary=summary)
-    path = write_report(args.out, results, epochs=epochs, seeds=seeds, command=command,
-                         summary=summary)
-    print(f"wrote {path}")
+    command = "python -m fastdp.experiments.seed004 " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    out = Path(args.out)
+    checkpoint = runner.checkpoint_path(args, "seed004")
+    if args.report_only:
+        if checkpoint.exists():
+            path = report_from_units(out, checkpoint, command=command)
+        elif (out / "seed004.json").exists():      # a report made before the unit checkpoint
+            saved = json.loads((out / "seed004.json").read_text())
+            path = write_report(out, saved["datasets"], epochs=saved["epochs"],
+                                seeds=saved["seeds"], command=saved.get("command", ""),
+                                summary=saved.get("summary", ()))
+        else:
+            ap.error(f"--report-only needs {checkpoint} (or {out / 'seed004.json'}); "
+                     "run the grid first.")
+        print(f"wrote {path}")
+        return 0
+    datasets = (args.datasets or ("a9a" if args.quick else "a9a,news20")).split(",")
+    calibrations = tuple(args.calibrations.split(","))
+    if sorted(calibrations) != ["accountant", "paper"]:
+        ap.error("--calibrations takes paper and accountant, in the order of priority")
+    try:
+        path = reproduce(out, quick=args.quick, datasets=datasets, seeds=args.seeds,
+                         data_home=args.data_home, resume=args.resume,
+                         budget_min=args.budget_min, checkpoint=checkpoint,
+                         calibrations=calibrations, float32_only=args.float32_only,
+                         float32_penalties=tuple(args.float32_penalties.split(",")),
+                         command=command)
+    except ValidationError as exc:
+        ap.error(str(exc))
+    print("no report: the time budget ran out before the first unit (rerun with --resume)"
+          if path is None else f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Reproduction of seed 000 (spec 000 §6): σ table, data preparation, the --quick mode."""
 import json
+import re
+import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from fastdp.experiments import seed000
 from fastdp.privacy import calibrate_noise_multiplier
@@ -50,10 +53,29 @@ def test_adult_preparation(data_dir):
     assert X_tr.shape[0] == 24420 and X_val.shape[0] == 8141
 
 
-def test_quick_mode_on_phishing(data_dir, tmp_path):
-    status = seed000.main(["--quick", "--datasets", "phishing", "--epsilons", "1", "--seeds", "2",
-                           "--out", str(tmp_path), "--data-home", str(data_dir)])
+def test_quick_mode_on_phishing(data_dir, tmp_path, capsys):
+    argv = ["--quick", "--datasets", "phishing", "--epsilons", "1", "--seeds", "2",
+            "--out", str(tmp_path), "--data-home", str(data_dir)]
+    status = seed000.main(argv)
     assert status == 0
+    # through the shared runner: one progress line per unit, every unit in the checkpoint
+    out = capsys.readouterr().out
+    assert len(re.findall(r"^\[\d/7\] .*left\)$", out, flags=re.M)) == 7
+    units = json.loads((tmp_path / "seed000_units.jsonl").read_text().splitlines()[0])
+    assert units["settings"]["grids"]["learning_rates"] == [1.0, 10.0]
+    assert [tuple(u) for u in seed000.plan_units(("phishing",), (1.0,))] == [
+        ("sigma",), ("select", "phishing", "SCD", None), ("select", "phishing", "SGD", None),
+        ("select", "phishing", "DP-SCD", 1.0), ("select", "phishing", "seqDP-SCD", 1.0),
+        ("select", "phishing", "DP-SGD", 1.0), ("anchor", "phishing")]
+    first = json.loads((tmp_path / "seed000.json").read_text())
+    with pytest.raises(SystemExit):                   # an existing checkpoint needs --resume
+        seed000.main(argv)
+    assert seed000.main(argv + ["--resume"]) == 0     # nothing left to run: the same report
+    assert "[1/7]" not in capsys.readouterr().out
+    assert seed000.main(["--report-only", "--out", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "seed000.json").read_text())
+    assert again["runs"]["phishing"]["results"] == first["runs"]["phishing"]["results"]
+    assert again["claims"] == first["claims"]
     report = (tmp_path / "seed000.md").read_text()
     assert "**quick** run" in report and "YearPredictionMSD is not available" in report
     assert "## Which of the paper's claims held" in report
@@ -79,3 +101,13 @@ def test_full_quick_reproduction(data_dir, tmp_path):
     held = {c["claim"]: c["held"] for c in payload["claims"]}
     assert held["σ table: fastdp's exact moments accountant reproduces spec §3.6 (3 digits)"] \
         == "yes"
+
+
+def test_diverged_ridge_model_has_infinite_mse_without_a_warning():
+    # |x.θ| ≈ 1e200: the squared residual overflows; the MSE is +inf (the worst value)
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert seed000.utility(np.array([1e200, 0.0]), X, np.zeros(2), "squared") == np.inf
+        assert seed000.utility(np.array([3.0, 0.0]), X, np.array([1.0, 0.0]),
+                               "squared") == pytest.approx(2.0)

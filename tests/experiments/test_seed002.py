@@ -67,10 +67,28 @@ def test_figures_are_written(tmp_path, section5):
 
 def test_command_line_returns_an_exit_status(tmp_path, capsys):
     # `fastdp reproduce seed002` turns main's return value into the exit status
-    assert seed002.main(["--quick", "--runs", "1", "--n", "2000", "--no-figures",
-                         "--out", str(tmp_path)]) == 0
-    assert "wrote" in capsys.readouterr().out
+    argv = ["--quick", "--runs", "1", "--n", "2000", "--no-figures", "--out", str(tmp_path)]
+    assert seed002.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "wrote" in out
     assert (tmp_path / "seed002.json").exists()
+    # the quick path goes through the shared runner: 48 cells, one progress line each,
+    # a checkpoint that a resume or --report-only turns into the same report
+    lines = [line for line in out.splitlines() if line.startswith("[")]
+    assert len(lines) == 48 and lines[-1].startswith("[48/48] grid paper m=1000 c=1.0 DP-MASG-opt")
+    assert all(line.endswith("left)") for line in lines)
+    cells = json.loads((tmp_path / "seed002.json").read_text())["cells"]
+    with pytest.raises(SystemExit):
+        seed002.main(argv)                        # an existing checkpoint needs --resume
+    assert seed002.main(argv + ["--resume"]) == 0
+    assert "[1/48]" not in capsys.readouterr().out
+    assert json.loads((tmp_path / "seed002.json").read_text())["cells"] == cells
+    (tmp_path / "seed002.json").unlink()
+    assert seed002.main(argv + ["--report-only"]) == 0
+    assert json.loads((tmp_path / "seed002.json").read_text())["cells"] == cells
+    with pytest.raises(SystemExit):               # --report-only with other settings
+        seed002.main(["--quick", "--runs", "2", "--n", "2000", "--out", str(tmp_path),
+                      "--report-only"])
 
 
 def test_command_line_rejects_unknown_options(tmp_path, section5):

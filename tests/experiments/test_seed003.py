@@ -335,7 +335,7 @@ def test_checkpoint_errors_and_selection_checks(tmp_path):
         S._selection(False, None, None, (3, 11), None)
     with pytest.raises(ValidationError, match="not both"):
         S._selection(False, 2, None, (0, 2), None)
-    assert S._selection(True, None, None, None, None) == (range(0, 2), range(0, 1))
+    assert S._selection(True, None, None, None, None) == (range(0, 1), range(0, 1))
     assert S._selection(False, None, None, (4, 7), (1, 5)) == (range(4, 7), range(1, 5))
 
 
