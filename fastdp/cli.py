@@ -688,7 +688,7 @@ def build_parser():
                        "OUT/SEED.md with tables and PNG figures. Arguments after a lone `--` go to the "
                        "reproduction's own command line (python -m fastdp.experiments.SEED --help).")
     p.add_argument("which", choices=REPRODUCTIONS + ("all",))
-    p.add_argument("--quick", action="store_true", help="small grids (minutes, not hours)")
+    p.add_argument("--quick", action="store_true", help="small grids (about 3 CPU minutes)")
     p.add_argument("--out", default="reproductions", help="output directory (default "
                    "reproductions)")
     p.add_argument("--resume", action="store_true", help="continue OUT/SEED_units.jsonl: skip "

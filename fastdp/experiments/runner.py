@@ -71,6 +71,7 @@ __all__ = [
     "write_unit_archive",
     "format_duration",
     "progress_line",
+    "log_line",
     "run_units",
     "write_json",
     "markdown_table",
@@ -273,6 +274,11 @@ def progress_line(k, n, unit, result, seconds, elapsed, left):
             f"{estimate})")
 
 
+def log_line(line):
+    """Print a progress line at once (flushed, so a log file or pipe shows it as it happens)."""
+    print(line, flush=True)
+
+
 class _Estimate:
     """Time left: the mean time per unit (of cost) of this session times what is left."""
 
@@ -316,7 +322,7 @@ def _start_checkpoint(checkpoint, key_of, *, resume, settings, label):
 
 
 def run_units(checkpoint, plan, run_unit, *, key_of=None, resume=False, budget_min=None,
-              settings=None, describe=str, summarize=None, cost=None, log=print,
+              settings=None, describe=str, summarize=None, cost=None, log=log_line,
               clock=time.monotonic, timer=time.perf_counter, after_unit=None, label="unit"):
     """Run the units of ``plan`` not yet done, saving each record as it finishes.
 

@@ -873,7 +873,7 @@ def report_from_units(out, checkpoint, *, figures=True, command=None):
 
 
 def reproduce(out, *, quick=False, datasets=tuple(DATASETS), epsilons=EPSILONS, seeds=None,
-              tuning_seeds=None, data_home=None, figures=True, log=print, command=None,
+              tuning_seeds=None, data_home=None, figures=True, log=runner.log_line, command=None,
               resume=False, budget_min=None, checkpoint=None):
     """Run the units (:func:`plan_units`) into the checkpoint and write the report.
 

@@ -637,7 +637,7 @@ def main(argv=None):
             path = report_from_units(args.out, checkpoint, figures=not args.no_figures)
         else:
             results = run_all(cfg, which=which, checkpoint=checkpoint, resume=args.resume,
-                              budget_min=args.budget_min, log=print)
+                              budget_min=args.budget_min, log=runner.log_line)
             path = write_report(results, cfg, args.out, figures=not args.no_figures)
     except ValidationError as exc:
         parser.error(str(exc))

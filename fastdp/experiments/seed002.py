@@ -883,7 +883,7 @@ def reproduce(out, *, quick=False, runs=None, n=100_000, eval_every=None, sectio
                 lambda key, done: run_unit(key, section, runs=runs, n=n, horizons=horizons,
                                            eval_every=eval_every or 10, seed_runs=seed_runs),
                 resume=resume, budget_min=budget_min, settings=settings,
-                describe=_describe, summarize=_summarize, log=print if verbose else None,
+                describe=_describe, summarize=_summarize, log=runner.log_line if verbose else None,
                 label="seed002 unit")
     grid, subsampled, seed_results = parts_from_units(units)
     path = write_report(out, grid, section, runs=runs, horizons=horizons,

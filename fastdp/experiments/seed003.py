@@ -290,7 +290,7 @@ def _cell(accs, objs, infos):
 
 
 def run_grid(*, datasets=DATASETS, losses=LOSSES, epsilons=EPSILONS, algorithms=ALGORITHMS,
-             folds=10, runs=5, data_home=None, log=print):
+             folds=10, runs=5, data_home=None, log=runner.log_line):
     """All (dataset, loss, algorithm, ε) cells, averaged over folds × runs, in memory.
 
     The original single-process path (nothing is saved until it returns); the
@@ -401,7 +401,7 @@ def _summarize(record):
 
 def run_units(checkpoint, *, datasets=DATASETS, losses=LOSSES, algorithms=ALGORITHMS,
               epsilons=EPSILONS, folds=range(N_FOLDS), runs=range(5), resume=False,
-              budget_min=None, data_home=None, data=None, log=print, clock=time.monotonic,
+              budget_min=None, data_home=None, data=None, log=runner.log_line, clock=time.monotonic,
               after_unit=None):
     """Run the selected units, appending each result to the checkpoint as it finishes.
 
@@ -841,7 +841,7 @@ def _evaluate_blsgd(X, y, splits, runs, epsilon, settings):
 
 
 def run_sweeps(*, folds=2, runs=1, epsilons=SWEEP_EPSILONS, sweeps=None, data_home=None,
-               log=print):
+               log=runner.log_line):
     """Fig. 1 (Adult, logistic): DP-BLSGD accuracy while one setting varies
     (``zeta`` runs DP-BLSGD-AC), and Fig. 2: per-example gradient / objective
     evaluations against q at ε = 0.4 (runs 0 only). Returns ``(fig1, fig2)`` dicts."""
@@ -862,7 +862,7 @@ def run_sweeps(*, folds=2, runs=1, epsilons=SWEEP_EPSILONS, sweeps=None, data_ho
 
 
 def run_amplification_ablation(*, folds=2, runs=1, epsilons=(*SWEEP_EPSILONS, FIG2_EPSILON),
-                               sample_rates=None, data_home=None, log=print):
+                               sample_rates=None, data_home=None, log=runner.log_line):
     """Spec 003 R5 (§8 A1): the q sweep (C4) and the Fig. 2 counts (C5) under each
     amplification bound. Returns ``{(amplification, q, ε): evaluation dict}``
     (keys of :func:`_evaluate_blsgd`). Privacy: ``zw_tight_all`` is the
@@ -1031,7 +1031,7 @@ def _selection(quick, folds, runs, fold_range, run_range):
 def reproduce(out, *, quick=False, folds=None, runs=None, fold_range=None, run_range=None,
               datasets=DATASETS, losses=LOSSES, epsilons=None, algorithms=ALGORITHMS,
               data_home=None, data=None, sweeps=False, resume=False, budget_min=None,
-              checkpoint=None, extra_units=(), notes=(), log=print, clock=time.monotonic,
+              checkpoint=None, extra_units=(), notes=(), log=runner.log_line, clock=time.monotonic,
               after_unit=None):
     """Run the selected units into the checkpoint and write the report from all units there.
 

@@ -205,8 +205,8 @@ def _rank(task, calibrations, seeds, curve_eps, penalties):
 
 
 def run_grid(data, penalties, *, epsilons=EPSILONS, seeds=(0,), calibrations=("paper", "accountant"),
-             epochs=3.0, curve_eps=None, methods_for=None, float32=(), deadline=None, log=print,
-             previous=None):
+             epochs=3.0, curve_eps=None, methods_for=None, float32=(), deadline=None,
+             log=runner.log_line, previous=None):
     """All runs of a dataset in priority order (:func:`_tasks`), stopping at ``deadline``.
 
     The in-memory form of the units (:func:`run_task`, :func:`result_from_units`):
@@ -610,7 +610,7 @@ def _settings(quick, seeds):
 
 def reproduce(out, *, quick=False, datasets=("a9a", "news20"), seeds=None, data_home=None,
               resume=False, budget_min=None, checkpoint=None, calibrations=None,
-              float32_only=False, float32_penalties=PENALTIES, command="", log=print):
+              float32_only=False, float32_penalties=PENALTIES, command="", log=runner.log_line):
     """Run the units (:func:`plan_units`) into the checkpoint and write the report.
 
     ``quick``: 1 epoch, ε ∈ {0.2, 1.0}, seed 0 only. ``seeds``: number of
