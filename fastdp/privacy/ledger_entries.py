@@ -1,0 +1,170 @@
+"""Ledger entries: what one charge records, pending reservations, events as JSON.
+
+:class:`LedgerEntry` is one charged (or reserved) release and
+:class:`Reservation` the handle of a pending charge; both belong to a
+:class:`~fastdp.privacy.ledger.PrivacyLedger`, which re-exports them.
+:func:`event_to_dict` / :func:`event_from_dict` turn any event of
+:mod:`fastdp.privacy.events` into JSON and back, with every malformed
+description refused by a :class:`~fastdp.exceptions.ValidationError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from fastdp.exceptions import ValidationError
+from fastdp.privacy import events as ev
+
+__all__ = ["LedgerEntry", "Reservation", "event_to_dict", "event_from_dict",
+           "COMMITTED", "RESERVED"]
+
+COMMITTED = "committed"
+RESERVED = "reserved"
+
+
+# ----------------------------------------------------------------------------
+# event serialisation
+# ----------------------------------------------------------------------------
+def event_to_dict(event):
+    """JSON-ready description of any fastdp event (inverse: :func:`event_from_dict`).
+
+    Every event type of :mod:`fastdp.privacy.events` is covered; nested events
+    are described recursively.  The result survives ``json.dumps``/``loads``.
+    """
+    if not isinstance(event, ev.DpEvent):
+        raise ValidationError(f"expected a fastdp DpEvent, got {type(event).__name__}")
+    data = event.to_dict()
+    try:
+        json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"event {event!r} cannot be stored as JSON: {exc}") from exc
+    return data
+
+
+def _short_repr(value, limit=200):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def event_from_dict(data):
+    """Rebuild an event from :func:`event_to_dict` output (validated again).
+
+    Any malformed description (missing or unexpected fields, wrong types,
+    nesting too deep) raises :class:`~fastdp.exceptions.ValidationError`.
+    """
+    try:
+        return ev.event_from_dict(data)
+    except ValidationError:
+        raise
+    except RecursionError:
+        raise ValidationError("not a valid event description: nested too deeply") from None
+    except Exception as exc:  # unexpected or missing fields, wrong value types
+        raise ValidationError(
+            f"not a valid event description {_short_repr(data)}: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+# ----------------------------------------------------------------------------
+# entries
+# ----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class LedgerEntry:
+    """One charged (or reserved) release.
+
+    Attributes
+    ----------
+    event : DpEvent
+        What was released.
+    label : str
+        Free text given to :meth:`PrivacyLedger.charge` (e.g. the estimator).
+    timestamp : float
+        POSIX time (seconds since the epoch, UTC) of the charge.
+    status : {"committed", "reserved"}
+        ``"reserved"`` while a :class:`Reservation` is pending; it counts as
+        spent either way.
+    reservation_id : str or None
+        Identifies a pending reservation (None for committed entries).
+    """
+
+    event: ev.DpEvent
+    label: str
+    timestamp: float
+    status: str = COMMITTED
+    reservation_id: str | None = None
+
+    @property
+    def pending(self):
+        """True while this entry is an uncommitted reservation."""
+        return self.status == RESERVED
+
+    def to_dict(self):
+        data = {"event": event_to_dict(self.event), "label": self.label,
+                "timestamp": self.timestamp, "status": self.status}
+        if self.reservation_id is not None:
+            data["id"] = self.reservation_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data):
+        required = {"event", "label", "timestamp"}
+        if (not isinstance(data, dict) or not required <= set(data)
+                or not set(data) <= required | {"status", "id"}):
+            raise ValidationError(f"not a ledger entry: {data!r}")
+        status = data.get("status", COMMITTED)
+        if status not in (COMMITTED, RESERVED) or (status == RESERVED) != ("id" in data):
+            raise ValidationError(f"not a ledger entry (bad status/id): {data!r}")
+        return cls(event_from_dict(data["event"]), str(data["label"]), float(data["timestamp"]),
+                   status, None if "id" not in data else str(data["id"]))
+
+
+class Reservation:
+    """A pending charge: :meth:`commit` it after releasing, :meth:`cancel` it if nothing was.
+
+    Returned by :meth:`PrivacyLedger.reserve`.  As a context manager it
+    commits on a normal exit and cancels on ``KeyboardInterrupt``; any other
+    exception commits too (a failure during training may depend on the
+    private data, so its charge stays).
+    """
+
+    def __init__(self, ledger, entry):
+        self._ledger = ledger
+        self.entry = entry
+        self.state = "pending"
+
+    @property
+    def id(self):
+        return self.entry.reservation_id
+
+    def commit(self):
+        """Turn the reservation into an ordinary entry (idempotent)."""
+        if self.state == "committed":
+            return self.entry
+        if self.state == "cancelled":
+            raise ValidationError("this reservation was cancelled; it cannot be committed.")
+        self.entry = self._ledger._finish_reservation(self.id, commit=True)
+        self.state = "committed"
+        return self.entry
+
+    def cancel(self):
+        """Remove the reservation: call only when nothing covered by it was released."""
+        if self.state == "cancelled":
+            return
+        if self.state == "committed":
+            raise ValidationError("this reservation is committed (something was released); "
+                                  "it cannot be cancelled.")
+        self._ledger._finish_reservation(self.id, commit=False)
+        self.state = "cancelled"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.cancel()
+        else:
+            self.commit()
+        return False
+
+    def __repr__(self):
+        return f"Reservation({self.entry.label!r}, {self.state}, id={self.id})"
