@@ -193,7 +193,7 @@ def _report(out):
 
 
 def test_units_reproduce_run_grid_bit_for_bit(small_data, full_run, monkeypatch):
-    monkeypatch.setattr(S, "load_paper_dataset", lambda name, home=None: small_data[name])
+    monkeypatch.setattr(S.units, "load_paper_dataset", lambda name, home=None: small_data[name])
     sel = {k: v for k, v in SMALL.items() if k not in ("folds", "runs")}
     old = S.run_grid(folds=3, runs=2, log=_quiet, **sel)
     new = S.grid_from_units(S.read_units(full_run[0]))     # through the JSON checkpoint
@@ -344,7 +344,7 @@ def test_cli_resume_with_budget_and_report_only(small_data, full_run, tmp_path, 
     import shutil
 
     shutil.copy(full_run[0], tmp_path / S.CHECKPOINT_NAME)
-    monkeypatch.setattr(S, "load_paper_dataset", lambda name, home=None: small_data[name])
+    monkeypatch.setattr(S.units, "load_paper_dataset", lambda name, home=None: small_data[name])
     # a zero budget runs nothing (the other 5 algorithms of fold 0 are left) and the
     # report is rebuilt from the units present
     assert S.main(["--out", str(tmp_path), "--resume", "--budget-min", "0", "--datasets",
