@@ -485,7 +485,8 @@ def base_parser(description, *, name, quick_help="small grids (minutes, not hour
     ``--budget-min M``, ``--report-only`` and ``--checkpoint FILE`` (default
     ``OUT/{name}_units.jsonl``, see :func:`checkpoint_path`).
     """
-    parser = argparse.ArgumentParser(prog=f"python -m fastdp.experiments.{name}", description=description)
+    parser = argparse.ArgumentParser(prog=f"python -m fastdp.experiments.{name}",
+                                     description=description)
     parser.add_argument("--out", default=f"{name}_results", help="output directory")
     parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--resume", action="store_true",
