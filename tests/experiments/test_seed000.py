@@ -17,8 +17,8 @@ def test_sigma_table_reproduces_spec_section_3_6():
     table = seed000.sigma_table(rows=(("phishing", 100), ("msd", 1000)))
     assert len(table) == 8
     for row in table:
-        assert seed000._same_digits(row["exact_ma"], row["spec_exact"], 3), row
-        assert seed000._same_digits(row["repo"], row["spec_repo"], 3), row
+        assert seed000.units._same_digits(row["exact_ma"], row["spec_exact"], 3), row
+        assert seed000.units._same_digits(row["repo"], row["spec_repo"], 3), row
         assert row["fastdp_rdp"] == pytest.approx(row["spec_improved"], rel=0.01), row
         assert row["fastdp_rdp"] < row["exact_ma"]
     msd = [r for r in table if r["dataset"] == "msd"]
