@@ -19,6 +19,7 @@ import pytest
 from scipy import stats
 
 from fastdp._kernels import _metropolis as K
+from fastdp._kernels import _xoshiro as X
 
 ALPHA = 1e-3  # false-alarm rate of every statistical test in this file
 
@@ -184,8 +185,8 @@ def test_ziggurat_normals_and_uniforms_distribution():
     assert stats.kstest(uniforms, "uniform").pvalue > ALPHA
     assert np.all((uniforms > 0) & (uniforms < 1))
     # the tail branch (|z| > r = 3.654) fires at the right rate: two-sided binomial test
-    tail = np.count_nonzero(np.abs(z) > K._ZIG_R)
-    assert stats.binomtest(tail, z.size, 2 * stats.norm.sf(K._ZIG_R)).pvalue > ALPHA
+    tail = np.count_nonzero(np.abs(z) > X._ZIG_R)
+    assert stats.binomtest(tail, z.size, 2 * stats.norm.sf(X._ZIG_R)).pvalue > ALPHA
     # moments: 4 standard errors
     assert abs(z.mean()) < 4 / math.sqrt(z.size)
     assert abs(z.var() - 1) < 4 * math.sqrt(2 / z.size)
@@ -207,7 +208,7 @@ def test_block_stream_normals_chi_square_positions_and_lag():
     for j in range(d):
         assert stats.kstest(normals[:, j], "norm").pvalue > ALPHA / 30
     # steps at the start and the end of a block look alike (no positional bias)
-    block = K.block_steps(d)
+    block = X.block_steps(d)
     first = normals[:(normals.shape[0] // block) * block].reshape(-1, block, d)
     assert stats.ks_2samp(first[:, 0].ravel(), first[:, -1].ravel()).pvalue > ALPHA / 3
     r = np.corrcoef(z[:-1], z[1:])[0, 1]
@@ -217,7 +218,7 @@ def test_block_stream_normals_chi_square_positions_and_lag():
 
 def test_block_stream_prefix_and_partial_blocks():
     d = 10
-    block = K.block_steps(d)
+    block = X.block_steps(d)
     assert block == 1024 // (d + 1)
     n_long, u_long = K.chain_random_stream(np.uint64(5), 3 * block, d)
     n_short, u_short = K.chain_random_stream(np.uint64(5), 2 * block, d)
@@ -250,7 +251,7 @@ def test_kernel_matches_reference_over_several_blocks_d10(beta):
 
 
 def test_ziggurat_tables_cover_equal_areas():
-    x, f = K._ZIG_X, K._ZIG_F
+    x, f = X._ZIG_X, X._ZIG_F
     v = x[0] * f[1]  # base strip area (virtual rectangle)
     areas = x[1:-1] * (f[2:] - f[1:-1])
     np.testing.assert_allclose(areas, v, rtol=1e-11)
