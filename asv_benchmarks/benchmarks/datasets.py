@@ -15,6 +15,36 @@ N_ROWS = 45_000
 N_FEATURES = 50_000
 
 
+def _write_generated_file(name, gzip_copy=False):
+    """Write the benchmark's LIBSVM file (and a gzip copy) in asv's cache directory."""
+    from sklearn.datasets import dump_svmlight_file
+
+    from fastdp.datasets import make_sparse_classification
+
+    X, y = make_sparse_classification(N_ROWS, N_FEATURES, nnz_per_row=50, random_state=0)
+    path = os.path.abspath(name)
+    dump_svmlight_file(X, y, path)
+    if gzip_copy:
+        import gzip
+        import shutil
+
+        with open(path, "rb") as raw, gzip.open(path + ".gz", "wb", compresslevel=1) as packed:
+            shutil.copyfileobj(raw, packed, 1 << 24)
+    return path
+
+
+def _best_of_three(function):
+    """Smallest wall time of three calls of ``function()``."""
+    import time
+
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 class LibsvmLoader:
     """Wall time of both loaders on the same file; ``track_speedup`` is their ratio."""
 
@@ -25,14 +55,7 @@ class LibsvmLoader:
     processes = 1
 
     def setup_cache(self):
-        from sklearn.datasets import dump_svmlight_file
-
-        from fastdp.datasets import make_sparse_classification
-
-        X, y = make_sparse_classification(N_ROWS, N_FEATURES, nnz_per_row=50, random_state=0)
-        path = os.path.abspath("fastdp_loader_bench.svm")
-        dump_svmlight_file(X, y, path)
-        return path
+        return _write_generated_file("fastdp_loader_bench.svm")
 
     def setup(self, path):
         from fastdp.datasets import load_libsvm
@@ -57,21 +80,12 @@ class LibsvmLoader:
 
     def track_speedup(self, path):
         """scikit-learn time / fastdp time, best of 3 each."""
-        import time
-
         from sklearn.datasets import load_svmlight_file
 
         from fastdp.datasets import load_libsvm
 
-        def best(function):
-            times = []
-            for _ in range(3):
-                start = time.perf_counter()
-                function(path)
-                times.append(time.perf_counter() - start)
-            return min(times)
-
-        return best(load_svmlight_file) / best(load_libsvm)
+        return (_best_of_three(lambda: load_svmlight_file(path))
+                / _best_of_three(lambda: load_libsvm(path)))
 
     track_speedup.unit = "x"
 
@@ -90,19 +104,7 @@ class LargeDataIO:
     processes = 1
 
     def setup_cache(self):
-        import gzip
-        import shutil
-
-        from sklearn.datasets import dump_svmlight_file
-
-        from fastdp.datasets import make_sparse_classification
-
-        X, y = make_sparse_classification(N_ROWS, N_FEATURES, nnz_per_row=50, random_state=0)
-        path = os.path.abspath("fastdp_large_io_bench.svm")
-        dump_svmlight_file(X, y, path)
-        with open(path, "rb") as raw, gzip.open(path + ".gz", "wb", compresslevel=1) as packed:
-            shutil.copyfileobj(raw, packed, 1 << 24)
-        return path
+        return _write_generated_file("fastdp_large_io_bench.svm", gzip_copy=True)
 
     def setup(self, path):
         import tempfile
@@ -159,20 +161,10 @@ class LargeDataIO:
 
     def track_convert_speed_vs_load(self, path):
         """Conversion speed as a fraction of the loader's (float32, best of 3)."""
-        import time
-
         from fastdp.io import convert_libsvm, load_libsvm
 
-        def best(function):
-            times = []
-            for _ in range(3):
-                start = time.perf_counter()
-                function()
-                times.append(time.perf_counter() - start)
-            return min(times)
-
-        load = best(lambda: load_libsvm(path, dtype="float32"))
-        convert = best(lambda: convert_libsvm(path, os.path.join(self.out, "track.fdp"),
+        load = _best_of_three(lambda: load_libsvm(path, dtype="float32"))
+        convert = _best_of_three(lambda: convert_libsvm(path, os.path.join(self.out, "track.fdp"),
                                               dtype="float32", overwrite=True))
         return load / convert
 
