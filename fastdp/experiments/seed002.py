@@ -39,14 +39,18 @@ from scipy.optimize import minimize
 
 from fastdp.exceptions import ValidationError
 from fastdp.experiments import runner
-from fastdp.solvers._accel_oracle import GLMProblem
-from fastdp.solvers import _accel_schedules as sch
-from fastdp.solvers import _accel_theory as th
 from fastdp.solvers.accelerated import (
+    HORIZON_RULES,
+    GLMProblem,
+    fig1_log_bound,
+    log_bound_coefficients,
+    masg_schedule,
     plan_gd,
     plan_heavy_ball,
     plan_masg,
     plan_nesterov,
+    rho_hb,
+    rho_nag_reference,
     run_plan,
     run_plan_replicas,
 )
@@ -438,7 +442,7 @@ def horizon_rule_table(sec, horizons=HORIZONS, multipliers=(1.0, 0.1), batch_siz
     for m in batch_sizes or (n, 1000):
         for c in multipliers:
             for name in ("DP-NAG-opt", "DP-MASG-opt"):
-                for rule in sch.HORIZON_RULES:
+                for rule in HORIZON_RULES:
                     rows.append({"m": m, "c": c, "algorithm": name, "rule": rule, "horizons": [
                         _plan(name, sec, T=T, m=m, c=c, epsilon=1.0, convention="paper",
                               constants="reference_code", horizon_rule=rule).horizon
@@ -461,7 +465,7 @@ def fig1_table():
             for beta in (0.0, 0.3, 0.7, beta_opt):
                 entry = {"c_w": cw, "alpha": alpha, "beta": beta}
                 for rate in ("nag_reference", "hb"):
-                    curve = th.fig1_log_bound(horizons, alpha, beta, cw, rate=rate)
+                    curve = fig1_log_bound(horizons, alpha, beta, cw, rate=rate)
                     k = int(np.argmin(curve))
                     entry[rate] = (float(curve[k]), int(horizons[k]))
                 rows.append(entry)
@@ -474,9 +478,9 @@ def fig2_profiles(stage_counting="reference_fig2"):
 
     profiles = {}
     for K in (2, 3, 4, 5):
-        s = sch.masg_schedule(10_000, 20.0, 1.0, n1_rounding="floor")
+        s = masg_schedule(10_000, 20.0, 1.0, n1_rounding="floor")
         T = int(s["stage_ends"][K - 1])
-        log_a, _ = sch.log_bound_coefficients(s["step_sizes"][:T], s["stages"][:T], 20.0, 1.0,
+        log_a, _ = log_bound_coefficients(s["step_sizes"][:T], s["stages"][:T], 20.0, 1.0,
                                               "reference_code", s["stage_ends"][:K],
                                               stage_counting)
         profiles[K] = np.exp(logsumexp(log_a / 3.0) - log_a / 3.0)
@@ -699,14 +703,14 @@ def _write_figures(out_dir, grid, n):
     betas = np.arange(0.0, 1.0, 0.01)
     horizons = np.arange(1, 251)
     for j, alpha in enumerate((0.1, 0.5, 1.0)):
-        axes[0, j].plot(betas, [th.rho_nag_reference(alpha, b, 0.1, 1.0) for b in betas], label="[CODE] ρ")
-        axes[0, j].plot(betas, [th.rho_hb(alpha, b, 0.1, 1.0) for b in betas], "--", label="eq. 3.18")
+        axes[0, j].plot(betas, [rho_nag_reference(alpha, b, 0.1, 1.0) for b in betas], label="[CODE] ρ")
+        axes[0, j].plot(betas, [rho_hb(alpha, b, 0.1, 1.0) for b in betas], "--", label="eq. 3.18")
         axes[0, j].set_title(f"ρ vs β, α={alpha}", fontsize=9)
         axes[0, j].legend(fontsize=7)
         beta_opt = (1 - math.sqrt(alpha * 0.1)) / (1 + math.sqrt(alpha * 0.1))
         for row, cw in ((1, 1e-4), (2, 1e-2)):
             for beta in (0.0, 0.3, 0.7, beta_opt):
-                axes[row, j].plot(horizons, th.fig1_log_bound(horizons, alpha, beta, cw),
+                axes[row, j].plot(horizons, fig1_log_bound(horizons, alpha, beta, cw),
                                   label=f"β={beta:.3g}")
             axes[row, j].set_ylim(-10, 10)
             axes[row, j].set_title(f"log-bound, α={alpha}, c_w={cw:g}", fontsize=9)
