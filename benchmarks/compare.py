@@ -634,7 +634,7 @@ def section_metropolis(ctx):
     import numpy as np
     from compare_piecewise_affine import numpy_loop
 
-    from fastdp.solvers._pa_samplers import metropolis_sample
+    from fastdp.solvers.piecewise_affine import metropolis_sample
     from fastdp.solvers.piecewise_affine import Box, PiecewiseAffineProblem
 
     d, m = 10, 20

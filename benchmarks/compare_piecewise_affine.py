@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from fastdp.solvers.piecewise_affine import Box, PiecewiseAffineProblem
-from fastdp.solvers._pa_samplers import metropolis_sample
+from fastdp.solvers.piecewise_affine import metropolis_sample
 
 
 def numpy_loop(A, b, lo, hi, beta, std, x0, n_steps, rng):

@@ -11,7 +11,7 @@ from fastdp.exceptions import BudgetExceededError, PrivacyAnalysisError, Validat
 from fastdp.linear_model import DPLinearSVC, DPLogisticRegression, DPRidge
 from fastdp.privacy.events import PrivacyFilterEvent
 from fastdp.privacy.ledger import PrivacyLedger
-from fastdp.solvers._ls_filter import zcdp_of
+from fastdp.privacy.zcdp import zcdp_of
 
 SOLVERS = ("dpagd", "dp_blsgd_adaptive", "dp_blsgd_ac", "dp_blgd")
 

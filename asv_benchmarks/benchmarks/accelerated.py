@@ -9,8 +9,8 @@ the numerical allocation of problem (4.4).
 import numpy as np
 
 from fastdp.experiments.seed002 import make_synthetic_logreg
-from fastdp.solvers import _accel_schedules as sch
-from fastdp.solvers._accel_oracle import GLMProblem
+from fastdp.solvers.accelerated import schedules as sch
+from fastdp.solvers.accelerated import GLMProblem
 from fastdp.solvers.accelerated import (
     dp_heavy_ball,
     dp_masg,

@@ -39,7 +39,7 @@ class MetropolisKernel:
     def setup(self, m):
         import numba
 
-        from fastdp.solvers._pa_samplers import metropolis_sample
+        from fastdp.solvers.piecewise_affine import metropolis_sample
 
         self.sample = metropolis_sample
         self.problem = _problem(m)

@@ -1,7 +1,7 @@
 """numba kernels of the batched noisy backtracking line search (spec 003, §3.1).
 
 This module holds compiled inner loops only: no I/O, no privacy decisions and
-no random draws. The caller (:mod:`fastdp.solvers._ls_search`) computes the
+no random draws. The caller (:mod:`fastdp.solvers.line_search.search`) computes the
 margins of the batch once per iteration (``z_i = x_i·w`` and ``u_i = x_i·g``,
 one pass over the rows of the batch), draws the sparse-vector noise
 (threshold ``lam``, per-candidate ``nu``) from its own generator and passes

@@ -33,14 +33,15 @@ import numpy as np
 
 from fastdp.exceptions import ValidationError
 from fastdp.experiments import runner
-from fastdp.solvers import _pa_bounds as bounds
-from fastdp.solvers._pa_samplers import importance_estimates, rejection_sample
 from fastdp.solvers.piecewise_affine import (
     Box,
     PiecewiseAffineProblem,
+    bounds,
     dp_subgradient,
     exponential_mechanism,
+    importance_estimates,
     offset_perturbation,
+    rejection_sample,
     solution_perturbation,
     subgradient_method,
 )

@@ -13,9 +13,9 @@ families ask about a set of rows B, through the shared compiled kernels of
 * ``gradients(thetas, rows)``: the same for R replicas at once;
 * ``loss_values(w)``, ``objective(theta)``, ``smoothness()``: non-private diagnostics.
 
-The accelerated solvers use it as :class:`fastdp.solvers._accel_oracle.GLMProblem`
+The accelerated solvers use it as :class:`fastdp.solvers.accelerated.oracle.GLMProblem`
 (which adds the L1 sensitivity of their data domain), the line-search solvers
-as :class:`fastdp.solvers._ls_oracle.GlmBatchOracle` (their call convention);
+as :class:`fastdp.solvers.line_search.oracle.GlmBatchOracle` (their call convention);
 both are this class.
 
 Privacy

@@ -1,6 +1,6 @@
 """Seed 001 through the shared runner: one unit per sweep point, the random stream resumed.
 
-(The reproduction's numbers are tested in tests/solvers/test_piecewise_affine.py.)
+(The reproduction's numbers are tested in tests/solvers/piecewise_affine/test_piecewise_affine.py.)
 """
 import json
 

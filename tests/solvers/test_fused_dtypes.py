@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 from fastdp._kernels import _glm, _multinomial, _scd, _sgd
 from fastdp.solvers import line_search, multinomial, perturbation, scd, sgd
-from fastdp.solvers._accel_oracle import GLMProblem
+from fastdp.solvers.accelerated import GLMProblem
 from fastdp.solvers.accelerated import dp_gd
 
 N, D = 600, 40

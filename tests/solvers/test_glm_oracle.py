@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from fastdp.exceptions import ValidationError
-from fastdp.solvers._accel_oracle import GLMProblem
-from fastdp.solvers._ls_oracle import GlmBatchOracle
+from fastdp.solvers.accelerated import GLMProblem
+from fastdp.solvers.line_search import GlmBatchOracle
 from fastdp.solvers.glm_oracle import GlmOracle
 
 

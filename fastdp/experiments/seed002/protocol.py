@@ -3,8 +3,8 @@
 import numpy as np
 from scipy.optimize import minimize
 
-from fastdp.solvers._accel_oracle import GLMProblem
 from fastdp.solvers.accelerated import (
+    GLMProblem,
     plan_gd,
     plan_heavy_ball,
     plan_masg,

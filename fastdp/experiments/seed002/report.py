@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 
 from fastdp.experiments import runner
-from fastdp.solvers import _accel_theory as th
 from fastdp.experiments.seed002.protocol import (
     ALGORITHMS,
     CONVENTIONS,
@@ -21,6 +20,11 @@ from fastdp.experiments.seed002.robustness import (
     fig1_table,
     fig2_profiles,
     horizon_rule_table,
+)
+from fastdp.solvers.accelerated import (
+    fig1_log_bound,
+    rho_hb,
+    rho_nag_reference,
 )
 
 
@@ -240,14 +244,14 @@ def _write_figures(out_dir, grid, n):
     betas = np.arange(0.0, 1.0, 0.01)
     horizons = np.arange(1, 251)
     for j, alpha in enumerate((0.1, 0.5, 1.0)):
-        axes[0, j].plot(betas, [th.rho_nag_reference(alpha, b, 0.1, 1.0) for b in betas], label="[CODE] ρ")
-        axes[0, j].plot(betas, [th.rho_hb(alpha, b, 0.1, 1.0) for b in betas], "--", label="eq. 3.18")
+        axes[0, j].plot(betas, [rho_nag_reference(alpha, b, 0.1, 1.0) for b in betas], label="[CODE] ρ")
+        axes[0, j].plot(betas, [rho_hb(alpha, b, 0.1, 1.0) for b in betas], "--", label="eq. 3.18")
         axes[0, j].set_title(f"ρ vs β, α={alpha}", fontsize=9)
         axes[0, j].legend(fontsize=7)
         beta_opt = (1 - math.sqrt(alpha * 0.1)) / (1 + math.sqrt(alpha * 0.1))
         for row, cw in ((1, 1e-4), (2, 1e-2)):
             for beta in (0.0, 0.3, 0.7, beta_opt):
-                axes[row, j].plot(horizons, th.fig1_log_bound(horizons, alpha, beta, cw),
+                axes[row, j].plot(horizons, fig1_log_bound(horizons, alpha, beta, cw),
                                   label=f"β={beta:.3g}")
             axes[row, j].set_ylim(-10, 10)
             axes[row, j].set_title(f"log-bound, α={alpha}, c_w={cw:g}", fontsize=9)

@@ -4,8 +4,6 @@ import math
 
 import numpy as np
 
-from fastdp.solvers import _accel_schedules as sch
-from fastdp.solvers import _accel_theory as th
 from fastdp.experiments.seed002.protocol import (
     HORIZONS,
     Section5Problem,
@@ -13,6 +11,12 @@ from fastdp.experiments.seed002.protocol import (
     check_claims,
     make_synthetic_logreg,
     run_grid,
+)
+from fastdp.solvers.accelerated import (
+    HORIZON_RULES,
+    fig1_log_bound,
+    log_bound_coefficients,
+    masg_schedule,
 )
 
 
@@ -87,7 +91,7 @@ def horizon_rule_table(sec, horizons=HORIZONS, multipliers=(1.0, 0.1), batch_siz
     for m in batch_sizes or (n, 1000):
         for c in multipliers:
             for name in ("DP-NAG-opt", "DP-MASG-opt"):
-                for rule in sch.HORIZON_RULES:
+                for rule in HORIZON_RULES:
                     rows.append({"m": m, "c": c, "algorithm": name, "rule": rule, "horizons": [
                         _plan(name, sec, T=T, m=m, c=c, epsilon=1.0, convention="paper",
                               constants="reference_code", horizon_rule=rule).horizon
@@ -110,7 +114,7 @@ def fig1_table():
             for beta in (0.0, 0.3, 0.7, beta_opt):
                 entry = {"c_w": cw, "alpha": alpha, "beta": beta}
                 for rate in ("nag_reference", "hb"):
-                    curve = th.fig1_log_bound(horizons, alpha, beta, cw, rate=rate)
+                    curve = fig1_log_bound(horizons, alpha, beta, cw, rate=rate)
                     k = int(np.argmin(curve))
                     entry[rate] = (float(curve[k]), int(horizons[k]))
                 rows.append(entry)
@@ -123,9 +127,9 @@ def fig2_profiles(stage_counting="reference_fig2"):
 
     profiles = {}
     for K in (2, 3, 4, 5):
-        s = sch.masg_schedule(10_000, 20.0, 1.0, n1_rounding="floor")
+        s = masg_schedule(10_000, 20.0, 1.0, n1_rounding="floor")
         T = int(s["stage_ends"][K - 1])
-        log_a, _ = sch.log_bound_coefficients(s["step_sizes"][:T], s["stages"][:T], 20.0, 1.0,
+        log_a, _ = log_bound_coefficients(s["step_sizes"][:T], s["stages"][:T], 20.0, 1.0,
                                               "reference_code", s["stage_ends"][:K],
                                               stage_counting)
         profiles[K] = np.exp(logsumexp(log_a / 3.0) - log_a / 3.0)

@@ -11,8 +11,8 @@ import numbers
 from fastdp._validation import check_integer, check_real
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.filters import AMPLIFICATIONS
-from fastdp.solvers._ls_adapt import BUDGET_RULES
-from fastdp.solvers._ls_search import ARMIJO_SCALES
+from fastdp.solvers.line_search.adapt import BUDGET_RULES
+from fastdp.solvers.line_search.search import ARMIJO_SCALES
 
 __all__ = ["BlsgdSettings", "MAX_CANDIDATES"]
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from fastdp.solvers import _accel_theory as th
+from fastdp.solvers.accelerated import theory as th
 
 
 def test_rho_hb_values():

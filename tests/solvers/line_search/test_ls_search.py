@@ -1,4 +1,4 @@
-"""NOISYBTLS (fastdp.solvers._ls_search): noise law, classic-Armijo limit, sensitivity.
+"""NOISYBTLS (fastdp.solvers.line_search.search): noise law, classic-Armijo limit, sensitivity.
 
 Spec 003 §7 items 4, 6, 8.
 """
@@ -15,8 +15,8 @@ from fastdp._kernels import _line_search as K
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss
 from fastdp.privacy.events import LineSearchEvent
-from fastdp.solvers._ls_oracle import GlmBatchOracle
-from fastdp.solvers._ls_search import (
+from fastdp.solvers.line_search import GlmBatchOracle
+from fastdp.solvers.line_search.search import (
     armijo_coefficients,
     candidate_steps,
     draw_svt_noise,

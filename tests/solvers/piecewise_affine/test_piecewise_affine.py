@@ -19,7 +19,7 @@ from fastdp.exceptions import ValidationError
 from fastdp.privacy import get_accountant
 from fastdp.privacy.events import ExponentialMechanismEvent, PureEvent, SelfComposedEvent
 from fastdp.solvers import piecewise_affine as pa
-from fastdp.solvers._pa_samplers import (
+from fastdp.solvers.piecewise_affine.samplers import (
     exact_1d_pieces,
     exact_1d_sample,
     importance_estimates,

@@ -1,4 +1,4 @@
-"""RDP budget filter of DP-BLSGD (fastdp.solvers._ls_budget) against spec 003 §4.7.
+"""RDP budget filter of DP-BLSGD (fastdp.privacy.filters.RdpBudgetFilter) against spec 003 §4.7.
 
 Spec §7 items 10–13: eq. (4)/(5) values, the amplification table, the a = 2
 closed form, the iteration counts of the always-succeed stub for every
@@ -13,7 +13,7 @@ import pytest
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import GaussianEvent, LineSearchEvent, PoissonSampledEvent
 from fastdp.privacy.rdp import RdpAccountant, rdp_line_search
-from fastdp.solvers._ls_budget import RdpBudgetFilter, paper_orders, rdp_poisson_tight_all
+from fastdp.privacy.filters import RdpBudgetFilter, paper_orders, rdp_poisson_tight_all
 
 
 def _gauss(rho):

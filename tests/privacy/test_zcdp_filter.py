@@ -1,4 +1,8 @@
-"""Tests for fastdp.solvers._ls_filter: zCDP costs, the filter, and filtered runs."""
+"""The zCDP privacy filter (fastdp.privacy.filters.ZcdpFilter) and the zCDP costs it charges.
+
+(Moved from tests/solvers/test_ls_filter.py; the filtered line-search runs are in
+tests/solvers/line_search/test_ls_zcdp_runs.py.)
+"""
 
 import math
 
@@ -22,8 +26,9 @@ from fastdp.privacy.events import (
     SelfComposedEvent,
 )
 from fastdp.privacy.rdp import RdpAccountant
-from fastdp.solvers import line_search as LS
-from fastdp.solvers._ls_filter import ZcdpFilter, rho_cap_for, zcdp_of
+from fastdp.privacy.filters import ZcdpFilter
+from fastdp.privacy.zcdp import rho_for_epsilon as rho_cap_for
+from fastdp.privacy.zcdp import zcdp_of
 
 ORDERS = np.concatenate([1.0 + np.geomspace(1e-3, 0.9, 30), np.arange(2.0, 65.0),
                          [128.0, 256.0, 512.0, 1024.0]])
@@ -108,35 +113,3 @@ def test_filter_rejects_bad_caps():
     for bad in (0.0, -1.0, math.inf, math.nan, True, "1"):
         with pytest.raises(ValidationError):
             ZcdpFilter(bad)
-
-
-@pytest.fixture(scope="module")
-def problem():
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(1500, 6))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = np.where(X @ rng.normal(size=6) > 0, 1.0, -1.0)
-    return X, y
-
-
-@pytest.mark.parametrize("fn,kw", [(LS.dp_blsgd, {}), (LS.dp_blsgd, dict(adaptive_clipping=True)),
-                                   (LS.dp_blgd, {}), (LS.dp_blsgd, dict(noise="gaussian"))])
-def test_filtered_function_runs(problem, fn, kw):
-    X, y = problem
-    res = fn(X, y, epsilon=0.5, delta=1e-6, budget_filter="zcdp", random_state=2, **kw)
-    cap = rho_cap_for(0.5, 1e-6)
-    assert res.event == PrivacyFilterEvent.zcdp(cap)
-    ex = res.extra
-    assert ex["rho_cap"] == cap and 0 < ex["rho_consumed"] <= cap
-    assert zcdp_of(ex["consumed_event"]) == pytest.approx(ex["rho_consumed"], rel=1e-12)
-    assert ex["epsilon_spent"] <= ex["epsilon_cap"] <= 0.5
-    # the run stopped because the next query was unaffordable (budget essentially used)
-    assert ex["rho_consumed"] > 0.5 * cap
-    again = fn(X, y, epsilon=0.5, delta=1e-6, budget_filter="zcdp", random_state=2, **kw)
-    np.testing.assert_array_equal(res.coef, again.coef)
-
-
-def test_filtered_mode_refuses_actual_batch_normaliser(problem):
-    X, y = problem
-    with pytest.raises(ValidationError, match="normalize"):
-        LS.dp_blsgd(X, y, epsilon=0.5, delta=1e-6, budget_filter="zcdp", normalize="actual")

@@ -14,7 +14,7 @@ from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import ExponentialMechanismEvent, GaussianEvent, PoissonSampledEvent
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.solvers import line_search as LS
-from fastdp.solvers._ls_budget import paper_orders
+from fastdp.privacy.filters import paper_orders
 
 
 def _synthetic(n=5000, d=50, seed=0):
@@ -140,13 +140,13 @@ def test_adaptive_clipping_shrinks_at_most_once_per_iteration(synthetic):
 def test_cheb_noise_uses_pre_increase_rho(synthetic, monkeypatch):
     X, y = synthetic
     seen = []
-    original = LS._noisy_gradient
+    original = LS.adaptive.noisy_gradient
 
     def spy(oracle, rows, w, c_grad, rho, *args, **kwargs):
         seen.append(rho)
         return original(oracle, rows, w, c_grad, rho, *args, **kwargs)
 
-    monkeypatch.setattr(LS, "_noisy_gradient", spy)
+    monkeypatch.setattr(LS.adaptive, "noisy_gradient", spy)
     res = LS.dp_blsgd(X, y, epsilon=0.8, delta=1e-8, random_state=2, budget_rule="must",
                       eta0=1e8, max_it=2, max_iter=1)
     rho0 = (0.8 / 100) ** 2 / 2

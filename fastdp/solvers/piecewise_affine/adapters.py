@@ -10,8 +10,8 @@ import numpy as np
 
 from fastdp._validation import check_positive, check_real_array
 from fastdp.exceptions import ValidationError
-from fastdp.solvers._pa_constraints import Box, Polytope
-from fastdp.solvers._pa_problem import PiecewiseAffineProblem, SumOfPinballProblem
+from fastdp.solvers.piecewise_affine.constraints import Box, Polytope
+from fastdp.solvers.piecewise_affine.problem import PiecewiseAffineProblem, SumOfPinballProblem
 
 __all__ = [
     "chebyshev_regression_problem",

@@ -7,7 +7,7 @@ import pytest
 from fastdp.exceptions import ValidationError
 from fastdp.privacy import events
 from fastdp.privacy.pure import PureDPAccountant
-from fastdp.solvers import _accel_accounting as acc
+from fastdp.solvers.accelerated import accounting as acc
 
 N = 100_000
 S1 = 40.0

@@ -1,4 +1,4 @@
-"""Adaptation rules (fastdp.solvers._ls_adapt): CHEB decisions, θ̄ EMA, η0 update.
+"""Adaptation rules (fastdp.solvers.line_search.adapt): CHEB decisions, θ̄ EMA, η0 update.
 
 Spec 003 §7 items 14–16, with hand-computed expectations.
 """
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fastdp.exceptions import ValidationError
-from fastdp.solvers._ls_adapt import (
+from fastdp.solvers.line_search.adapt import (
     INCREASE_EPS,
     INCREASE_RHO,
     NO_INCREASE,

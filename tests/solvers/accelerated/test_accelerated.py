@@ -13,8 +13,8 @@ from scipy.optimize import minimize
 
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.pure import PureDPAccountant
-from fastdp.solvers import _accel_schedules as sch
-from fastdp.solvers._accel_oracle import GLMProblem, glm_l1_sensitivity
+from fastdp.solvers.accelerated import schedules as sch
+from fastdp.solvers.accelerated import GLMProblem, glm_l1_sensitivity
 from fastdp.solvers.accelerated import (
     dp_gd,
     dp_heavy_ball,
@@ -439,7 +439,7 @@ def test_subsampled_laplace_step_density_and_privacy_loss():
 
     from scipy import stats
 
-    from fastdp.solvers._accel_accounting import eps_step
+    from fastdp.solvers.accelerated.accounting import eps_step
 
     n, m, b = 10, 2, 1.0
     ys = np.linspace(0.0, 1.0, n)

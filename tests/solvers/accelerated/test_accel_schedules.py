@@ -7,8 +7,8 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from fastdp.exceptions import ValidationError
-from fastdp.solvers import _accel_accounting as acc
-from fastdp.solvers import _accel_schedules as sch
+from fastdp.solvers.accelerated import accounting as acc
+from fastdp.solvers.accelerated import schedules as sch
 from fastdp.solvers.accelerated import plan_masg, plan_nesterov
 
 L5 = 5.100080706735987  # spec 6.1 test 6: L of the section-5 data

@@ -26,7 +26,7 @@ from fastdp._kernels import _metropolis
 from fastdp._validation import check_positive, check_real_array
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import Adjacency, _as_adjacency
-from fastdp.solvers._pa_constraints import check_constraints
+from fastdp.solvers.piecewise_affine.constraints import check_constraints
 
 __all__ = ["PiecewiseAffineProblem", "SumOfPinballProblem"]
 

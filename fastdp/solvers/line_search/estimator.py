@@ -1,0 +1,354 @@
+"""The line-search solvers for the scikit-learn estimators (:mod:`fastdp.solvers.registry`).
+
+``"dp_blsgd"`` (and ``"line_search"``): the fixed split, event known in
+advance; ``"dp_blsgd_adaptive"``, ``"dp_blsgd_ac"``, ``"dp_blgd"`` and
+``"dpagd"`` (``"dp_agd"``): adaptive runs under a zCDP privacy filter whose
+cap is the planned event.
+"""
+
+import dataclasses
+import math
+
+from fastdp.exceptions import ValidationError
+from fastdp.privacy.events import ComposedEvent, PrivacyFilterEvent
+from fastdp.privacy.filters import ZcdpFilter
+from fastdp.privacy.zcdp import rho_for_epsilon, zcdp_of
+from fastdp.sampling import get_sampler
+from fastdp.solvers.line_search.adaptive import run_adaptive
+from fastdp.solvers.line_search.agd import check_agd_settings, dp_agd_core
+from fastdp.solvers.line_search.fixed_split import (
+    check_grad_share,
+    dp_blsgd_fixed,
+    fixed_split_event,
+)
+from fastdp.solvers.line_search.releases import filter_report, gradient_event, prepare_oracle
+from fastdp.solvers.line_search.search import line_search_event
+from fastdp.solvers.line_search.settings import BlsgdSettings
+from fastdp.solvers.registry import EstimatorSolver
+
+__all__ = ["ESTIMATOR_SOLVERS", "FixedSplitEstimatorSolver", "AdaptiveLineSearchEstimatorSolver",
+           "DpAgdEstimatorSolver"]
+
+
+def _renamed_armijo_alpha(options):
+    """A copy of the estimator's ``solver_options`` with ``armijo_alpha`` as ``alpha``
+    (the estimators' ``alpha`` is the L2 strength)."""
+    options = dict(options)
+    if "armijo_alpha" in options:
+        options["alpha"] = options.pop("armijo_alpha")
+    return options
+
+
+MAX_CALLS_PER_NOMINAL_ITERATION = 100
+"""A privacy filter's cap may pay for at most this many private calls per nominal
+iteration (and at least :data:`MIN_CALL_LIMIT` in all): settings under which the cap
+affords more (a tiny per-call budget next to a large one) would run for hours."""
+MIN_CALL_LIMIT = 10**6
+
+
+def _check_call_bound(name, rho_cap, cheapest_call, nominal_iterations):
+    """Refuse settings under which the filter's cap affords an unbounded number of calls.
+
+    Every gradient release and every step search costs at least
+    ``cheapest_call`` (zCDP; the per-call budgets only grow during a run), and
+    a refinement always follows a search, so the run makes at most about
+    ``rho_cap / cheapest_call`` of them.
+    """
+    calls = rho_cap / cheapest_call
+    limit = max(MAX_CALLS_PER_NOMINAL_ITERATION * nominal_iterations, MIN_CALL_LIMIT)
+    if not calls <= limit:
+        raise ValidationError(
+            f"solver {name!r}: with these settings the privacy filter's cap rho = {rho_cap:.3g} "
+            f"pays for up to {calls:.3g} private calls of cost {cheapest_call:.3g}, more than "
+            f"{limit:.3g} (the run would not end in reasonable time); make the per-call budgets "
+            "(epsilon_iter, rho_grad, rho_bt, epsilon_bt, grad_share) less uneven.")
+
+
+class FixedSplitEstimatorSolver(EstimatorSolver):
+    """``solver="dp_blsgd"`` of the estimators: :func:`dp_blsgd_fixed`.
+
+    The estimators need the whole run's event before training, so they use
+    the non-adaptive fixed split (spec 003 §3.8): the noise parameter is the
+    per-iteration noise multiplier σ (ρ_iter = 1/(2σ²), 90 % gradient, 10 %
+    Gaussian line search), calibrated so that the accountant's ε of
+    ``sampler.event(n, T, fixed_split_event(ρ_iter))`` is at most the target
+    (T = floor(epochs·n/L)). ``clip`` is C_grad and ``alpha`` (the
+    estimator's L2 strength) is μ. The adaptive DP-BLSGD (CHEB) is the
+    estimator solver ``"dp_blsgd_adaptive"`` (zCDP privacy filter, no
+    amplification) and the function :func:`dp_blsgd`.
+
+    ``solver_options``: ``c_obj``, ``grad_share``, ``eta0``, ``max_it``,
+    ``armijo_alpha`` (the Armijo constant α), ``beta``, ``tau``, ``varsigma``,
+    ``eta0_cap``, ``armijo_scale``, ``svt_analysis``, ``init``, ``init_scale``.
+    The line-search event has an RDP analysis only: use ``accountant="rdp"``.
+    """
+
+    name = "dp_blsgd"
+    losses = ("squared", "logistic", "hinge")
+    noise_name = "noise_multiplier"
+    options = ("c_obj", "grad_share", "eta0", "max_it", "armijo_alpha", "beta", "tau",
+               "varsigma", "eta0_cap", "armijo_scale", "svt_analysis", "init", "init_scale")
+
+    @staticmethod
+    def _step_event(config, noise):
+        options = config.get("options", {})
+        return fixed_split_event(1.0 / (2.0 * noise ** 2),
+                                 grad_share=options.get("grad_share", 0.9),
+                                 max_it=options.get("max_it", 10),
+                                 svt_analysis=options.get("svt_analysis", "paper"))
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, the sampler, the split (``grad_share``, ``max_it``,
+        ``svt_analysis``) and every line-search setting."""
+        super().check_params(n_samples, config, private=private)
+        get_sampler(config["sampler"], config["batch_size"]).check(n_samples)
+        self._step_event(config, 1.0)
+        options = _renamed_armijo_alpha(config.get("options", {}))
+        options.pop("grad_share", None)
+        clip = config["clip"]
+        BlsgdSettings.from_options(dict(options, mu=config["lam"],
+                                        c_grad=(3.0 if clip is None else clip))).validate(1.0)
+
+    def event(self, n_samples, config, noise):
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        n_steps = sampler.n_steps(n_samples, config["epochs"])
+        return sampler.event(n_samples, n_steps, self._step_event(config, noise))
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        options = _renamed_armijo_alpha(config.get("options", {}))
+        sampler = get_sampler(config["sampler"], config["batch_size"])
+        clip = config["clip"]
+        return dp_blsgd_fixed(
+            X, y, noise_multiplier=float(noise),
+            n_iter=sampler.n_steps(X.shape[0], config["epochs"]),
+            batch_size=config["batch_size"], loss=loss, mu=config["lam"],
+            c_grad=(3.0 if clip is None else clip), sampler=config["sampler"],
+            random_state=random_state, record_history=config.get("record_history", False),
+            num_threads=config.get("num_threads") or 1, **options)
+
+
+class _FilteredEstimatorSolver(EstimatorSolver):
+    """Shared part of the adaptive solvers run under a zCDP privacy filter.
+
+    The noise parameter is the filter's cap ρ (``noise_name = "rho_cap"``):
+    the planned event is ``PrivacyFilterEvent.zcdp(ρ)``, calibrated as the
+    largest ρ whose ε (estimator's accountant, which must be an RDP
+    accountant) is within the target; the run is halted before any query
+    that would take its summed zCDP cost above ρ (:class:`~fastdp.privacy.filters.ZcdpFilter`),
+    and ``result.event`` is that same cap event. A ledger is charged the cap,
+    not the (smaller, data-dependent) consumed amount, which is reported in
+    ``solver_result_.extra`` (``rho_consumed``, ``consumed_event``). A given
+    ``noise_multiplier`` is read as ρ itself.
+    """
+
+    noise_name = "rho_cap"
+    losses = ("squared", "logistic", "hinge")
+
+    def event(self, n_samples, config, noise):
+        return PrivacyFilterEvent.zcdp(float(noise))
+
+    def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
+        return rho_for_epsilon(epsilon, delta, accountant)
+
+    @staticmethod
+    def _nominal_iterations(n_samples, config, sample_rate):
+        """T = floor(epochs / q) (≥ 1): the iterations the cap pays for without refinements."""
+        return max(1, int(math.floor(float(config["epochs"]) / sample_rate + 1e-9)))
+
+
+class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
+    """``solver="dp_blsgd_adaptive"``, ``"dp_blsgd_ac"`` and ``"dp_blgd"`` of the estimators.
+
+    DP-BLSGD with CHEB (:func:`dp_blsgd`), its "-AC" variant
+    (``adaptive_clipping=True``) and full-batch DP-BLGD (:func:`dp_blgd`),
+    run under a zCDP privacy filter with cap ρ (see
+    :class:`_FilteredEstimatorSolver`). Mapping of the estimator's settings:
+    ``batch_size`` L gives the Poisson rate q = L/n (DP-BLGD: q = 1; the
+    ``sampler`` must be "poisson"), ``clip`` is C_grad (default 3), ``alpha``
+    is μ, and ``epochs`` fixes the nominal iteration count T = epochs/q: unless
+    ``solver_options`` sets ``epsilon_iter``, ε_iter is chosen so that T
+    iterations without CHEB increases cost exactly ρ (gradient ε_iter²/2 plus
+    the line search's zCDP cost). CHEB's extra queries and budget increases
+    then end the run earlier. Every call is charged unsampled (no
+    amplification: the gradient and the retries share a batch).
+
+    Privacy: add/remove adjacency; gradient sensitivity C_grad (L2),
+    line-search query sensitivity C_obj; released: the whole transcript
+    and the model; the run is ρ-zCDP.
+
+    ``solver_options``: the fields of
+    :class:`~fastdp.solvers.line_search.settings.BlsgdSettings` except
+    ``sample_rate``, ``mu``, ``c_grad``, the RDP-budget options
+    (``amplification``, ``check``, ``fixed_order``, ``batch_accounting``,
+    ``budget_filter``) and ``normalize``; ``armijo_alpha`` is the Armijo α.
+    """
+
+    default_sampler = "poisson"
+
+    def __init__(self, name, refine, adaptive_clipping=False):
+        self.name = name
+        self._refine = refine
+        self._adaptive_clipping = adaptive_clipping
+        excluded = {"sample_rate", "mu", "c_grad", "amplification", "check", "fixed_order",
+                    "batch_accounting", "budget_filter", "normalize", "alpha",
+                    "adaptive_clipping"}
+        if refine == "gradavg":
+            excluded |= {"phi_max", "phi_min", "psi", "budget_rule", "zeta"}
+        fields = [f.name for f in dataclasses.fields(BlsgdSettings)]
+        self.options = tuple(sorted(set(fields) - excluded)) + ("armijo_alpha",)
+
+    def default_clip(self, n_samples, config, loss):
+        return 3.0
+
+    def _sample_rate(self, n_samples, config):
+        if config["sampler"] != "poisson":
+            raise ValidationError(
+                f"solver {self.name!r} draws Poisson batches; use sampler='poisson' (or None).")
+        if self._refine == "gradavg":
+            return 1.0
+        return min(1.0, float(config["batch_size"]) / n_samples)
+
+    def _settings(self, n_samples, config, rho_cap):
+        options = _renamed_armijo_alpha(config.get("options", {}))
+        q = self._sample_rate(n_samples, config)
+        clip = config["clip"]
+        settings = dict(options, sample_rate=q, mu=config["lam"],
+                        c_grad=(3.0 if clip is None else float(clip)))
+        if self._refine == "cheb":
+            settings["adaptive_clipping"] = self._adaptive_clipping
+        if settings.get("epsilon_iter") is None and rho_cap is not None:
+            probe = BlsgdSettings.from_options(dict(settings, epsilon_iter=1.0)).validate(1.0)
+            unit = zcdp_of(ComposedEvent((
+                gradient_event(probe.rho_grad),
+                line_search_event(probe.noise, probe.epsilon_bt if probe.noise == "laplace"
+                                  else probe.rho_bt, probe.max_it, probe.svt_analysis))))
+            iterations = self._nominal_iterations(n_samples, config, q)
+            settings["epsilon_iter"] = math.sqrt(rho_cap / (iterations * unit))
+        return settings, q
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, the sampler (Poisson) and every DP-BLSGD setting
+        (``epsilon_iter``, chosen from the cap when not given, is checked in
+        :meth:`event`)."""
+        super().check_params(n_samples, config, private=private)
+        settings, _ = self._settings(n_samples, config, None)
+        if settings.get("epsilon_iter") is None:
+            settings["epsilon_iter"] = 1.0  # placeholder: chosen from the cap
+        BlsgdSettings.from_options(settings).validate(math.nan)
+
+    def event(self, n_samples, config, noise):
+        """The cap's filter event; refuses settings whose run the cap would not bound."""
+        settings, q = self._settings(n_samples, config, float(noise))
+        cfg = BlsgdSettings.from_options(settings).validate(math.nan)
+        search = zcdp_of(line_search_event(cfg.noise, cfg.epsilon_bt if cfg.noise == "laplace"
+                                           else cfg.rho_bt, cfg.max_it, cfg.svt_analysis))
+        _check_call_bound(self.name, float(noise), min(cfg.rho_grad, search),
+                          self._nominal_iterations(n_samples, config, q))
+        return super().event(n_samples, config, noise)
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        n = X.shape[0]
+        private = float(noise) > 0.0
+        settings, q = self._settings(n, config, float(noise) if private else None)
+        common = dict(loss=loss, random_state=random_state,
+                      record_history=config.get("record_history", False),
+                      num_threads=config.get("num_threads") or 1,
+                      refine=self._refine, algorithm=self.name)
+        if not private:
+            # noise_multiplier=0 / epsilon=inf: noise-free Armijo (S)GD for T iterations; a
+            # failed search is not retried (without noise a retry on the batch fails again)
+            settings.setdefault("max_iter", self._nominal_iterations(n, config, q))
+            settings.setdefault("epsilon_iter", 1.0)
+            common["refine"] = "none"
+            return run_adaptive(X, y, epsilon=1.0, delta=0.5, noise_free=True,
+                                 settings=settings, **common)
+        return run_adaptive(X, y, epsilon=None, delta=None, noise_free=False, settings=settings,
+                             budget=ZcdpFilter(float(noise)), **common)
+
+
+class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
+    """``solver="dpagd"`` of the estimators: DP-AGD (:func:`dp_agd`) under a zCDP filter.
+
+    Full batch. The cap ρ (see :class:`_FilteredEstimatorSolver`) is split
+    over T = ``epochs`` nominal iterations: ρ_iter = ρ/T, of which
+    ``grad_share`` (default 0.5) goes to the initial gradient release
+    (ρ_grad) and the rest to one noisy-min step selection
+    (ε_nmax = sqrt(2·ρ_sel), an ε_nmax-DP report-noisy-min, charged
+    ε_nmax²/2). Refinements (GradAvg) and repeated selections then end the run
+    earlier. (The function :func:`dp_agd` keeps the DP-AGD code's
+    (ε, δ)-based allocation.) ``clip`` is C_grad (default 3), ``alpha`` is μ.
+
+    Privacy: add/remove adjacency; gradient sensitivity C_grad (L2), score
+    sensitivity C_obj (monotone scores); released: the transcript and the
+    model; the run is ρ-zCDP.
+
+    ``solver_options``: ``c_obj``, ``grad_share``, ``n_candidates``,
+    ``step_max``, ``gamma``, ``step_update_period``, ``step_update_factor``,
+    ``init``, ``init_scale``, ``max_iter``.
+    """
+
+    name = "dpagd"
+    options = ("c_obj", "grad_share", "n_candidates", "step_max", "gamma", "step_update_period",
+               "step_update_factor", "init", "init_scale", "max_iter")
+
+    _DEFAULTS = dict(c_obj=1.0, n_candidates=21, step_max=2.0, gamma=0.1,
+                     step_update_period=10, step_update_factor=1.1, init="zeros",
+                     init_scale=0.01, max_iter=None)
+
+    def default_clip(self, n_samples, config, loss):
+        return 3.0
+
+    def _settings(self, config):
+        """``(grad_share, settings of the DP-AGD loop)`` from the estimator's config."""
+        options = dict(config.get("options", {}))
+        grad_share = check_grad_share(options.pop("grad_share", 0.5))
+        clip = config["clip"]
+        settings = dict(self._DEFAULTS, mu=config["lam"], c_grad=(3.0 if clip is None else clip))
+        settings.update(options)
+        return grad_share, settings
+
+    def check_params(self, n_samples, config, *, private):
+        """The base checks, ``grad_share`` and every DP-AGD setting."""
+        super().check_params(n_samples, config, private=private)
+        check_agd_settings(**self._settings(config)[1])
+
+    def event(self, n_samples, config, noise):
+        """The cap's filter event; refuses settings whose run the cap would not bound."""
+        grad_share, settings = self._settings(config)
+        iterations = self._nominal_iterations(n_samples, config, 1.0)
+        rho_iter = float(noise) / iterations
+        _check_call_bound(self.name, float(noise),
+                          min(grad_share, 1.0 - grad_share) * rho_iter, iterations)
+        return super().event(n_samples, config, noise)
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        if not float(noise) > 0.0:
+            raise ValidationError("solver 'dpagd' has no non-private mode; use a finite epsilon.")
+        grad_share, settings = self._settings(config)
+        rho_cap = float(noise)
+        iterations = self._nominal_iterations(X.shape[0], config, 1.0)
+        rho_iter = rho_cap / iterations
+        zcdp_filter = ZcdpFilter(rho_cap)
+        oracle = prepare_oracle(X, y, loss, config.get("num_threads") or 1)
+        settings["c_grad"] = float(settings["c_grad"])
+        res = dp_agd_core(oracle, budget=zcdp_filter,
+                           rho_grad=grad_share * rho_iter,
+                           eps_nmax=math.sqrt(2.0 * (1.0 - grad_share) * rho_iter), loss=loss,
+                           random_state=random_state,
+                           record_history=config.get("record_history", False),
+                           num_threads=config.get("num_threads") or 1, **settings)
+        res.extra.update(filter_report(zcdp_filter))
+        return res
+
+
+# "line_search" is the same solver under the issue's generic name.
+ESTIMATOR_SOLVERS = {
+    "dp_blsgd": FixedSplitEstimatorSolver(),
+    "line_search": FixedSplitEstimatorSolver(),
+    "dp_blsgd_adaptive": AdaptiveLineSearchEstimatorSolver("dp_blsgd_adaptive", "cheb"),
+    "dp_blsgd_ac": AdaptiveLineSearchEstimatorSolver("dp_blsgd_ac", "cheb",
+                                                     adaptive_clipping=True),
+    "dp_blgd": AdaptiveLineSearchEstimatorSolver("dp_blgd", "gradavg"),
+    "dpagd": DpAgdEstimatorSolver(),
+    "dp_agd": DpAgdEstimatorSolver(),
+}
