@@ -239,34 +239,12 @@ def fit_distributed(source, estimator, *, engine=None):
             reservation.commit()
     finally:
         engine.close()
-    coef, intercept = row_map.split_coef(theta.reshape(1, -1))
-    est.row_map_ = row_map
-    est.coef_ = est._shape_coef(coef)
-    est.intercept_ = est._shape_intercept(intercept)
-    if classes is not None:
-        est.classes_ = classes
+    est._set_fitted(theta.reshape(1, -1), row_map=row_map, classes=classes, solver_name=name,
+                    solver=solver, multi_class=None, config=config, noise=noise, delta=delta,
+                    private=private, accountant=accountant, event=planned_event,
+                    sampler=sampler.name, sample_rate=float(sampler.sample_rate(n)),
+                    n_iter=int(epoch_ends[-1]), history=None, solver_result=None,
+                    charged=reservation is not None, started=started)
     est.n_features_in_ = d
-    est.solver_ = name
-    est.multi_class_ = None
-    est.alpha_ = config["lam"]
-    est.batch_size_ = config["batch_size"]
-    est.epochs_ = config["epochs"]
-    est.learning_rate_ = config["options"].get("learning_rate")
-    est.noise_multiplier_ = noise
-    est.noise_name_ = solver.noise_name
-    est.delta_ = delta if private else 0.0
-    est.epsilon_ = accountant.epsilon(planned_event, delta) if private else math.inf
-    est.privacy_event_ = planned_event
-    est.privacy_report_ = accountant.report(planned_event, delta) if private else None
-    est.sampler_ = sampler.name
-    est.sample_rate_ = float(sampler.sample_rate(n))
-    est.clip_ = config["clip"]
-    est.n_iter_ = int(epoch_ends[-1])
-    est.history_ = None
-    est.solver_result_ = None
     est.distributed_stats_ = dataclasses.asdict(stats)
-    est.fit_time_ = time.perf_counter() - started
-    if not np.all(np.isfinite(est.coef_)) or not np.all(np.isfinite(est.intercept_)):
-        raise ValidationError("the fit produced non-finite coefficients; lower clip, "
-                              "noise_multiplier or the learning rate.")
     return est
