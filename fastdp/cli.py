@@ -632,7 +632,8 @@ def build_parser():
     p.add_argument("--out", metavar="MODEL", help="save the model as MODEL.json + MODEL.npz")
     p.add_argument("--test", metavar="DATA", help="also report utility on this test file")
     p.add_argument("--ray", metavar="ADDRESS", default=None,
-                   help="data-parallel DP-SGD on Ray ('local' for a local cluster); see "
+                   help="data-parallel DP-SGD (multinomial for K > 2 classes) or, with "
+                        "--solver dpscd, dual DP-SCD on Ray ('local' for a local cluster); see "
                         "docs/distributed.md")
     p.add_argument("--workers", type=_positive_int, default=2, help="Ray workers (with --ray)")
     p.add_argument("--shards", type=_positive_int, default=None,

@@ -1,5 +1,8 @@
 """``fastdp train --ray ADDRESS --workers K DATA``: the CLI's data-parallel route.
 
+DP-SGD (``--solver auto`` or ``dpsgd``; multinomial when the file has more
+than two classes and ``--model logistic``) or dual DP-SCD (``--solver dpscd``).
+
 The driver counts the rows of the LIBSVM file (one streaming pass, no matrix),
 or of a binary dataset (``DIR.fdp``, made by ``fastdp convert``) reads only
 the header, and starts K Ray actors that load their own row ranges; the model,
