@@ -199,8 +199,8 @@ def fit_in_memory(estimator, X, y):
     on the number of shards (within 1e-12 relative of one shard).
 
     The workers of a :class:`LocalWorkers` engine hold copies of their rows
-    (memory about twice X); Ray actors receive their rows through the
-    object store.  For data the driver cannot hold, use
+    (memory about twice X); with :class:`RayWorkers`, X is put once in the
+    object store and each actor copies out its own rows.  For data the driver cannot hold, use
     :func:`fit_distributed` with a file source.
     """
     import copy
