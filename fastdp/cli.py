@@ -268,18 +268,17 @@ def _auto_or(convert):
     return parse
 
 
-def _cmd_train(args):
-    from fastdp import linear_model
+def _estimator_from_args(args, cls, n_rows, *, sampler=None):
+    """The estimator ``fastdp train`` fits, and its ledger: ``(model, ledger or None)``.
 
-    started = time.perf_counter()
-    cls = getattr(linear_model, _MODELS[args.model])
-    if args.ray is not None:  # data-parallel: the Ray workers read the file, this process does not
-        from fastdp.distributed.data_parallel.cli import train_on_ray
-        return train_on_ray(args, cls, _ROW_BOUNDS, _open_ledger, _print_privacy, _UsageError)
-    X, y, where = _load_data(args.data, dtype=args.dtype)
-    delta = args.delta
-    if delta is None:
-        delta = linear_model.default_delta(X.shape[0])
+    One definition for both routes (in memory and ``--ray``): the default
+    delta of ``n_rows`` rows, the ledger (``--ledger``, ``--budget``), the
+    solver options and every estimator parameter from ``args``.  ``sampler``
+    replaces ``--sampler`` (the ``--ray`` route draws block-keyed lots).
+    """
+    from fastdp.linear_model import default_delta
+
+    delta = args.delta if args.delta is not None else default_delta(n_rows)
     ledger = None
     if args.ledger:
         ledger = _open_ledger(args.ledger, args.budget, args.budget_delta, delta)
@@ -290,10 +289,23 @@ def _cmd_train(args):
         options["learning_rate"] = args.learning_rate
     model = cls(epsilon=args.epsilon, delta=delta, alpha=args.alpha, solver=args.solver,
                 batch_size=args.batch_size, clip=args.clip, epochs=args.epochs,
-                sampler=args.sampler, accountant=args.accountant,
-                solver_options=options or None, normalize=_ROW_BOUNDS[args.normalize],
-                fit_intercept=not args.no_intercept, ledger=ledger, random_state=args.seed,
-                verbose=int(args.verbose))
+                sampler=args.sampler if sampler is None else sampler,
+                accountant=args.accountant, solver_options=options or None,
+                normalize=_ROW_BOUNDS[args.normalize], fit_intercept=not args.no_intercept,
+                ledger=ledger, random_state=args.seed, verbose=int(args.verbose))
+    return model, ledger
+
+
+def _cmd_train(args):
+    from fastdp import linear_model
+
+    started = time.perf_counter()
+    cls = getattr(linear_model, _MODELS[args.model])
+    if args.ray is not None:  # data-parallel: the Ray workers read the file, this process does not
+        from fastdp.distributed.data_parallel.cli import train_on_ray
+        return train_on_ray(args, cls, _estimator_from_args, _print_privacy, _UsageError)
+    X, y, where = _load_data(args.data, dtype=args.dtype)
+    model, ledger = _estimator_from_args(args, cls, X.shape[0])
     model.fit(X, y)
     elapsed = time.perf_counter() - started
     print(f"fastdp train: {cls.__name__} (solver {model.solver_}) on {where}: "
@@ -620,7 +632,8 @@ def build_parser():
     p.add_argument("--out", metavar="MODEL", help="save the model as MODEL.json + MODEL.npz")
     p.add_argument("--test", metavar="DATA", help="also report utility on this test file")
     p.add_argument("--ray", metavar="ADDRESS", default=None,
-                   help="data-parallel DP-SGD on Ray ('local' for a local cluster); see "
+                   help="data-parallel DP-SGD (multinomial for K > 2 classes) or, with "
+                        "--solver dpscd, dual DP-SCD on Ray ('local' for a local cluster); see "
                         "docs/distributed.md")
     p.add_argument("--workers", type=_positive_int, default=2, help="Ray workers (with --ray)")
     p.add_argument("--shards", type=_positive_int, default=None,

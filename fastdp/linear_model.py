@@ -190,6 +190,7 @@ class _DPLinearModel(BaseEstimator):
         num_threads=None,
         random_state=None,
         verbose=0,
+        engine=None,
     ):
         self.epsilon = epsilon
         self.delta = delta
@@ -212,6 +213,7 @@ class _DPLinearModel(BaseEstimator):
         self.num_threads = num_threads
         self.random_state = random_state
         self.verbose = verbose
+        self.engine = engine
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -414,6 +416,13 @@ class _DPLinearModel(BaseEstimator):
         -------
         self
         """
+        if self.engine is not None:   # data-parallel: the rows are cut into the engine's shards
+            from fastdp.distributed.data_parallel.api import fit_in_memory
+
+            fit_in_memory(self, X, y)
+            if self.verbose:
+                print(self._describe())
+            return self
         started = time.perf_counter()
         row_map = self._check_public_params()
         private = self._private()
@@ -503,11 +512,38 @@ class _DPLinearModel(BaseEstimator):
 
         theta = np.vstack([np.asarray(r.coef, dtype=np.float64).reshape(-1, Xm.shape[1])
                            for r in results])
+        result = results[0]
+        # alpha (internal dual state) is not released: its noisy coordinates
+        # reveal which examples were sampled, which the event does not cover.
+        self._set_fitted(
+            theta, row_map=row_map, classes=classes, solver_name=name, solver=solver,
+            multi_class=("multinomial" if multinomial else "ovr") if n_classes > 2 else None,
+            config=config, noise=noise, delta=delta, private=private, accountant=accountant,
+            event=planned_event, sampler=result.sampler, sample_rate=result.sample_rate,
+            n_iter=result.n_iter, history=result.history,
+            solver_result=dataclasses.replace(result, alpha=None) if hasattr(
+                result, "alpha") else result,
+            charged=reservation is not None, started=started)
+        if self.verbose:
+            print(self._describe())
+        return self
+
+    def _set_fitted(self, theta, *, row_map, classes, solver_name, solver, multi_class, config,
+                    noise, delta, private, accountant, event, sampler, sample_rate, n_iter,
+                    history, solver_result, charged, started):
+        """Set the fitted attributes from the run's released ``theta`` (``fit`` and the engine).
+
+        ``theta`` has one row per fitted model (mapped-row coordinates, intercept
+        column last); it is checked to be finite before the estimator holds any
+        of it.  ``epsilon_`` is the accountant's epsilon of ``event``, the event
+        that was planned and charged, never the target.
+        """
+        theta = np.asarray(theta, dtype=np.float64)
         if not np.all(np.isfinite(theta)):  # checked before the estimator holds any of it
             error = ValidationError(
                 "the fit produced non-finite coefficients (the noise or the steps overflowed); "
                 "lower clip, noise_multiplier or the learning rate.")
-            if reservation is not None:
+            if charged:
                 error.add_note("fastdp: the privacy ledger keeps this fit's charge (the data "
                                "were read).")
             raise error
@@ -517,9 +553,8 @@ class _DPLinearModel(BaseEstimator):
         self.intercept_ = self._shape_intercept(intercept)
         if classes is not None:
             self.classes_ = classes
-        result = results[0]
-        self.solver_ = name
-        self.multi_class_ = ("multinomial" if multinomial else "ovr") if n_classes > 2 else None
+        self.solver_ = solver_name
+        self.multi_class_ = multi_class
         self.alpha_ = config["lam"]
         self.batch_size_ = config["batch_size"]
         self.epochs_ = config["epochs"]
@@ -527,22 +562,16 @@ class _DPLinearModel(BaseEstimator):
         self.noise_multiplier_ = noise
         self.noise_name_ = solver.noise_name
         self.delta_ = delta if private else 0.0
-        self.epsilon_ = accountant.epsilon(planned_event, delta) if private else math.inf
-        self.privacy_event_ = planned_event
-        self.privacy_report_ = accountant.report(planned_event, delta) if private else None
-        self.sampler_ = result.sampler
-        self.sample_rate_ = result.sample_rate
+        self.epsilon_ = accountant.epsilon(event, delta) if private else math.inf
+        self.privacy_event_ = event
+        self.privacy_report_ = accountant.report(event, delta) if private else None
+        self.sampler_ = sampler
+        self.sample_rate_ = sample_rate
         self.clip_ = config["clip"]
-        self.n_iter_ = result.n_iter
-        self.history_ = result.history
-        # alpha (internal dual state) is not released: its noisy coordinates
-        # reveal which examples were sampled, which the event does not cover.
-        self.solver_result_ = dataclasses.replace(result, alpha=None) if hasattr(
-            result, "alpha") else result
+        self.n_iter_ = n_iter
+        self.history_ = history
+        self.solver_result_ = solver_result
         self.fit_time_ = time.perf_counter() - started
-        if self.verbose:
-            print(self._describe())
-        return self
 
     def _plan(self, solver, n_samples, config, private, delta, accountant, n_fits):
         """``(noise, event of one fit, event of the whole fit)``, before anything runs.
@@ -690,6 +719,20 @@ _PARAMETERS_DOC = """
     verbose : int, default=0
         Show a per-epoch progress bar (on a terminal; one plain line per epoch
         on stderr otherwise, for logs) and print a privacy report after fitting.
+    engine : LocalWorkers, RayWorkers or None, default=None
+        ``None``: train on this machine.  An engine of
+        :mod:`fastdp.distributed.data_parallel` (e.g.
+        ``RayWorkers(address="auto", n_workers=4)``) trains data-parallel:
+        ``fit`` cuts the rows into ``engine.n_shards`` shards (default
+        ``n_workers``, at most one per block) of whole sampling blocks, the
+        workers return clipped partial sums and one noise draw per step is
+        added here.  DP-SGD (multinomial for K > 2 classes) and dual DP-SCD;
+        lots from the block-keyed Poisson sampler.  Same event, ``epsilon_``
+        and ledger charge as without an engine; the coefficients equal those
+        of the one-machine fit with ``sampler=BlockPoissonSampler(...)`` (bit
+        for bit with one shard, within 1e-12 relative otherwise).  The engine
+        is copied for each fit and is not saved by ``save_model`` (stored as
+        ``null``).  See docs/distributed.md.
 """
 
 _ATTRIBUTES_DOC = """

@@ -15,7 +15,7 @@ Format (``"format": "fastdp.model"``, ``"version": 1``)
     {"format": "fastdp.model", "version": 1,
      "fastdp_version": "0.1.0", "created_utc": "2026-01-01T12:00:00Z",
      "estimator": "DPLogisticRegression",          # class in fastdp.linear_model
-     "params": {...},                                # get_params(); the ledger is not stored
+     "params": {...},                                # get_params(); ledger and engine stored as null
      "privacy": {"epsilon": 0.99, "delta": 1e-05,   # epsilon_ / delta_ ("inf" if not private)
                  "noise_multiplier": 3.1, "noise_name": "noise_multiplier",
                  "accountant": "rdp", "event": {...DpEvent.to_dict()...},
@@ -154,6 +154,8 @@ def _params_for_file(estimator):
     for name, value in estimator.get_params(deep=False).items():
         if name == "ledger":
             params[name] = None  # a ledger is a live budget, not part of the model
+        elif name == "engine":
+            params[name] = None  # where a fit runs (a cluster), not part of the model
         elif name == "random_state" and not (value is None or isinstance(value, numbers.Integral)):
             params[name] = None  # a Generator's state is not stored; the seed field says so
         else:

@@ -68,7 +68,8 @@ from fastdp._kernels._csr cimport (
 from fastdp._kernels._glm cimport (
     GATE_SLOTS, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
     check_all_rows, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
-    check_threads, collect_pending, column_splits_of, every_column, gate_begin, gate_end,
+    check_rows, check_threads, collect_pending, column_splits_of, every_column, gate_begin,
+    gate_end,
     gate_slot, gates_reset, lazy_noise_scratch, raise_invalid, row_span, structure_proven,
     thread_columns,
 )
@@ -358,6 +359,89 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
             _scale(w_, m * K, a)
     _gates[gate_slot(num_threads)] = gate
     return n_draws
+
+
+def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
+                         const index_t[::1] indptr, const int64_t[::1] y,
+                         const double[::1] sq_norms, const int64_t[::1] rows,
+                         const double[:, ::1] w, double clip, double[:, ::1] out, *,
+                         check_structure=True):
+    """``out += sum_{i in rows} g_i min(1, C / ||g_i||_F)`` (Theta^T layout); returns None.
+
+    ``g_i = (softmax(Theta x_i) - e_{y_i}) x_i^T`` is the K x M gradient of
+    example i, clipped as ONE vector, exactly as one step of
+    :func:`run_multinomial_sgd` computes it (the same ``_residual``, at scale
+    ``a = 1``), and ``out`` receives its transpose (feature-major, like ``w``),
+    the rows added in the order given.  The data-parallel workers return this
+    sum for the rows of their shards (``fastdp.distributed.data_parallel``).
+
+    Parameters
+    ----------
+    data, indices, indptr : CSR arrays of X (N x M).
+    y : int64 class indices in ``[0, K)``, length N (those of ``rows`` are checked).
+    sq_norms : float64 squared row norms, length N (read only when clipping).
+    rows : int64 row numbers (a row listed twice contributes twice).
+    w : float64 (M, K), C-contiguous: ``Theta^T``.
+    clip : C > 0 (``inf``: no clipping).
+    out : float64 (M, K), C-contiguous accumulator (added to, not reset).
+    check_structure : True or a structure token, default=True
+        As :func:`run_multinomial_sgd` (only the rows read are scanned).
+
+    Raises
+    ------
+    ValidationError
+        The CSR arrays, the row numbers, ``y`` (length; labels of ``rows``
+        in ``[0, K)``), ``sq_norms`` (when clipping), the shapes of ``w`` and
+        ``out`` (equal, K >= 2), ``clip > 0``.
+    """
+    cdef str caller = "multinomial clipped_gradient_sum"
+    cdef Py_ssize_t count = rows.shape[0]
+    cdef Py_ssize_t m = w.shape[0]
+    cdef Py_ssize_t K = w.shape[1]
+    cdef Py_ssize_t q
+    cdef int64_t bad = -1
+    cdef bint proven
+    check_csr(caller, data.shape[0], indices, indptr)
+    if K < 2 or out.shape[0] != m or out.shape[1] != K:
+        raise_invalid(f"{caller}: w has shape ({m}, {K}) and out ({out.shape[0]}, "
+                      f"{out.shape[1]}); both need (n_features, n_classes), n_classes >= 2.")
+    if not clip > 0.0:
+        raise_invalid(f"{caller}: clip must be > 0 (inf for none); got {clip}.")
+    check_length(caller, "y", y.shape[0], indptr.shape[0] - 1, "one class index per row of X")
+    if clip < INFINITY:
+        check_length(caller, "sq_norms", sq_norms.shape[0], indptr.shape[0] - 1,
+                     "one squared norm per row of X")
+    proven = structure_proven(caller, check_structure, _StructureToken, indices, indptr, m)
+    check_rows(caller, "rows", indices, indptr, &rows[0] if count > 0 else NULL, count,
+               not proven, m, "w")
+    if count == 0:
+        return
+    with nogil:
+        for q in range(count):
+            if y[rows[q]] < 0 or y[rows[q]] >= K or (clip < INFINITY
+                                                     and not sq_norms[rows[q]] >= 0.0):
+                bad = rows[q]
+                break
+    if bad >= 0:
+        raise_invalid(f"{caller}: row {bad} has class index {y[bad]} (needs [0, {K})) or a "
+                      f"squared norm that is negative or NaN.")
+    residual_arr = np.empty(count * K, dtype=np.float64)
+    cdef double[::1] residuals = residual_arr
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef SoftmaxLoss s
+    s.K = K
+    s.clip = clip
+    s.clipping = clip < INFINITY
+    s.labels = &y[0]
+    s.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef RowBatch batch
+    batch.rows = &rows[0]
+    batch.count = count
+    with nogil:
+        for q in range(count):
+            _residual(&s, &X, rows[q], &w[0, 0] if m > 0 else NULL, 1.0, &residuals[q * K])
+        _scatter(&X, batch, &residuals[0], K, 1.0, &out[0, 0] if m > 0 else NULL,
+                 every_column())
 
 
 cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,

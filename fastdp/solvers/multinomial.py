@@ -222,6 +222,13 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
     rho, kappa = decay_and_step(eta, lam, L, "paper")
     stream, noise_rng = start_batches(sampler, n, epochs, random_state)
     noise_std = sigma * clip if private else 0.0
+    if getattr(sampler, "keyed", False):  # block-keyed lots: the data-parallel step loop
+        from fastdp.distributed.data_parallel.api import keyed_dpsgd
+        return keyed_dpsgd(X, y, sampler=sampler, sampling_rng=stream.rng, noise_rng=noise_rng,
+                           loss=None, lam=lam, epochs=epochs, sigma=sigma, clip=clip, eta=eta,
+                           reg="paper", rho=rho, kappa=kappa, num_threads=num_threads,
+                           algorithm=algorithm, record_history=record_history,
+                           callback=callback, n_classes=n_classes)
 
     w = np.zeros((d, n_classes), dtype=np.float64)          # Theta^T, feature-major
     sq_norms = row_squared_norms(X.data, X.indptr)

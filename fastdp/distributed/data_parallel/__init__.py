@@ -1,4 +1,7 @@
-"""Data-parallel DP-SGD and dual DP-SCD over row shards, on Ray or in-process (issue 21).
+"""Data-parallel DP-SGD (multinomial included) and dual DP-SCD over row shards (issue 21).
+
+On Ray or in-process; reached through :func:`fit_distributed` (file sources),
+the estimators' ``engine=`` parameter (in-memory data) or ``fastdp train --ray``.
 
 Workers load their own shards (whole blocks of rows), draw the lots with the
 block-keyed Poisson sampler (:mod:`fastdp.sampling_blocks`) and return sparse

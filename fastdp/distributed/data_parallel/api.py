@@ -27,16 +27,18 @@ from fastdp.distributed.data_parallel.worker import WorkerSetup
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import BlockPoissonSampler, sampling_key
 
-__all__ = ["fit_distributed", "keyed_dpsgd"]
+__all__ = ["fit_distributed", "fit_in_memory", "keyed_dpsgd"]
 
 
 def keyed_dpsgd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, sigma, clip, eta,
-                reg, rho, kappa, num_threads, algorithm, record_history, callback):
+                reg, rho, kappa, num_threads, algorithm, record_history, callback, n_classes=0):
     """DP-SGD on one machine with block-keyed lots (``fastdp.solvers.sgd`` delegates here).
 
     Runs the data-parallel step loop with one in-process worker holding all of
     ``X`` as one shard, so the result is bit-identical to a one-shard run on
-    any number of machines.  Arguments as resolved by ``fastdp.solvers.sgd``.
+    any number of machines.  Arguments as resolved by ``fastdp.solvers.sgd``;
+    ``n_classes = K >= 2`` is multinomial DP-SGD (``fastdp.solvers.multinomial``
+    delegates here with ``loss=None``, ``y`` the class indices).
     """
     from fastdp.losses import primal_objective
     from fastdp.solvers._common import sampled_gaussian_event
@@ -48,36 +50,48 @@ def keyed_dpsgd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
     source = array_source(X, y, n_shards=1, block_size=sampler.block_size)
     epoch_ends = sampler.epoch_boundaries(n, epochs)
     setup = WorkerSetup(n_rows=n, n_features=m, shift=0, classes=None, row_map=None,
-                        max_row_norm=None, loss_code=loss.code,
+                        max_row_norm=None, loss_code=-1 if n_classes else loss.code,
                         clip=float(clip) if clip is not None else math.inf, sampler=sampler,
                         sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
-                        num_threads=num_threads)
+                        num_threads=num_threads, n_classes=n_classes)
     history = [] if record_history else None
+
+    def released(theta):
+        return theta.T if n_classes else theta       # multinomial: (K, d)
+
+    def objective(theta):
+        if n_classes:
+            from fastdp.solvers.multinomial import multinomial_objective
+            return multinomial_objective(theta.T, X, y, lam)
+        return primal_objective(theta, X, y, loss, lam)
 
     def on_epoch(epoch, done, theta):
         if record_history:
-            history.append({"epoch": epoch, "n_iter": done,
-                            "primal_objective": primal_objective(theta, X, y, loss, lam)})
+            history.append({"epoch": epoch, "n_iter": done, "primal_objective": objective(theta)})
         if callback is not None:
-            callback({"epoch": epoch, "n_iter": done, "coef": theta})
+            callback({"epoch": epoch, "n_iter": done, "coef": released(theta)})
 
     executor = LocalWorkers(1)
     executor.open(source)
     executor.prepare(setup)
     theta, stats = run_dpsgd(executor, n_features=m, epoch_ends=epoch_ends, rho=rho, kappa=kappa,
                              noise_std=noise_std, noise_key=sampling_key(noise_rng),
-                             callback=on_epoch, algorithm=algorithm)
+                             callback=on_epoch, algorithm=algorithm, n_classes=n_classes)
     done = int(epoch_ends[-1])
+    extra = {"learning_rate": eta, "reg": reg, "rho": rho, "kappa": kappa,
+             "dtype": np.dtype(X.dtype).name}
+    if n_classes:
+        extra = {"learning_rate": eta, "rho": rho, "kappa": kappa, "n_classes": n_classes,
+                 "dtype": np.dtype(X.dtype).name}
     return SolverResult(
-        coef=theta, alpha=None, v=None, n_iter=done, epochs=epochs, algorithm=algorithm,
-        loss=loss.name, lam=lam, noise_multiplier=sigma, sensitivity=clip if private else 0.0,
+        coef=np.ascontiguousarray(released(theta)), alpha=None, v=None, n_iter=done,
+        epochs=epochs, algorithm=algorithm, loss="multinomial" if n_classes else loss.name,
+        lam=lam, noise_multiplier=sigma, sensitivity=clip if private else 0.0,
         noise_std=noise_std, clip=clip, batch_size=float(sampler.expected_batch_size(n)),
         sample_rate=float(sampler.sample_rate(n)), sampler=sampler.name,
         adjacency=sampler.adjacency, event=sampled_gaussian_event(sampler, n, done, sigma),
         lazy_noise=True, diagnostics={"n_noise_draws": int(stats.n_noise_draws)},
-        num_threads=num_threads, history=history,
-        extra={"learning_rate": eta, "reg": reg, "rho": rho, "kappa": kappa,
-               "dtype": np.dtype(X.dtype).name})
+        num_threads=num_threads, history=history, extra=extra)
 
 
 def _combine(source, summaries, estimator):
@@ -105,11 +119,11 @@ def _combine(source, summaries, estimator):
     labels = np.unique(np.concatenate([s["labels"] for s in summaries]))
     if estimator._task == "regression":
         classes = None
-    elif labels.shape[0] == 2:
+    elif labels.shape[0] >= 2:
         classes = labels
     else:
-        raise ValidationError(f"fit_distributed trains binary classifiers and regressors; "
-                              f"{source.name} has {labels.shape[0]} classes.")
+        raise ValidationError(f"{type(estimator).__name__} needs at least two classes; "
+                              f"{source.name} has {labels.shape[0]}.")
     return n, d, shift, classes
 
 
@@ -136,11 +150,16 @@ def fit_distributed(source, estimator, *, engine=None):
     estimator : DPLogisticRegression, DPLinearSVC or DPRidge
         Its parameters (epsilon, delta, batch_size, epochs, clip, alpha,
         normalize, fit_intercept, ledger, random_state, ...) are used as in
-        ``fit``; ``solver`` must be ``"auto"``, ``"dpsgd"`` or ``"dpscd"``
-        (dual DP-SCD, ``released="v"``: alpha stays on the workers), ``sampler``
-        None or ``"block_poisson"``.
+        ``fit``; ``solver`` must be ``"auto"``, ``"dpsgd"`` (multinomial for
+        more than two classes with the logistic loss) or ``"dpscd"`` (dual
+        DP-SCD, ``released="v"``: alpha stays on the workers; two classes or
+        regression), ``sampler`` None, ``"block_poisson"`` or a
+        :class:`~fastdp.sampling_blocks.BlockPoissonSampler` with the
+        source's block size.  ``callback`` and ``record_history`` are not
+        available (they would read the data on the driver).
     engine : LocalWorkers or RayWorkers, optional
-        Default ``LocalWorkers(1)``.
+        Default ``LocalWorkers(1)``; an ``n_shards`` set on it must equal the
+        source's.  The estimator's own ``engine`` parameter is not used here.
 
     Returns
     -------
@@ -155,31 +174,114 @@ def fit_distributed(source, estimator, *, engine=None):
         A shard failed its checks (the message names it); nothing was
         reserved or released.
     """
-    from fastdp.privacy import get_accountant
-    from fastdp.solvers._common import split_random_state
-    from fastdp._validation import check_random_state
-    from fastdp.solvers.sgd import decay_and_step
+    started = time.perf_counter()
+    if not hasattr(estimator, "_set_fitted"):
+        raise ValidationError("fit_distributed needs an estimator, e.g. DPLogisticRegression().")
+    engine = LocalWorkers(1) if engine is None else engine
+    if getattr(engine, "n_shards", None) not in (None, source.n_shards):
+        raise ValidationError(f"the engine asks for n_shards={engine.n_shards} but the source "
+                              f"{source.name} has {source.n_shards} shards.")
+    return _fit(source, estimator, engine, started)
+
+
+def fit_in_memory(estimator, X, y):
+    """``estimator.fit(X, y)`` with ``estimator.engine`` set: the rows cut into shards.
+
+    X and y are validated here as ``fit`` does (scikit-learn's checks,
+    feature names), the labels encoded (two classes: -1/+1 with
+    ``classes_[1]`` as +1; K > 2: class indices), and the rows cut into
+    ``engine.n_shards`` shards (default ``engine.n_workers``, at most one per
+    block) of whole blocks of the sampler's ``block_size`` (default 4096).
+    The engine is copied: the estimator's parameter is not changed by the
+    fit.  The workers then run exactly as for :func:`fit_distributed` (same
+    event, epsilon, ledger charge).  Bits: with one shard, those of ``fit``
+    with the block-keyed sampler on one machine; otherwise they depend only
+    on the number of shards (within 1e-12 relative of one shard).
+
+    The workers of a :class:`LocalWorkers` engine hold copies of their rows
+    (memory about twice X); with :class:`RayWorkers`, X is put once in the
+    object store and each actor copies out its own rows.  For data the driver cannot hold, use
+    :func:`fit_distributed` with a file source.
+    """
+    import copy
+
+    from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges
 
     started = time.perf_counter()
-    if not hasattr(estimator, "_plan_private_fit") and not hasattr(estimator, "get_params"):
-        raise ValidationError("fit_distributed needs an estimator, e.g. DPLogisticRegression().")
     est = estimator
-    engine = LocalWorkers(1) if engine is None else engine
-    row_map = est._check_public_params()
-    private = est._private()
-    if est.solver not in (("auto", "dpsgd", "dpscd") if private else ("sgd",)):
-        raise ValidationError(f"fit_distributed runs DP-SGD or dual DP-SCD; got "
-                              f"solver={est.solver!r}.")
+    est._check_public_params()
+    X, y = est._validate_X(X, y, reset=True)
+    y, classes, _, _ = est._targets(y, X.shape[0])
+    engine = copy.deepcopy(est.engine)
+    if not hasattr(engine, "prepare"):
+        raise ValidationError(f"engine must be None, LocalWorkers(...) or RayWorkers(...); got "
+                              f"{est.engine!r}.")
+    block_size = (est.sampler.block_size if isinstance(est.sampler, BlockPoissonSampler)
+                  else DEFAULT_BLOCK_SIZE)
+    n_shards = engine.n_shards
+    if n_shards is None:   # one shard per worker, at most one per block
+        n_shards = min(engine.n_workers, -(-X.shape[0] // block_size))
+    block_ranges(X.shape[0], block_size, n_shards)   # a clear error for too few blocks
+    source = array_source(X, np.asarray(y, dtype=np.float64), n_shards=n_shards,
+                          block_size=block_size, name="X")
+    return _fit(source, est, engine, started, label_classes=classes)
+
+
+_ENGINE_SOLVERS = ("auto", "dpsgd", "dpscd")
+
+
+def _check_engine_settings(est, private):
+    """Public settings the engine cannot honour: a clear error before anything is read."""
+    if est.solver not in (_ENGINE_SOLVERS if private else ("sgd",)):
+        if est.solver in _LINE_SEARCH_SOLVERS:
+            raise ValidationError(
+                f"solver={est.solver!r} (line search) does not run on the data-parallel engine: "
+                "its budget filter and noisy searches are decided per query on the driver "
+                "from the whole transcript; see docs/distributed.md (Limits).  Use "
+                "solver='dpsgd' or 'dpscd', or fit without an engine.")
+        raise ValidationError(f"the data-parallel engine runs DP-SGD (multinomial included) or "
+                              f"dual DP-SCD (solver='auto', 'dpsgd', 'dpscd'; 'sgd' at "
+                              f"epsilon=inf); got solver={est.solver!r}.")
     if est.sampler not in (None, "block_poisson") and not isinstance(est.sampler,
                                                                    BlockPoissonSampler):
-        raise ValidationError("fit_distributed draws lots with the block-keyed Poisson sampler; "
-                              f"got sampler={est.sampler!r}.")
+        raise ValidationError("the data-parallel engine draws lots with the block-keyed Poisson "
+                              f"sampler; got sampler={est.sampler!r} (use None or "
+                              "'block_poisson').")
+    if est.callback is not None or est.record_history:
+        raise ValidationError("callback and record_history are not available on the "
+                              "data-parallel engine (they would read the rows on the driver).")
+    if not est.lazy_noise:
+        raise ValidationError("the data-parallel engine draws exact lazy noise only "
+                              "(lazy_noise=True; eager noise has the same law).")
+
+
+_LINE_SEARCH_SOLVERS = ("dp_blsgd", "dp_blsgd_adaptive", "dp_blsgd_ac", "dp_blgd", "dpagd")
+
+
+def _fit(source, est, engine, started, label_classes=None):
+    """The shared body of :func:`fit_distributed` and :func:`fit_in_memory`."""
+    from fastdp._validation import check_random_state
+    from fastdp.privacy import get_accountant
+    from fastdp.solvers._common import check_run_arguments, split_random_state
+    from fastdp.solvers.sgd import decay_and_step
+
+    row_map = est._check_public_params()
+    private = est._private()
+    _check_engine_settings(est, private)
     try:
         summaries = engine.open(source)
         n, d, shift, classes = _combine(source, summaries, est)
+        n_labels = 0 if classes is None else classes.shape[0]
         delta = est._check_params(n)
-        name, solver, _ = est._resolve_solver(private, False)
-        config, rule = est._solver_config(name, solver, n, d + int(row_map.fit_intercept), private)
+        name, solver, multinomial = est._resolve_solver(private, n_labels > 2)
+        if n_labels > 2 and not multinomial:
+            raise ValidationError(
+                f"{source.name} has {n_labels} classes: the engine trains them as one multinomial "
+                f"DP-SGD model (logistic loss, solver='dpsgd'); {type(est).__name__} with "
+                f"solver={est.solver!r} would need one-vs-rest fits, which it does not run.")
+        n_classes = n_labels if multinomial else 0
+        width = d + int(row_map.fit_intercept)
+        config, rule = est._solver_config(name, solver, n, width, private)
         sampler = (est.sampler if isinstance(est.sampler, BlockPoissonSampler) else
                    BlockPoissonSampler(batch_size=config["batch_size"],
                                        block_size=source.block_size))
@@ -187,14 +289,16 @@ def fit_distributed(source, estimator, *, engine=None):
             raise ValidationError(f"the sampler's block_size {sampler.block_size} differs from "
                                   f"the source's {source.block_size}.")
         config["sampler"] = sampler
-        config["n_features"] = d + int(row_map.fit_intercept)
+        config["n_features"] = width
         config["loss"] = est._loss
+        if multinomial:
+            config["n_classes"] = n_classes
         if isinstance(est.clip, str):
             config["clip"] = (rule["clip"] if rule is not None else
                               float(solver.default_clip(n, config, est._loss)))
+        solver.check_params(n, config, private=private)
         accountant = get_accountant(est.accountant)
         noise, _, planned_event = est._plan(solver, n, config, private, delta, accountant, 1)
-        from fastdp.solvers._common import check_run_arguments
         loss, lam, epochs, sigma, clip = check_run_arguments(
             est._loss, config["lam"], config["epochs"], noise, config["clip"], allow_zero_lam=True)
         dual = _dual_step(name, loss, lam * n, sampler, n, clip, config["options"])
@@ -211,18 +315,17 @@ def fit_distributed(source, estimator, *, engine=None):
             max_row_norm=1.0 if private and row_map.bound == "reject" else None,
             loss_code=loss.code, clip=clip, sampler=sampler,
             sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
-            num_threads=int(config.get("num_threads") or 1), dual=dual)
+            num_threads=int(config.get("num_threads") or 1), dual=dual, n_classes=n_classes)
         engine.prepare(setup)   # the last check of the shards: nothing reserved or drawn yet
         reservation = None
         if est.ledger is not None:
             reservation = est.ledger.reserve(planned_event, label=type(est).__name__)
         try:
-            width = d + int(row_map.fit_intercept)
             noise_std = sigma * clip if sigma > 0 else 0.0   # C: DP-SGD and DP-SCD (released v)
             if dual is None:
                 theta, stats = run_dpsgd(engine, n_features=width, epoch_ends=epoch_ends,
                                          rho=rho, kappa=kappa, noise_std=noise_std,
-                                         noise_key=sampling_key(noise_rng))
+                                         noise_key=sampling_key(noise_rng), n_classes=n_classes)
             else:
                 v, stats = run_dpscd(engine, n_features=width, epoch_ends=epoch_ends,
                                      noise_std=noise_std, noise_key=sampling_key(noise_rng))
@@ -239,34 +342,15 @@ def fit_distributed(source, estimator, *, engine=None):
             reservation.commit()
     finally:
         engine.close()
-    coef, intercept = row_map.split_coef(theta.reshape(1, -1))
-    est.row_map_ = row_map
-    est.coef_ = est._shape_coef(coef)
-    est.intercept_ = est._shape_intercept(intercept)
-    if classes is not None:
-        est.classes_ = classes
+    est._set_fitted(theta.T if n_classes else theta.reshape(1, -1), row_map=row_map,
+                    classes=classes if label_classes is None else label_classes,
+                    solver_name=name, solver=solver,
+                    multi_class="multinomial" if n_classes else None, config=config,
+                    noise=noise, delta=delta, private=private, accountant=accountant,
+                    event=planned_event, sampler=sampler.name,
+                    sample_rate=float(sampler.sample_rate(n)), n_iter=int(epoch_ends[-1]),
+                    history=None, solver_result=None, charged=reservation is not None,
+                    started=started)
     est.n_features_in_ = d
-    est.solver_ = name
-    est.multi_class_ = None
-    est.alpha_ = config["lam"]
-    est.batch_size_ = config["batch_size"]
-    est.epochs_ = config["epochs"]
-    est.learning_rate_ = config["options"].get("learning_rate")
-    est.noise_multiplier_ = noise
-    est.noise_name_ = solver.noise_name
-    est.delta_ = delta if private else 0.0
-    est.epsilon_ = accountant.epsilon(planned_event, delta) if private else math.inf
-    est.privacy_event_ = planned_event
-    est.privacy_report_ = accountant.report(planned_event, delta) if private else None
-    est.sampler_ = sampler.name
-    est.sample_rate_ = float(sampler.sample_rate(n))
-    est.clip_ = config["clip"]
-    est.n_iter_ = int(epoch_ends[-1])
-    est.history_ = None
-    est.solver_result_ = None
     est.distributed_stats_ = dataclasses.asdict(stats)
-    est.fit_time_ = time.perf_counter() - started
-    if not np.all(np.isfinite(est.coef_)) or not np.all(np.isfinite(est.intercept_)):
-        raise ValidationError("the fit produced non-finite coefficients; lower clip, "
-                              "noise_multiplier or the learning rate.")
     return est

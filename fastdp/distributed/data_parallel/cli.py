@@ -1,5 +1,8 @@
 """``fastdp train --ray ADDRESS --workers K DATA``: the CLI's data-parallel route.
 
+DP-SGD (``--solver auto`` or ``dpsgd``; multinomial when the file has more
+than two classes and ``--model logistic``) or dual DP-SCD (``--solver dpscd``).
+
 The driver counts the rows of the LIBSVM file (one streaming pass, no matrix),
 or of a binary dataset (``DIR.fdp``, made by ``fastdp convert``) reads only
 the header, and starts K Ray actors that load their own row ranges; the model,
@@ -13,17 +16,17 @@ import math
 __all__ = ["train_on_ray"]
 
 
-def train_on_ray(args, model_class, row_bounds, open_ledger, print_privacy, usage_error):
+def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_error):
     """Run ``fastdp train`` with ``--ray``; returns the exit status.
 
-    The helpers of :mod:`fastdp.cli` (``row_bounds``, ``open_ledger``,
+    The helpers of :mod:`fastdp.cli` (``estimator_from_args``, which builds
+    the estimator and opens the ledger exactly as the in-memory route does,
     ``print_privacy``, ``usage_error``) are passed in so that there is one
     definition of each.
     """
     from fastdp.distributed.data_parallel import (RayWorkers, binary_source, fit_distributed,
                                                   libsvm_source)
     from fastdp.io.binary import is_binary_dataset
-    from fastdp.linear_model import default_delta
 
     if args.data.startswith("dataset:"):
         raise usage_error("--ray trains on a LIBSVM file or binary dataset (DIR.fdp) that every "
@@ -37,21 +40,8 @@ def train_on_ray(args, model_class, row_bounds, open_ledger, print_privacy, usag
     binary = is_binary_dataset(args.data) or args.data.endswith(".fdp")   # as fastdp.cli
     source = (binary_source if binary else libsvm_source)(args.data, n_shards=n_shards,
                                                           block_size=args.block_size)
-    delta = args.delta if args.delta is not None else default_delta(source.n_rows)
-    ledger = None
-    if args.ledger:
-        ledger = open_ledger(args.ledger, args.budget, args.budget_delta, delta)
-    elif args.budget is not None:
-        raise usage_error("--budget needs --ledger FILE.")
-    options = dict(args.solver_option or [])
-    if args.learning_rate is not None:
-        options["learning_rate"] = args.learning_rate
-    model = model_class(epsilon=args.epsilon, delta=delta, alpha=args.alpha, solver=args.solver,
-                        batch_size=args.batch_size, clip=args.clip, epochs=args.epochs,
-                        sampler="block_poisson", accountant=args.accountant,
-                        solver_options=options or None, normalize=row_bounds[args.normalize],
-                        fit_intercept=not args.no_intercept, ledger=ledger,
-                        random_state=args.seed)
+    model, ledger = estimator_from_args(args, model_class, source.n_rows,
+                                        sampler="block_poisson")
     address = None if args.ray in ("", "local") else args.ray
     engine = RayWorkers(address=address, n_workers=args.workers)
     fit_distributed(source, model, engine=engine)

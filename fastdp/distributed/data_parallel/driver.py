@@ -5,6 +5,10 @@ Step t (the single-machine update of :mod:`fastdp.solvers.sgd`)::
     G_t   = sum over shards s (in shard order) of  sum_{i in B_t, i in s} clip(grad_i, C)
     theta <- rho theta - kappa (G_t + xi_t),      xi_t ~ N(0, (sigma C)^2 I)
 
+Multinomial DP-SGD is the same step with theta of shape (d, K) (``Theta^T``):
+each per-example K x d gradient is clipped as one vector by the workers, and a
+column's K coordinates are read, noised and updated together.
+
 The workers compute the per-shard sums (:class:`~.worker.ShardWorker`); the
 driver holds only the model (O(d) memory, independent of n), adds **one**
 noise draw per step to the reduced sum, and sends each worker only the model
@@ -58,10 +62,15 @@ class LazyNoisyModel:
     noise_key : array of 2 uint64
     max_steps : int
         Longest gap between two reads (the run's T).
+    n_classes : int, default=0
+        0: a vector model.  K >= 2: multinomial, ``w`` of shape (d, K)
+        (``Theta^T``); a column's K coordinates are read, noised (K draws in
+        order k = 0..K-1, columns in sorted order) and updated together.
     """
 
-    def __init__(self, n_features, rho, kappa, noise_std, noise_key, max_steps):
-        self.w = np.zeros(int(n_features), dtype=np.float64)
+    def __init__(self, n_features, rho, kappa, noise_std, noise_key, max_steps, n_classes=0):
+        shape = (int(n_features), int(n_classes)) if n_classes else (int(n_features),)
+        self.w = np.zeros(shape, dtype=np.float64)
         self.a = 1.0
         self.last = np.zeros(int(n_features), dtype=np.int64)
         self.rho, self.kappa = float(rho), float(kappa)
@@ -73,9 +82,14 @@ class LazyNoisyModel:
     def _owed(self, values, steps, counter):
         owed = np.flatnonzero(steps > 0)
         if self.noise_scale > 0.0 and owed.size:
-            z = self.streams.at(*counter).standard_normal(owed.size)
-            values[owed] += self.noise_scale * self.scales[steps[owed]] * z
-            self.n_draws += owed.size
+            if values.ndim == 1:
+                z = self.streams.at(*counter).standard_normal(owed.size)
+                values[owed] += self.noise_scale * self.scales[steps[owed]] * z
+            else:   # multinomial: the K coordinates of a column, drawn together
+                z = self.streams.at(*counter).standard_normal(owed.size * values.shape[1])
+                values[owed] += (self.noise_scale * self.scales[steps[owed]])[:, None] * \
+                    z.reshape(owed.size, values.shape[1])
+            self.n_draws += z.size
         return values
 
     def read(self, t, cols):
@@ -139,7 +153,7 @@ def _union(columns, marks):
 
 
 def run_dpsgd(executor, *, n_features, epoch_ends, rho, kappa, noise_std, noise_key,
-              callback=None, algorithm="dpsgd"):
+              callback=None, algorithm="dpsgd", n_classes=0):
     """Run the steps of DP-SGD on prepared workers; returns ``(theta, stats)``.
 
     Parameters
@@ -154,8 +168,12 @@ def run_dpsgd(executor, *, n_features, epoch_ends, rho, kappa, noise_std, noise_
         See :class:`LazyNoisyModel`.
     callback : callable, optional
         ``callback(epoch, n_done, theta)`` after each epoch (theta released).
+    n_classes : int, default=0
+        K >= 2 for multinomial DP-SGD (theta of shape (n_features, K), the
+        workers' setup with the same ``n_classes``).
     """
-    model = LazyNoisyModel(n_features, rho, kappa, noise_std, noise_key, int(epoch_ends[-1]))
+    model = LazyNoisyModel(n_features, rho, kappa, noise_std, noise_key, int(epoch_ends[-1]),
+                           n_classes)
     return run_steps(executor, model, epoch_ends, callback=callback, algorithm=algorithm)
 
 
@@ -204,7 +222,7 @@ def run_steps(executor, model, epoch_ends, *, callback=None, algorithm="dpsgd", 
                 waited = time.perf_counter()
                 results = executor.step(t, sends)
                 back = time.perf_counter()
-                G = np.zeros(union.size, dtype=np.float64)
+                G = np.zeros((union.size,) + model.w.shape[1:], dtype=np.float64)
                 for partials, _ in results:
                     for cols, sums in partials:     # shard order
                         G[position[cols]] += sums     # distinct cols: one add per entry

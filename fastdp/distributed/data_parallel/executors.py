@@ -15,6 +15,7 @@ worker from the last epoch checkpoint (:meth:`checkpoint`, kept in the Ray
 object store) and replays the epoch (:mod:`.dual`).
 """
 
+import numbers
 import os
 
 import numpy as np
@@ -33,6 +34,13 @@ def shard_assignment(n_shards, n_workers):
         raise ValidationError(f"n_workers must be in [1, n_shards = {n_shards}]; got {n_workers}.")
     edges = [(n_shards * w) // n_workers for w in range(n_workers + 1)]
     return [list(range(edges[w], edges[w + 1])) for w in range(n_workers)]
+
+
+def _count(name, value):
+    """An int >= 1 (bools refused)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValidationError(f"{name} must be an int >= 1; got {value!r}.")
+    return int(value)
 
 
 def _raise_shard_errors(replies):
@@ -86,7 +94,13 @@ class _Workers:
         return self._call(method, [()] * len(self.assignment))
 
     def close(self):
-        pass
+        """Drop the run's state (the source, the workers and their shards, the checkpoint).
+
+        The executor keeps its configuration (and ``restarts``) and can run again.
+        """
+        for name in ("source", "workers", "setup", "_saved", "_source_ref"):
+            if name in self.__dict__:
+                setattr(self, name, [] if name == "workers" else None)
 
     def __enter__(self):
         return self
@@ -101,15 +115,21 @@ class LocalWorkers(_Workers):
     Parameters
     ----------
     n_workers : int, default=1
+    n_shards : int or None, default=None
+        Shards an estimator's ``fit(X, y)`` cuts the rows into when this is its
+        ``engine`` (None: ``n_workers``).  :func:`fit_distributed` takes the
+        source's shards (an ``n_shards`` set here must agree).
     """
 
     name = "local"
 
-    def __init__(self, n_workers=1):
-        self.n_workers = int(n_workers)
+    def __init__(self, n_workers=1, *, n_shards=None):
+        self.n_workers = _count("n_workers", n_workers)
+        self.n_shards = None if n_shards is None else _count("n_shards", n_shards)
 
     def __repr__(self):
-        return f"LocalWorkers(n_workers={self.n_workers})"
+        shards = "" if self.n_shards is None else f", n_shards={self.n_shards}"
+        return f"LocalWorkers(n_workers={self.n_workers}{shards})"
 
     def _start(self):
         self.workers = [ShardWorker(self.source, shards) for shards in self.assignment]
@@ -138,6 +158,10 @@ class RayWorkers(_Workers):
         one with ``num_cpus=2``, no dashboard, bound to 127.0.0.1.
     n_workers : int, default=2
         Actors (at most the number of shards).
+    n_shards : int or None, default=None
+        Shards an estimator's ``fit(X, y)`` cuts the rows into when this is its
+        ``engine`` (None: ``n_workers``).  :func:`fit_distributed` takes the
+        source's shards (an ``n_shards`` set here must agree).
     num_cpus : float, default=0
         CPUs each actor reserves (0: placed whatever the free CPUs; actors
         are spread over the nodes with Ray's ``"SPREAD"`` strategy either way).
@@ -150,11 +174,11 @@ class RayWorkers(_Workers):
 
     name = "ray"
 
-    def __init__(self, address=None, n_workers=2, *, num_cpus=0, max_failures=3, fail_at=None):
+    def __init__(self, address=None, n_workers=2, *, n_shards=None, num_cpus=0, max_failures=3,
+                 fail_at=None):
         self.address = address
-        self.n_workers = int(n_workers)
-        if self.n_workers < 1:
-            raise ValidationError(f"n_workers must be >= 1; got {n_workers!r}.")
+        self.n_workers = _count("n_workers", n_workers)
+        self.n_shards = None if n_shards is None else _count("n_shards", n_shards)
         self.num_cpus = float(num_cpus)
         self.max_failures = int(max_failures)
         self.fail_at = fail_at
@@ -163,7 +187,8 @@ class RayWorkers(_Workers):
         self.setup = None
 
     def __repr__(self):
-        return f"RayWorkers(address={self.address!r}, n_workers={self.n_workers})"
+        shards = "" if self.n_shards is None else f", n_shards={self.n_shards}"
+        return f"RayWorkers(address={self.address!r}, n_workers={self.n_workers}{shards})"
 
     def _ray(self):
         ray = _import_ray()
@@ -245,3 +270,4 @@ class RayWorkers(_Workers):
             for a in self.actors:
                 ray.kill(a)
             self.actors = []
+        super().close()

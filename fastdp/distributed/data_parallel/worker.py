@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._kernels import _glm
+from fastdp._kernels import _glm, _multinomial, _scd
 from fastdp.distributed.data_parallel.shards import ShardValidationError, load_shard
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import keyed_streams
@@ -38,8 +38,9 @@ class WorkerSetup:
         Columns before the row map.
     shift : int
         Subtracted from the raw column indices (1 for one-based LIBSVM files).
-    classes : ndarray of 2 labels or None
-        Binary labels (``classes[1]`` maps to +1, ``classes[0]`` to -1), or
+    classes : ndarray of labels or None
+        Binary labels (``classes[1]`` maps to +1, ``classes[0]`` to -1), the K
+        labels of a multinomial run (label ``classes[k]`` maps to index k), or
         None to use the labels as they are.
     row_map : fastdp.preprocessing.RowMap or None
         Per-example map of the estimator (None: rows used as loaded).
@@ -55,6 +56,11 @@ class WorkerSetup:
         None: DP-SGD partial sums (clipped gradients).  Otherwise dual DP-SCD:
         the worker keeps its shards' dual variables and returns its part of
         Delta v (see :mod:`.dual`).
+    n_classes : int
+        0: one model (binary or regression).  K >= 2: multinomial DP-SGD; the
+        worker returns the K x d clipped softmax gradient sum of its rows
+        (feature-major, one row of K per column) and the labels are class
+        indices.
     """
 
     n_rows: int
@@ -70,6 +76,17 @@ class WorkerSetup:
     n_steps: int
     num_threads: int = 1
     dual: object = None
+    n_classes: int = 0
+
+
+def _class_indices(y, n_classes):
+    """``y`` as int64 class indices in ``[0, n_classes)`` (ValidationError otherwise)."""
+    y = np.asarray(y)
+    index = y.astype(np.int64)
+    bad = (index != y) | (index < 0) | (index >= n_classes)
+    if bad.any():
+        raise ValidationError(f"label {y[bad][0]!r} is not a class index in [0, {n_classes})")
+    return np.ascontiguousarray(index)
 
 
 def row_entries(X, rows):
@@ -163,14 +180,20 @@ class ShardWorker:
                     if unknown.any():
                         raise ValidationError(f"label {y[unknown][0]!r} is not one of "
                                               f"{list(setup.classes)}")
-                    y = np.where(y == setup.classes[1], 1.0, -1.0)
+                    y = (np.searchsorted(setup.classes, y) if setup.n_classes else
+                         np.where(y == setup.classes[1], 1.0, -1.0))
+                y = _class_indices(y, setup.n_classes) if setup.n_classes else y
             except ValidationError as exc:
                 return "error", f"{where}: {exc}"
-            shards.append((spec, X, np.ascontiguousarray(y, dtype=np.float64), structure_token(X)))
+            y = y if setup.n_classes else np.ascontiguousarray(y, dtype=np.float64)
+            shards.append((spec, X, y, structure_token(X)))
         self.shards, self.raw, self.setup = shards, None, setup
         width = shards[0][1].shape[1]
-        self._theta = np.zeros(width, dtype=np.float64)
-        self._out = np.zeros(width, dtype=np.float64)
+        shape = (width, setup.n_classes) if setup.n_classes else (width,)
+        self._theta = np.zeros(shape, dtype=np.float64)
+        self._out = np.zeros(shape, dtype=np.float64)
+        self._sq_norms = ([_scd.row_squared_norms(X.data, X.indptr) for _, X, _, _ in shards]
+                          if setup.n_classes else None)
         self._marks = np.zeros(width, dtype=bool)
         self._streams = keyed_streams(setup.sampling_key)
         self._lot = None
@@ -208,13 +231,14 @@ class ShardWorker:
         ----------
         t : int
         theta_values : float64 array
-            The model at ``self.columns(t)``, in that order.
+            The model at ``self.columns(t)``, in that order (multinomial: one
+            row of K per column).
 
         Returns
         -------
         partials : list of (cols, sums)
             Per shard (in order): the clipped gradient sum of its sampled rows,
-            on the sorted columns those rows read.
+            on the sorted columns those rows read (multinomial: K per column).
         next_columns : int64 array or None
             ``columns(t + 1)``, or None after the last step.
         """
@@ -229,10 +253,15 @@ class ShardWorker:
                         in zip(lots, self.shards, self._dual)]
             return partials, (self.columns(t + 1) if t < s.n_steps else None)
         partials = []
-        for (rows, cols), (_, X, y, token) in zip(lots, self.shards):
-            _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, self._theta,
-                                      s.loss_code, s.clip, self._out, s.num_threads,
-                                      check_structure=token)
+        for k, ((rows, cols), (_, X, y, token)) in enumerate(zip(lots, self.shards)):
+            if s.n_classes:
+                _multinomial.clipped_gradient_sum(X.data, X.indices, X.indptr, y,
+                                                  self._sq_norms[k], rows, self._theta, s.clip,
+                                                  self._out, check_structure=token)
+            else:
+                _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, self._theta,
+                                          s.loss_code, s.clip, self._out, s.num_threads,
+                                          check_structure=token)
             partials.append((cols, self._out[cols].copy()))
             self._out[cols] = 0.0
         return partials, (self.columns(t + 1) if t < s.n_steps else None)
