@@ -1,0 +1,203 @@
+"""``fastdp predict``, ``evaluate``, ``privacy``, ``ledger``, ``reproduce`` and ``demo``."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+from fastdp.cli.arguments import _one_line, _UsageError
+from fastdp.cli.data import _load_data, _load_model, _utility
+from fastdp.cli.reports import _print_privacy
+
+
+REPRODUCTIONS = ("seed000", "seed001", "seed002", "seed003", "seed004")
+
+
+def _cmd_predict(args):
+    model = _load_model(args.model)
+    X, _, _ = _load_data(args.data, n_features=model.n_features_in_)
+    predictions = model.predict(X)
+    lines = "\n".join(f"{p:.10g}" if isinstance(p, (float, int)) or hasattr(p, "dtype") and
+                      p.dtype.kind in "fiu" else str(p) for p in predictions)
+    if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(lines + "\n")
+        print(f"wrote {len(predictions)} predictions to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(lines + "\n")
+    return 0
+
+
+def _cmd_evaluate(args):
+    model = _load_model(args.model)
+    X, y, where = _load_data(args.data, n_features=model.n_features_in_)
+    final = model.steps[-1][1] if hasattr(model, "steps") else model  # a saved Pipeline
+    meta = final.model_metadata_
+    kind = type(final).__name__ if final is model else \
+        f"Pipeline ({' -> '.join(type(s).__name__ for _, s in model.steps)})"
+    print(f"fastdp evaluate: {kind} from {args.model} "
+          f"(fastdp {meta.get('fastdp_version')}, seed {meta['privacy'].get('seed')})")
+    _print_privacy(final, accountant=meta["privacy"].get("accountant"))
+    if final is not model and not model.private_:
+        print("  NOT PRIVATE    the pipeline holds scalers fitted on the training data "
+              "without noise")
+    name, value = _utility(model, X, y)
+    print(f"utility          {name} {value:.6g} on {where} ({X.shape[0]} rows)")
+    return 0
+
+
+def _steps_and_rate(args):
+    from fastdp.sampling import n_steps_for_epochs
+
+    by_rate = args.sample_rate is not None or args.steps is not None
+    by_size = any(v is not None for v in (args.n, args.batch_size, args.epochs))
+    if by_rate == by_size:
+        raise _UsageError("give either --sample-rate and --steps, or --n, --batch-size and "
+                          "--epochs.")
+    if by_rate:
+        if args.sample_rate is None or args.steps is None:
+            raise _UsageError("--sample-rate and --steps go together.")
+        return args.sample_rate, args.steps, args.n
+    if None in (args.n, args.batch_size, args.epochs):
+        raise _UsageError("--n, --batch-size and --epochs go together.")
+    if args.batch_size > args.n:
+        raise _UsageError(f"--batch-size {args.batch_size} is larger than --n {args.n}.")
+    steps = n_steps_for_epochs(args.epochs, args.n, args.batch_size)
+    return args.batch_size / args.n, steps, args.n
+
+
+def _numeric_range(what):
+    """A context that turns the accountant's arithmetic overflow into one clear error."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def guard():
+        try:
+            yield
+        except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+            from fastdp.exceptions import ValidationError
+
+            raise ValidationError(f"{what} is outside the range the accountant can evaluate "
+                                  f"({type(exc).__name__}); use a value nearer 1.") from exc
+    return guard()
+
+
+def _cmd_privacy_epsilon(args):
+    from fastdp.privacy import compute_epsilon_report
+
+    q, steps, n = _steps_and_rate(args)
+    with _numeric_range(f"--noise-multiplier {args.noise_multiplier:g}"):
+        report = compute_epsilon_report(args.noise_multiplier, q, steps, args.delta,
+                                        accountant=args.accountant, sampling=args.sampling,
+                                        dataset_size=n)
+    print(f"epsilon {report.epsilon:.6g}")
+    print(f"  noise multiplier {args.noise_multiplier:g}, sample rate {q:.6g}, {steps} steps, "
+          f"sampling {args.sampling}")
+    print(f"  {report}")
+    return 0
+
+
+def _cmd_privacy_calibrate(args):
+    from fastdp.privacy import calibrate_noise_multiplier
+
+    q, steps, n = _steps_and_rate(args)
+    with _numeric_range(f"--epsilon {args.epsilon:g}"):
+        sigma = calibrate_noise_multiplier(args.epsilon, args.delta, q, steps,
+                                           accountant=args.accountant, sampling=args.sampling,
+                                           dataset_size=n)
+    print(f"noise_multiplier {float(sigma):.6g}")
+    print(f"  smallest sigma with epsilon <= {args.epsilon:g} at delta {args.delta:g} "
+          f"({args.accountant}, sampling {args.sampling}, sample rate {q:.6g}, {steps} steps); "
+          f"epsilon at sigma: {sigma.epsilon:.6g}")
+    return 0
+
+
+def _cmd_ledger_upgrade(args):
+    import os
+
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    if not os.path.exists(args.file):
+        raise _UsageError(f"no such ledger file: {args.file}")
+    ledger = PrivacyLedger.upgrade(args.file)
+    print(f"ledger {args.file}: tamper-evident format, {len(ledger.entries)} entries kept, "
+          f"budget epsilon {ledger.epsilon:g} at delta {ledger.delta:g}")
+    return 0
+
+
+def _cmd_ledger_show(args):
+    import datetime
+    import os
+
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    if not os.path.exists(args.file):
+        raise _UsageError(f"no such ledger file: {args.file}")
+    ledger = PrivacyLedger.load(args.file)
+    entries = ledger.entries
+    print(f"ledger {args.file}")
+    print(f"  budget     epsilon {ledger.epsilon:g} at delta {ledger.delta:g} "
+          f"(accountant {ledger.accountant_name})")
+    print(f"  spent      {ledger.spent():.6g}   remaining {ledger.remaining():.6g}   "
+          f"entries {len(entries)}")
+    if ledger.no_guarantee_entries():
+        print(f"  WARNING    {len(ledger.no_guarantee_entries())} release(s) with NO GUARANTEE "
+              "are not in the spent epsilon: the privacy loss of everything recorded is not "
+              "bounded")
+    for k, entry in enumerate(entries, start=1):
+        when = datetime.datetime.fromtimestamp(entry.timestamp, datetime.timezone.utc)
+        if entry in ledger.no_guarantee_entries():
+            alone = "epsilon alone: NO GUARANTEE"
+        else:
+            alone = f"epsilon alone {ledger.accountant.epsilon(entry.event, ledger.delta):.6g}"
+        print(f"  {k:3d}. {when:%Y-%m-%d %H:%M:%S} UTC  {entry.label or '(no label)'}  "
+              f"{alone}  event {entry.event.to_dict().get('kind')}")
+    return 0
+
+
+def _run_reproduction(name, quick, out, extra, resume=False, budget_min=None):
+    if importlib.util.find_spec(f"fastdp.experiments.{name}") is None:
+        raise _UsageError(f"reproduction {name} is not available in this fastdp "
+                          "(fastdp/experiments/{name}.py is missing).")
+    module = importlib.import_module(f"fastdp.experiments.{name}")
+    argv = (["--out", out] + (["--quick"] if quick else []) + (["--resume"] if resume else [])
+            + ([] if budget_min is None else ["--budget-min", str(budget_min)]) + list(extra))
+    print(f"== fastdp reproduce {name}{' --quick' if quick else ''}: writing {out}/{name}.md",
+          flush=True)
+    status = module.main(argv)
+    return 0 if status is None else int(status)
+
+
+def _cmd_reproduce(args):
+    extra = list(args.extra)
+    if args.which != "all":
+        return _run_reproduction(args.which, args.quick, args.out, extra, args.resume,
+                                 args.budget_min)
+    if extra:
+        raise _UsageError("extra arguments only go with a single reproduction, not 'all'.")
+    failures = []
+    for name in REPRODUCTIONS:
+        try:
+            if _run_reproduction(name, args.quick, args.out, (), args.resume,
+                                 args.budget_min) != 0:
+                failures.append(name)
+        except Exception as exc:  # report, then go on with the next paper
+            if args.debug:
+                raise
+            print(f"fastdp: error: {name}: {_one_line(exc)}", file=sys.stderr)
+            failures.append(name)
+    if failures:
+        print(f"fastdp: error: reproductions failed: {', '.join(failures)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_demo(args):
+    from fastdp import demo
+
+    argv = (["--quick"] if args.quick else []) + ["--seed", str(args.seed)]
+    status = demo.main(argv)
+    return 0 if status is None else int(status)

@@ -1,0 +1,74 @@
+"""What the ``fastdp`` commands read: LIBSVM files, binary datasets, bundled datasets, saved models."""
+
+from __future__ import annotations
+
+from fastdp.cli.arguments import _UsageError
+
+
+def _load_binary(spec, n_features, dtype):
+    """(X, y, description) of a binary dataset (``fastdp convert`` output), memory-mapped."""
+    from fastdp.io.binary import open_binary
+    from fastdp.io.libsvm import csr_from_arrays
+
+    X, y = open_binary(spec)
+    if dtype is not None and X.dtype != dtype:
+        raise _UsageError(f"{spec} holds {X.dtype} values; convert it again with --dtype {dtype} "
+                          "(or drop --dtype)")
+    if n_features is not None and X.shape[1] != n_features:
+        if X.shape[1] > n_features:
+            raise _UsageError(f"{spec} has {X.shape[1]} features but the model expects "
+                              f"{n_features}.")
+        # the same arrays read as a wider matrix: the extra columns are empty
+        X = csr_from_arrays(X.data, X.indices, X.indptr, (X.shape[0], n_features))
+    return X, y, spec
+
+
+def _load_data(spec, n_features=None, dtype=None):
+    """(X, y, description) of a LIBSVM path, a binary dataset or ``dataset:NAME[:SUBSET]``."""
+    from fastdp.exceptions import LibsvmParseError, ValidationError
+    from fastdp.io.binary import is_binary_dataset
+
+    if is_binary_dataset(spec) or spec.endswith(".fdp"):
+        return _load_binary(spec, n_features, dtype)
+    dtype = dtype or "float64"
+    if spec.startswith("dataset:"):
+        from fastdp.datasets import load_dataset
+
+        parts = spec.split(":")
+        name = parts[1]
+        subset = parts[2] if len(parts) > 2 else "train"
+        X, y = load_dataset(name, subset=subset, dtype=dtype)
+        if n_features is not None and X.shape[1] != n_features:
+            raise _UsageError(f"{spec} has {X.shape[1]} features but the model expects "
+                              f"{n_features}.")
+        return X, y, f"{name} ({subset})"
+    from fastdp.datasets import load_libsvm
+
+    try:
+        X, y = load_libsvm(spec, n_features=n_features, dtype=dtype, progress=None)
+    except LibsvmParseError as exc:
+        raise ValidationError(f"{spec}: {exc}; fix the file (LIBSVM lines read "
+                              "'LABEL INDEX:VALUE ...').") from exc
+    except IsADirectoryError:
+        raise ValidationError(f"{spec} is a directory, not a LIBSVM file.") from None
+    except FileNotFoundError:
+        from fastdp.datasets import DATASETS
+
+        hint = (f"; for the bundled dataset use dataset:{spec}" if spec in DATASETS else "")
+        raise ValidationError(f"no such file: {spec}{hint}") from None
+    return X, y, spec
+
+
+def _utility(model, X, y):
+    """(name, value) of the model's (or a saved pipeline's) utility on (X, y)."""
+    final = model.steps[-1][1] if hasattr(model, "steps") else model
+    if type(final).__name__ == "DPRidge":
+        residual = model.predict(X) - y
+        return "MSE", float((residual ** 2).mean())
+    return "accuracy", float(model.score(X, y))
+
+
+def _load_model(path):
+    from fastdp.persistence import load_model
+
+    return load_model(path)
