@@ -1,11 +1,39 @@
 """The record every fastdp solver returns."""
 
+import dataclasses
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["SolverResult"]
+__all__ = ["SolverResult", "DetailsView"]
+
+
+class DetailsView(Mapping):
+    """A read-only mapping of a typed details dataclass: field name -> value.
+
+    What ``SolverResult.extra`` is for a family that reports typed
+    ``details`` (so readers of ``result.extra["key"]`` keep working).
+    """
+
+    def __init__(self, details):
+        self._details = details
+        self._names = tuple(f.name for f in dataclasses.fields(details))
+
+    def __getitem__(self, key):
+        if key not in self._names:
+            raise KeyError(key)
+        return getattr(self._details, key)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+    def __repr__(self):
+        return f"DetailsView({self._details!r})"
 
 
 @dataclass
@@ -65,13 +93,17 @@ class SolverResult:
         Per-epoch objectives when ``record_history=True``.  **Non-private
         diagnostics**: computing them reads the whole training set, so they
         must not be published as part of the private output.
-    extra : dict
-        Algorithm-specific details (e.g. ``sigma_prime``, ``seq_sensitivity``).
+    details : dataclass or None
+        The family-specific part of the result, typed (a small frozen
+        dataclass per family, e.g.
+        :class:`~fastdp.solvers.accelerated.settings.AcceleratedDetails`);
+        None for the families that still report a free ``extra`` dict.
+    extra : mapping
+        Algorithm-specific details (e.g. ``sigma_prime``, ``seq_sensitivity``);
+        for a family with typed ``details``, a read-only view of them.
     """
 
     coef: np.ndarray
-    alpha: Optional[np.ndarray]
-    v: Optional[np.ndarray]
     n_iter: int
     epochs: float
     algorithm: str
@@ -86,11 +118,20 @@ class SolverResult:
     sampler: str
     adjacency: str
     event: Any
-    lazy_noise: bool
-    diagnostics: dict
-    num_threads: int
+    diagnostics: dict = field(default_factory=dict)
+    num_threads: int = 1
     history: Optional[list] = None
+    alpha: Optional[np.ndarray] = None
+    v: Optional[np.ndarray] = None
+    lazy_noise: bool = False
+    details: Any = None
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.details is not None:
+            if self.extra and not isinstance(self.extra, DetailsView):
+                raise ValueError("a SolverResult has typed details or a free extra dict, not both")
+            self.extra = DetailsView(self.details)
 
     @property
     def private(self):

@@ -23,12 +23,19 @@ the cap; what the run actually consumed is reported in ``result.extra``.
 ``lam`` (float), ``batch_size`` (int), ``epochs``, ``clip``, ``sampler``
 (name), ``lazy_noise``, ``num_threads``, ``record_history``, ``callback``, ``n_features``, ``loss`` and
 ``options`` (the estimator's ``solver_options`` dict, solver-specific).
+
+Typed settings: a family with a ``settings_class`` (a frozen subclass of
+:class:`~fastdp.solvers.settings.SolverSettings`) reads ``config`` only
+through :meth:`EstimatorSolver.settings`, the one translation of the dict into
+that dataclass, and is run as ``solver.solve(problem, settings, rng)``
+(:meth:`EstimatorSolver.run` is that call for dict callers).
 """
 
 import importlib
 
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.calibration import calibrate
+from fastdp.solvers.settings import SolverProblem, SolverSettings
 
 __all__ = ["EstimatorSolver", "NonPrivateEstimatorSolver", "get_estimator_solver",
            "ESTIMATOR_SOLVER_NAMES",
@@ -55,6 +62,8 @@ class EstimatorSolver:
     supports_callback : bool
         Whether :meth:`run` passes ``config["callback"]`` (called after every
         epoch with the released state) to the solver.
+    settings_class : type
+        The family's frozen settings dataclass (see :meth:`settings`).
     """
 
     name = "solver"
@@ -63,6 +72,19 @@ class EstimatorSolver:
     options = ()
     default_sampler = "poisson"
     supports_callback = False
+    settings_class = SolverSettings
+
+    def settings(self, config, noise=0.0):
+        """The typed settings of ``config`` with noise parameter ``noise``.
+
+        The one place where a family reads the config dict: the
+        ``solver_options`` keys are checked (:meth:`check_options`), then
+        :meth:`SolverSettings.from_config <fastdp.solvers.settings.SolverSettings.from_config>`
+        builds :attr:`settings_class`; the values are checked by
+        :meth:`check_params` and by the solver.
+        """
+        self.check_options(config.get("options") or {})
+        return self.settings_class.from_config(config, noise)
 
     def check_options(self, options):
         """Reject unknown ``solver_options`` keys with a clear error."""
@@ -144,9 +166,19 @@ class EstimatorSolver:
         return float(calibrate(lambda s: self.event(n_samples, config, s), epsilon, delta,
                                accountant=accountant))
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        """Train; returns a :class:`~fastdp.solvers._result.SolverResult`-like object."""
+    def solve(self, problem, settings, rng):
+        """Train on ``problem`` (:class:`~fastdp.solvers.settings.SolverProblem`) with
+        typed ``settings`` and generator (or seed) ``rng``; returns a
+        :class:`~fastdp.solvers._result.SolverResult`."""
         raise NotImplementedError
+
+    def run(self, X, y, *, loss, noise, config, random_state):
+        """Train; returns a :class:`~fastdp.solvers._result.SolverResult`-like object.
+
+        For a family with typed settings this is
+        ``solve(SolverProblem(X, y, loss), settings(config, noise), random_state)``.
+        """
+        return self.solve(SolverProblem(X, y, loss), self.settings(config, noise), random_state)
 
 
 class NonPrivateEstimatorSolver(EstimatorSolver):

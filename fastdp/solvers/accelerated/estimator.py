@@ -5,6 +5,7 @@
 ``"nag"``, ``"masg"``) to :class:`AcceleratedEstimatorSolver`.
 """
 
+import dataclasses
 import math
 
 from fastdp._validation import check_integer, check_positive, check_real
@@ -15,6 +16,7 @@ from fastdp.solvers._common import check_clip, check_lam
 from fastdp.solvers.accelerated.oracle import GLMProblem, glm_l1_sensitivity
 from fastdp.solvers.accelerated.plan import plan_gd, plan_heavy_ball, plan_masg, plan_nesterov
 from fastdp.solvers.accelerated.run import check_form, run_plan
+from fastdp.solvers.accelerated.settings import AcceleratedSettings
 from fastdp.solvers.registry import EstimatorSolver
 
 __all__ = ["ESTIMATOR_SOLVERS", "MAX_ESTIMATOR_STEPS"]
@@ -29,10 +31,6 @@ def _int_at_least(name, value, low=1):
     return check_integer(name, value, low=low)
 
 
-_ESTIMATOR_OPTIONS = ("n_iter", "step_size", "step_multiplier", "momentum", "smoothness",
-                      "allocation", "alter_horizon", "initial_error", "bound_constants",
-                      "noise_convention", "row_l1_bound", "n_features", "form", "n1",
-                      "n1_rounding", "p", "horizon_rule")
 _CURVATURE = {"squared": 1.0, "logistic": 0.25}
 
 MAX_ESTIMATOR_STEPS = 10**7
@@ -69,7 +67,8 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
 
     losses = ("squared", "logistic")
     noise_name = "schedule_epsilon"
-    options = _ESTIMATOR_OPTIONS
+    settings_class = AcceleratedSettings
+    options = AcceleratedSettings.option_names() + ("n_features",)
     default_sampler = "fixed"  # uniform batches without replacement (spec 002, A8)
 
     def __init__(self, name, algorithm):
@@ -77,44 +76,42 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
         self.algorithm = algorithm
 
     # -- settings --------------------------------------------------------------
-    def _settings(self, n, config):
-        options = config.get("options", {})
-        self.check_options(options)
-        m = int(config["batch_size"])
-        sampler = config.get("sampler", "fixed")
+    def _checked(self, n, s):
+        """``(m, T, d)`` of typed settings ``s``, every option checked."""
+        m = int(s.batch_size)
+        sampler = "fixed" if s.sampler is None else s.sampler
         if m < n and get_sampler(sampler, m).name != "fixed":
             raise ValidationError(
                 f"solver {self.name!r} samples batches uniformly without replacement (spec 002); "
                 f"pass sampler='fixed' (or batch_size = n_samples for full batches), not {sampler!r}.")
-        n_iter = options.get("n_iter")
-        if n_iter is None:
-            n_iter = max(1, math.floor(float(config["epochs"]) * n / m))
+        if s.n_iter is None:
+            n_iter = max(1, math.floor(float(s.epochs) * n / m))
         else:
-            n_iter = _int_at_least("solver_options['n_iter']", n_iter)
+            n_iter = _int_at_least("solver_options['n_iter']", s.n_iter)
         if n_iter > MAX_ESTIMATOR_STEPS:
             raise ValidationError(
                 f"solver {self.name!r} would run {n_iter} steps, more than "
                 f"{MAX_ESTIMATOR_STEPS:.0e} (each is a Python-level iteration); use fewer epochs, "
                 "a larger batch_size or a smaller n_iter.")
         for key in _REAL_OPTIONS:
-            if key in options:
-                check_positive(f"solver_options[{key!r}]", options[key])
-        if options.get("momentum") is not None:
-            check_real("solver_options['momentum']", options["momentum"])
-        if options.get("n1") is not None:
-            _int_at_least("solver_options['n1']", options["n1"])
-        if "p" in options and _int_at_least("solver_options['p']", options["p"]) > 64:
-            raise ValidationError(f"solver_options['p'] must be at most 64; got {options['p']!r}.")
-        lam = float(config["lam"])
-        d = config.get("n_features", options.get("n_features"))
+            if getattr(s, key) is not None:
+                check_positive(f"solver_options[{key!r}]", getattr(s, key))
+        if s.momentum is not None:
+            check_real("solver_options['momentum']", s.momentum)
+        if s.n1 is not None:
+            _int_at_least("solver_options['n1']", s.n1)
+        if _int_at_least("solver_options['p']", s.p) > 64:
+            raise ValidationError(f"solver_options['p'] must be at most 64; got {s.p!r}.")
+        d = s.n_features
         if d is not None:
             d = _int_at_least("n_features", d)
-        return options, m, int(n_iter), lam, d
+        return m, int(n_iter), d
 
-    def _sensitivity(self, loss, d, options, clip):
+    @staticmethod
+    def _sensitivity(loss, d, s, clip):
         if d is None:
             return None
-        R = options.get("row_l1_bound", math.sqrt(d))
+        R = math.sqrt(d) if s.row_l1_bound is None else s.row_l1_bound
         return glm_l1_sensitivity(loss, d, row_l1_bound=R, clip=clip)
 
     def check_params(self, n_samples, config, *, private):
@@ -122,57 +119,55 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
         event), ``form``, ``clip``, ``row_l1_bound`` and the L1 sensitivity."""
         super().check_params(n_samples, config, private=private)
         check_lam(config["lam"])
-        options, _, _, _, d = self._settings(n_samples, config)
-        if "row_l1_bound" in options:
-            check_positive("solver_options['row_l1_bound']", options["row_l1_bound"])
-        clip = _check_clip(config.get("clip", math.inf))
-        loss = config.get("loss", "logistic")
+        s = self.settings(config)
+        _, _, d = self._checked(n_samples, s)
+        if s.row_l1_bound is not None:
+            check_positive("solver_options['row_l1_bound']", s.row_l1_bound)
+        clip = _check_clip(s.clip)
+        loss = s.loss or "logistic"
         if private and d is not None:
-            self._sensitivity(loss, d, options, clip)
-        plan = self._plan(n_samples, config, 1.0 if private else math.inf, loss=loss, d=d)
-        check_form(plan, options.get("form", "momentum"))
+            self._sensitivity(loss, d, s, clip)
+        plan = self._plan(n_samples, s, 1.0 if private else math.inf)
+        check_form(plan, s.form)
 
-    def _plan(self, n, config, schedule_epsilon, loss=None, d=None):
-        options, m, T, lam, config_d = self._settings(n, config)
-        d = config_d if d is None else d
-        loss = loss or config.get("loss", "logistic")
-        needs_horizon = (options.get("allocation", "uniform") != "uniform"
-                         and options.get("alter_horizon", True))
+    def _plan(self, n, s, schedule_epsilon):
+        """The plan of a run with settings ``s`` and schedule budget ``schedule_epsilon``."""
+        m, T, d = self._checked(n, s)
+        loss = s.loss or "logistic"
+        lam = float(s.alpha)
+        needs_horizon = s.allocation != "uniform" and s.alter_horizon in (None, True)
         if needs_horizon:
             if d is None:
                 raise ValidationError(
-                    f"solver {self.name!r} with allocation={options['allocation']!r} chooses its "
+                    f"solver {self.name!r} with allocation={s.allocation!r} chooses its "
                     "horizon from the number of features: pass solver_options={'n_features': d}.")
-            S = self._sensitivity(loss, d, options, float(config.get("clip", math.inf)))
+            S = self._sensitivity(loss, d, s, _check_clip(s.clip))
         else:
-            # the event is stated relative to S1, so plan in units of S1; run() rescales
+            # the event is stated relative to S1, so plan in units of S1; solve() rescales
             S = 1.0
-        L = float(options.get("smoothness", _CURVATURE.get(loss, 1.0) + lam))
-        alpha = float(options.get("step_size", float(options.get("step_multiplier", 1.0)) / L))
+        L = float(_CURVATURE.get(loss, 1.0) + lam if s.smoothness is None else s.smoothness)
+        alpha = float(float(s.step_multiplier) / L if s.step_size is None else s.step_size)
         common = dict(n_samples=n, sensitivity=S, epsilon=schedule_epsilon, n_iter=T,
-                      batch_size=m, noise_convention=options.get("noise_convention", "paper"))
-        opt = dict(allocation=options.get("allocation", "uniform"),
-                   alter_horizon=options.get("alter_horizon"),
-                   initial_error=options.get("initial_error", 10.0),
-                   bound_constants=options.get("bound_constants"), n_features=d,
-                   horizon_rule=options.get("horizon_rule", "paper"))
+                      batch_size=m, noise_convention=s.noise_convention)
+        opt = dict(allocation=s.allocation, alter_horizon=s.alter_horizon,
+                   initial_error=s.initial_error, bound_constants=s.bound_constants,
+                   n_features=d, horizon_rule=s.horizon_rule)
         if self.algorithm == "heavy_ball":
-            return plan_heavy_ball(step_size=alpha, momentum=options.get("momentum"),
-                                   strong_convexity=lam, **common)
+            return plan_heavy_ball(step_size=alpha, momentum=s.momentum, strong_convexity=lam,
+                                   **common)
         if self.algorithm == "nesterov":
-            return plan_nesterov(step_size=alpha, momentum=options.get("momentum"),
-                                 strong_convexity=lam, smoothness=L, **opt, **common)
+            return plan_nesterov(step_size=alpha, momentum=s.momentum, strong_convexity=lam,
+                                 smoothness=L, **opt, **common)
         if self.algorithm == "masg":
             return plan_masg(smoothness=L, strong_convexity=lam,
-                             step_multiplier=float(options.get("step_multiplier", 1.0)),
-                             n1=options.get("n1"), n1_rounding=options.get("n1_rounding", "ceil"),
-                             p=options.get("p", 1), **opt, **common)
+                             step_multiplier=float(s.step_multiplier), n1=s.n1,
+                             n1_rounding=s.n1_rounding, p=s.p, **opt, **common)
         return plan_gd(step_size=alpha, **common)
 
     # -- protocol ----------------------------------------------------------------
     def event(self, n_samples, config, noise):
         """Event of a run whose Laplace schedule spends ``noise`` = schedule ε (pure DP)."""
-        return self._plan(n_samples, config, noise).event
+        return self._plan(n_samples, self.settings(config), noise).event
 
     def noise_for_budget(self, n_samples, config, epsilon, delta, accountant):
         """Largest schedule ε whose event meets (epsilon, delta) under ``accountant``.
@@ -187,20 +182,21 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
                                accountant=accountant, increasing_privacy=False,
                                initial_guess=epsilon))
 
-    def run(self, X, y, *, loss, noise, config, random_state):
+    def solve(self, problem, settings, rng):
+        """Run on ``problem`` with typed ``settings``; the schedule ε is ``settings.noise_parameter``."""
+        X, loss = problem.X, problem.loss
         n, d = X.shape
-        options = config.get("options", {})
-        plan = self._plan(n, dict(config, loss=loss), noise if noise > 0 else math.inf,
-                          loss=loss, d=config.get("n_features", options.get("n_features", d)))
-        clip = _check_clip(config.get("clip", math.inf))
+        noise = settings.noise_parameter
+        s = dataclasses.replace(settings, loss=loss,
+                                n_features=d if settings.n_features is None else settings.n_features)
+        plan = self._plan(n, s, noise if noise > 0 else math.inf)
+        clip = _check_clip(s.clip)
         # a non-private run adds no noise: its sensitivity is irrelevant
-        sensitivity = self._sensitivity(loss, d, options, clip) if plan.private else 1.0
-        problem = GLMProblem(X, y, loss=loss, lam=float(config["lam"]),
-                             row_l1_bound=options.get("row_l1_bound"), clip=clip,
-                             sensitivity=sensitivity, num_threads=config.get("num_threads") or 1)
-        return run_plan(problem, plan, form=options.get("form", "momentum"),
-                        random_state=random_state)
-
+        sensitivity = self._sensitivity(loss, d, s, clip) if plan.private else 1.0
+        oracle = GLMProblem(X, problem.y, loss=loss, lam=float(s.alpha),
+                            row_l1_bound=s.row_l1_bound, clip=clip, sensitivity=sensitivity,
+                            num_threads=s.num_threads or 1)
+        return run_plan(oracle, plan, form=s.form, random_state=rng)
 
 ESTIMATOR_SOLVERS = {
     "dp_gd_laplace": _AcceleratedEstimatorSolver("dp_gd_laplace", "gd"),

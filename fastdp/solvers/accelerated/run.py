@@ -22,6 +22,7 @@ from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
 from fastdp.sampling import FixedSizeSampler
 from fastdp.solvers._result import SolverResult
+from fastdp.solvers.accelerated.settings import AcceleratedDetails
 
 __all__ = ["run_plan", "run_plan_replicas", "check_form", "FORMS"]
 
@@ -69,7 +70,7 @@ def run_plan(problem, plan, *, x0=None, form="momentum", sensitivity_fn=None, ra
     random_state : int, Generator or None
     callback : callable (k, x_k) -> None, optional
     record_iterates : bool
-        Keep all x_1..x_T' in ``result.extra["iterates"]``.
+        Keep all x_1..x_T' in ``result.details.iterates``.
     """
     d = _check_run(problem, plan, form, sensitivity_fn)
     x = _initial_point(x0, d)[None, :]
@@ -211,35 +212,24 @@ def _result(plan, x, iterates, form, problem, scales):
     """SolverResult of a run; ``scales`` are the Laplace scales drawn (problem units)."""
     private = plan.private
     rel = plan.scales[0] * plan.batch_size / plan.sensitivity if private else 0.0
-    extra = {
-        "nominal_n_iter": plan.nominal_n_iter,
-        "horizon": plan.horizon,
-        "noise_convention": plan.noise_convention,
-        "allocation": plan.allocation,
-        "bound_constants": plan.bound_constants,
-        "laplace_scales": np.array(scales),
+    details = AcceleratedDetails(
+        nominal_n_iter=plan.nominal_n_iter, horizon=plan.horizon,
+        noise_convention=plan.noise_convention, allocation=plan.allocation,
+        bound_constants=plan.bound_constants, laplace_scales=np.array(scales),
         # b_k of the analysis for the problem's (constant) S1
-        "nominal_scales": plan.nominal_scales * (float(problem.sensitivity) / plan.sensitivity),
-        "step_epsilons": plan.step_epsilons,
-        "epsilon_pure": plan.epsilon,
-        "step_sizes": plan.step_sizes,
-        "momenta": plan.momenta,
-        "form": form,
-    }
-    extra.update(plan.extra)
-    if iterates is not None:
-        extra["iterates"] = iterates
+        nominal_scales=plan.nominal_scales * (float(problem.sensitivity) / plan.sensitivity),
+        step_epsilons=plan.step_epsilons, epsilon_pure=plan.epsilon, step_sizes=plan.step_sizes,
+        momenta=plan.momenta, form=form, iterates=iterates, **plan.extra)
     m, n = plan.batch_size, plan.n_samples
     loss = getattr(problem, "loss", None)
     return SolverResult(
-        coef=x.copy(), alpha=None, v=None, n_iter=plan.horizon, epochs=plan.horizon * m / n,
+        coef=x.copy(), n_iter=plan.horizon, epochs=plan.horizon * m / n,
         algorithm=plan.algorithm, loss=getattr(loss, "name", "") or "",
         lam=_scalar(getattr(problem, "lam", math.nan)), noise_multiplier=rel,
         sensitivity=float(problem.sensitivity) / m if private else 0.0,
         noise_std=math.sqrt(2.0) * scales[0] if private else 0.0,
         clip=float(getattr(problem, "clip", math.inf)),
         batch_size=float(m), sample_rate=m / n, sampler="fixed" if m < n else "full_batch",
-        adjacency="replace_one", event=plan.event, lazy_noise=False,
+        adjacency="replace_one", event=plan.event,
         diagnostics={"n_noise_draws": plan.horizon * x.size if private else 0},
-        num_threads=int(getattr(problem, "num_threads", 1)),
-        history=None, extra=extra)
+        num_threads=int(getattr(problem, "num_threads", 1)), details=details)
