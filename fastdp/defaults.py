@@ -55,7 +55,7 @@ Everything here is a pure function: no data, no randomness.
 
 import math
 
-__all__ = ["default_alpha", "dpsgd_defaults", "perturbation_alpha", "MAX_LEARNING_RATE"]
+__all__ = ["default_alpha", "dpsgd_defaults", "perturbation_alpha", "MAX_LEARNING_RATE", "CLIP"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
 #: 1/beta for the squared loss (beta = 1), and 4 for the non-smooth hinge loss.
@@ -65,6 +65,10 @@ _BATCH = 256
 _MIN_EPOCHS, _MAX_EPOCHS = 5, 80
 _LARGE_N = 65536
 _STEP_FRACTION = 0.3
+
+#: Clip C of the private DP-SGD rule per loss (1 where not listed). The step
+#: is eta = s / C, so eta * C = s, the rule's step (see the module docstring).
+CLIP = {"logistic": 0.3, "multinomial": 0.3}
 
 
 def default_alpha(n_samples):
@@ -103,8 +107,9 @@ def dpsgd_defaults(n_samples, epsilon, loss):
     epochs = float(min(_MAX_EPOCHS, max(_MIN_EPOCHS, round(20.0 * eps)))) \
         if math.isfinite(eps) else float(_MAX_EPOCHS)
     eta_max = MAX_LEARNING_RATE[loss]
-    eta = min(_STEP_FRACTION * eps * L / epochs, eta_max) if math.isfinite(eps) else eta_max
-    return {"batch_size": L, "epochs": epochs, "learning_rate": eta, "clip": 1.0}
+    step = min(_STEP_FRACTION * eps * L / epochs, eta_max) if math.isfinite(eps) else eta_max
+    clip = CLIP.get(loss, 1.0) if math.isfinite(eps) else 1.0
+    return {"batch_size": L, "epochs": epochs, "learning_rate": step / clip, "clip": clip}
 
 
 def perturbation_alpha(n_samples, n_features, epsilon, solver):
