@@ -984,9 +984,10 @@ def report(args):
         W(f"* **Accounted search.** `fastdp.model_selection` was {ms} at run time; no row.")
     else:
         W("* **Accounted search (fastdp).** `fastdp.model_selection.DPHyperparameterSearch(Est(), "
-          "epsilon=ε, delta=1e-5, random_state=seed)` with its defaults (public grid "
-          "alpha × epochs, a random number of candidates — truncated negative binomial, "
-          "about 10 expected —, 20% of the training rows held out for noisy validation scores): "
+          "epsilon=ε, delta=1e-5, random_state=seed)` with its defaults (the default grid "
+          "around the default rule: the rule itself and its DP-SGD step × 3 and ÷ 3, each at the "
+          "candidates' own budget; a random number of candidates — truncated negative binomial, "
+          "3 expected —; 20% of the training rows held out for noisy validation scores): "
           "**ε is the total of the search**, candidates and selection included. It is the only "
           "tuned row here that is a private result.")
     dflt = sorted((r for r in ours.get("results", {}).values()
