@@ -564,12 +564,15 @@ def save_cache(path, cache, merge=False):
     if merge and path.exists():
         try:
             disk = json.loads(path.read_text())
-            cache["results"] = {**disk.get("results", {}), **cache["results"]}
+            # in place: callers hold references to cache["results"] and keep adding to it
+            merged = {**disk.get("results", {}), **cache["results"]}
+            cache["results"].clear()
+            cache["results"].update(merged)
             for k, v in disk.get("meta", {}).get("wall_s", {}).items():
                 cache["meta"].setdefault("wall_s", {}).setdefault(k, v)
         except (OSError, ValueError):
             pass
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")   # one per process: runs may overlap
     # one record per line: small diffs, still plain JSON
     body = ",\n".join(f"{json.dumps(k)}: {json.dumps(v, sort_keys=True, default=str)}"
                        for k, v in sorted(cache["results"].items()))

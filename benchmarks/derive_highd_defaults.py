@@ -151,6 +151,23 @@ def grid(kind, eps, n, d):
                                        solver_options={"learning_rate": 0.3 * eps * L / E})))
             out.append(("C.3", dict(solver="dpsgd", clip=0.3, batch_size=rule["batch_size"],
                                     solver_options={"learning_rate": s / 0.3})))
+    elif kind == "r4":
+        # the clip-0.3 rule with twice the step fraction (0.6 eps L / E), capped at eta_max
+        rule = dpsgd_defaults(n, eps, "logistic")
+        E, L = rule["epochs"], rule["batch_size"]
+        s = min(0.6 * eps * L / E, 8.0)
+        out.append(("C.3x2cap", dict(solver="dpsgd", clip=0.3, batch_size=L, epochs=E,
+                                     solver_options={"learning_rate": s / 0.3})))
+    elif kind == "r5":
+        # the rule (C = 0.3) with the step halved, and at a lot of 1024 (linear scaling)
+        rule = dpsgd_defaults(n, eps, "logistic")
+        E, L = rule["epochs"], rule["batch_size"]
+        s = rule["learning_rate"] * rule["clip"]
+        out.append(("C.3 s/2", dict(solver="dpsgd", clip=0.3, batch_size=L, epochs=E,
+                                    solver_options={"learning_rate": 0.5 * s / 0.3})))
+        out.append(("C.3 L=1024", dict(solver="dpsgd", clip=0.3, batch_size=min(1024, n // 4),
+                                       epochs=E, solver_options={
+                                           "learning_rate": s * min(1024, n // 4) / L / 0.3})))
     elif kind == "dpscd":
         for B, E, a in itertools.product([100, 1000], [20, 50], [0.1, 1.0]):
             out.append((f"scd,B={B},E={E},alpha={a:g}/n",
