@@ -662,8 +662,9 @@ _PARAMETERS_DOC = """
         rule, else ``min(1000, N)``).
     clip : float or "auto", default="auto"
         Bound C on each update (DP-SCD: each coordinate step; DP-SGD: each
-        per-example gradient).  ``"auto"``: 1 for DP-SGD (never clips the
-        logistic and hinge gradients of bounded rows), else the solver's rule
+        per-example gradient).  ``"auto"``: for DP-SGD 0.3 with the logistic
+        loss (binary or multinomial) and 1 with the hinge and squared losses
+        (see :mod:`fastdp.defaults`), else the solver's rule
         of public quantities (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
     epochs : float or "auto", default="auto"
         Passes over the data; ``T = floor(epochs N / L)`` steps.  ``"auto"``:

@@ -63,11 +63,53 @@ from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectio
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
 
-__all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "plan_candidate_event"]
+__all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "RULE_STEP_FACTORS", "rule_grid",
+           "plan_candidate_event"]
 
-#: fastdp's default public grid (8 settings): L2 regularisation and epochs,
-#: two parameters every fastdp estimator takes.
+#: The public grid used when ``param_grid=None`` and the estimator does not run
+#: its default rule (a solver other than ``"auto"``, or ``solver_options`` set):
+#: L2 regularisation and epochs, two parameters every fastdp estimator takes.
 DEFAULT_PARAM_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2], "epochs": [5, 10]}
+
+#: The default search around the default rule (``param_grid=None``, solver
+#: ``"auto"``): the rule itself and its DP-SGD step times 3 and divided by 3,
+#: each resolved at the candidates' own budget (docs/model-selection.md).
+RULE_STEP_FACTORS = (1.0, 3.0, 1.0 / 3.0)
+
+#: E[K] of the default search around the rule (3 settings); a user grid keeps 10.
+_RULE_EXPECTED_REPETITIONS = 3.0
+_GRID_EXPECTED_REPETITIONS = 10.0
+
+
+def _runs_default_rule(estimator):
+    """True when ``estimator`` trains with fastdp's default DP-SGD rule."""
+    params = estimator.get_params(deep=False)
+    return (params.get("solver") == "auto" and params.get("solver_options") is None
+            and hasattr(estimator, "_loss"))
+
+
+def rule_grid(estimator, n_samples, n_features, epsilon):
+    """The settings around the default rule for a candidate at ``epsilon``.
+
+    Public quantities only: ``n_samples`` (rows of the training part), the
+    candidate's ``epsilon``, the estimator's loss and its ``alpha``
+    (``n_features`` is accepted for rules that read d). Factor 1 sets nothing (the
+    estimator resolves its own default, bit for bit the default fit at that
+    budget); the others set the DP-SGD step to the rule's times the factor.
+
+    Returns
+    -------
+    list of dict
+        One parameter dict per factor of :data:`RULE_STEP_FACTORS`.
+    """
+    from fastdp.defaults import default_alpha, dpsgd_defaults
+
+    rule = dpsgd_defaults(n_samples, epsilon, estimator._loss)
+    alpha = estimator.get_params(deep=False).get("alpha", "auto")
+    alpha = default_alpha(n_samples) if isinstance(alpha, str) else float(alpha)
+    eta = min(rule["learning_rate"], 0.5 / alpha)   # as the estimator resolves it
+    return [{} if f == 1.0 else {"solver_options": {"learning_rate": f * eta}}
+            for f in RULE_STEP_FACTORS]
 
 
 class _EventCaptured(Exception):
@@ -148,7 +190,10 @@ class DPHyperparameterSearch(BaseEstimator):
         ``epsilon``, ``delta``, ``ledger`` and ``random_state`` are set by the
         search for every candidate.
     param_grid : dict or list of dict, optional
-        Public grid (scikit-learn ``ParameterGrid`` format). Default
+        Public grid (scikit-learn ``ParameterGrid`` format). Default (None):
+        around the default rule when the estimator runs it (``solver="auto"``,
+        no ``solver_options``): the rule and its step times 3 and divided by 3
+        (:func:`rule_grid`, at each candidate's budget); otherwise
         :data:`DEFAULT_PARAM_GRID`.
     epsilon : float
         Total ε of the whole search (every candidate and the selection).
@@ -156,8 +201,9 @@ class DPHyperparameterSearch(BaseEstimator):
         Total δ of the whole search.
     repetitions : {"truncated_negative_binomial", "poisson", "geometric"}
         Law of the number of candidates K (see :mod:`fastdp.privacy.tuning`).
-    expected_repetitions : float, default 10
+    expected_repetitions : float or "auto", default "auto"
         E[K]. Larger means a better search and a smaller per-candidate budget.
+        ``"auto"``: 3 for the default search around the rule, 10 otherwise.
     eta : float, default 0
         η of the truncated negative binomial (0: logarithmic law).
     validation_fraction : float, default 0.2
@@ -193,7 +239,7 @@ class DPHyperparameterSearch(BaseEstimator):
     """
 
     def __init__(self, estimator, param_grid=None, *, epsilon=1.0, delta=1e-5,
-                 repetitions="truncated_negative_binomial", expected_repetitions=10.0,
+                 repetitions="truncated_negative_binomial", expected_repetitions="auto",
                  eta=0.0, validation_fraction=0.2, score_share=0.25, ledger=None,
                  random_state=None):
         self.estimator = estimator
@@ -214,12 +260,18 @@ class DPHyperparameterSearch(BaseEstimator):
         if self.repetitions not in DISTRIBUTIONS:
             raise ValidationError(
                 f"repetitions must be one of {DISTRIBUTIONS}; got {self.repetitions!r}.")
-        reps = Repetitions.with_mean(self.repetitions, self.expected_repetitions, eta=self.eta)
+        around_rule = self.param_grid is None and _runs_default_rule(self.estimator)
+        mean = self.expected_repetitions
+        if isinstance(mean, str) and mean == "auto":
+            mean = _RULE_EXPECTED_REPETITIONS if around_rule else _GRID_EXPECTED_REPETITIONS
+        reps = Repetitions.with_mean(self.repetitions, mean, eta=self.eta)
         for name in ("validation_fraction", "score_share"):
             value = getattr(self, name)
             if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                     or not 0.0 < value < 1.0):
                 raise ValidationError(f"{name} must be in (0, 1); got {value!r}.")
+        if around_rule:
+            return epsilon, delta, reps, None
         grid = list(ParameterGrid(DEFAULT_PARAM_GRID if self.param_grid is None
                                   else self.param_grid))
         if not grid:
@@ -233,11 +285,15 @@ class DPHyperparameterSearch(BaseEstimator):
     def _score_sigma(self, eps_c, delta):
         return math.sqrt(2.0 * math.log(1.25 / delta)) / (self.score_share * eps_c)
 
+    def _grid_at(self, grid, eps_c, shape):
+        """The public settings of the candidates at ``eps_c`` (``grid`` None: around the rule)."""
+        return rule_grid(self.estimator, shape[0], shape[1], eps_c) if grid is None else grid
+
     def _plan(self, eps_c, delta, grid, reps, shape, labels, cache):
         """The search's event when every candidate is trained at (eps_c, delta)."""
         sigma = self._score_sigma(eps_c, delta)
         events = []
-        for i, params in enumerate(grid):
+        for i, params in enumerate(self._grid_at(grid, eps_c, shape)):
             key = (i, eps_c)
             if key not in cache:
                 est = clone(self.estimator).set_params(**params, epsilon=eps_c, delta=delta,
@@ -342,6 +398,7 @@ class DPHyperparameterSearch(BaseEstimator):
         cache = {}
         eps_c, total, event, sigma = self._calibrate(epsilon, delta, grid, reps,
                                                      (train_idx.size, d), labels, cache)
+        grid = self._grid_at(grid, eps_c, (train_idx.size, d))   # public: (n_train, d, eps_c)
         planned = {i: cache[(i, eps_c)] for i in range(len(grid))}
         reservation = None
         if self.ledger is not None:

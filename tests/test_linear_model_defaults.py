@@ -235,16 +235,26 @@ def test_defaults_depend_on_public_quantities_only():
 
 
 def test_dpsgd_rule_values():
+    """docs/defaults.md: step s = eta * C = min(0.3 eps L / E, eta_max); C = 0.3 for the
+    logistic and multinomial losses (eta = s / 0.3), C = 1 for hinge and squared."""
     assert default_alpha(1000) == 1e-4
     rule = dpsgd_defaults(10_000, 1.0, "logistic")
-    assert rule == {"batch_size": 256, "epochs": 20.0, "learning_rate": 0.3 * 256 / 20,
-                    "clip": 1.0}
+    assert rule == {"batch_size": 256, "epochs": 20.0,
+                    "learning_rate": pytest.approx(0.3 * 256 / 20 / 0.3), "clip": 0.3}
     small = dpsgd_defaults(10_000, 0.1, "logistic")
-    assert small["epochs"] == 5.0 and small["learning_rate"] == pytest.approx(0.3 * 0.1 * 256 / 5)
+    assert small["epochs"] == 5.0
+    assert small["learning_rate"] * small["clip"] == pytest.approx(0.3 * 0.1 * 256 / 5)
     assert dpsgd_defaults(10_000, 2.0, "logistic")["epochs"] == 40.0
     assert dpsgd_defaults(10_000, 8.0, "logistic")["epochs"] == 80.0
-    assert dpsgd_defaults(10_000, 100.0, "logistic")["learning_rate"] == 8.0
-    assert dpsgd_defaults(10_000, 100.0, "squared")["learning_rate"] == 1.0
+    big = dpsgd_defaults(10_000, 100.0, "logistic")
+    assert big["learning_rate"] * big["clip"] == pytest.approx(8.0)
+    assert dpsgd_defaults(10_000, 1.0, "multinomial")["clip"] == 0.3
+    hinge = dpsgd_defaults(10_000, 1.0, "hinge")
+    assert hinge["clip"] == 1.0 and hinge["learning_rate"] == 0.3 * 256 / 20
+    assert dpsgd_defaults(10_000, 100.0, "squared") == {
+        "batch_size": 256, "epochs": 80.0, "learning_rate": 1.0, "clip": 1.0}
+    # epsilon = inf (non-private SGD): no clipping bias, the capped step
+    assert dpsgd_defaults(10_000, math.inf, "logistic")["clip"] == 1.0
     assert dpsgd_defaults(100, 1.0, "hinge")["batch_size"] == 25
     assert dpsgd_defaults(10**6, 1.0, "hinge")["batch_size"] == 1000
 
