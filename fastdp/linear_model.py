@@ -94,6 +94,7 @@ from fastdp._validation import (
 )
 from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
+from fastdp._mapped_rows import rows_for_solver
 from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.calibration import calibrate
@@ -435,7 +436,7 @@ class _DPLinearModel(BaseEstimator):
                                   "multiclass fits; use solver='dpsgd' (multinomial).")
         _check_run_size(n_samples, X.shape[1] + int(row_map.fit_intercept),
                         max(n_classes, 1) if multinomial else 1, config)
-        Xm = row_map.transform(X)
+        Xm = row_map.map_rows(X)  # sparse X: O(n) numbers, no copy (fastdp._mapped_rows)
         config["n_features"] = int(Xm.shape[1])  # public (part of the data's schema)
         config["loss"] = loss
         if multinomial:
@@ -581,6 +582,7 @@ class _DPLinearModel(BaseEstimator):
     def _run_fits(self, solver, Xm, y, loss, noise, config, n_fits, one_event, multinomial):
         """Run the solver once (binary, regression, multinomial) or once per class (OvR)."""
         rng = check_random_state(self.random_state)
+        Xm = rows_for_solver(Xm, solver, config)  # read on the fly, or written out once
         if n_fits == 1:
             runs = [(y, rng)]
         else:
