@@ -482,6 +482,32 @@ class RowMap:
             return clip_rows(X, 1.0)
         return X
 
+    def bounded_dot(self, X, coef):
+        """``b(X) @ coef``: the scores of a linear model on the bounded rows.
+
+        Sparse ``X`` is bounded block by block of rows (each block's copy is
+        at most about 2**20 entries), so prediction needs no copy of X; every
+        row's score has the bits of ``bound_rows(X) @ coef`` (each row is
+        bounded, and its product summed, on its own).  Dense ``X``: one copy.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features), checked
+        coef : ndarray of shape (n_features,) or (n_features, n_outputs)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        if not sp.issparse(X):
+            return np.asarray(self.bound_rows(X) @ coef)
+        X = X.tocsr()
+        coef = np.asarray(coef)
+        out = np.empty((X.shape[0],) + coef.shape[1:], dtype=np.result_type(X.dtype, coef.dtype))
+        for r0, r1 in _row_blocks(X.indptr):
+            out[r0:r1] = np.asarray(self.bound_rows(X[r0:r1]) @ coef)
+        return out
+
     def _row_factors(self, X):
         """Per-row multipliers of ``a [b(x), c]``, a hair below exact so every norm is <= 1.
 
