@@ -183,10 +183,12 @@ class MappedRows:
         """Mapped row i as a 1 x d CSR matrix (for error messages)."""
         return self._block_csr(i, i + 1)
 
-    def shrunk(self, rows, bound):
+    def shrunk(self, rows, bound, sq):
         """A copy whose ``rows`` are scaled down onto ``bound`` exactly as ``check_X`` scales
         a materialised matrix (:func:`fastdp._validation._shrink_factors`, the same factors),
-        by a second per-row factor: O(n) memory, the rows processed in blocks."""
+        by a second per-row factor: O(n) memory, the rows processed in blocks.
+
+        ``sq``: the rows' :meth:`scaled_sq_norms` (``> 1``)."""
         shrink = (np.ones(self.shape[0]) if self.row_shrink is None else self.row_shrink.copy())
         rows = np.asarray(rows, dtype=np.int64)
         X = self.csr
@@ -200,12 +202,11 @@ class MappedRows:
                                        side="right"))
             stop = min(max(stop, start + 1), rows.size)
             chunk = rows[start:stop]
-            sq = _csr_sq_norms(self._block_csr(0, 0, chunk), bound)
 
             def shrunk_sq(todo, factors, chunk=chunk):
                 return _csr_sq_norms(self._block_csr(0, 0, chunk[todo], factors), bound)
 
-            shrink[chunk] = _shrink_factors(sq, self.dtype, shrunk_sq)
+            shrink[chunk] = _shrink_factors(sq[start:stop], self.dtype, shrunk_sq)
             start = stop
         return MappedRows(self.csr, self.row_scale, self.tail_value, shrink)
 

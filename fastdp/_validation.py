@@ -937,7 +937,8 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
     # rounding-level excess: scale those rows onto the bound (a per-example map with a
     # public parameter, so private-safe), so that the bound holds exactly afterwards
     if mapped:
-        return X.shrunk(np.flatnonzero(over), bound)
+        rows = np.flatnonzero(over)
+        return X.shrunk(rows, bound, sq[rows])
     return _shrink_rows(X, np.flatnonzero(over), bound)
 
 
