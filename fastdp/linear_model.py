@@ -602,12 +602,12 @@ class _DPLinearModel(BaseEstimator):
             results.append(result)
         return results
 
-    def _bounded_scores(self, X, coef):
-        """``b(X) @ coef``: the prediction-time rows bounded exactly as in ``fit``
-        (sparse X block by block, without a copy of X: ``RowMap.bounded_dot``)."""
+    def _bounded_scores(self, X):
+        """``b(X) @ coef_`` (``coef_.T`` for classifiers): the prediction-time rows bounded
+        exactly as in ``fit`` (sparse X block by block, without a copy: ``RowMap.bounded_dot``)."""
         check_is_fitted(self, "coef_")
         X = self._validate_X(X, reset=False)
-        return self.row_map_.bounded_dot(X, coef)
+        return self.row_map_.bounded_dot(X, self.coef_ if self.coef_.ndim == 1 else self.coef_.T)
 
     def _describe(self):
         eps = "inf (not private)" if math.isinf(self.epsilon_) else f"{self.epsilon_:.6g}"
@@ -747,7 +747,7 @@ class DPRidge(RegressorMixin, _DPLinearModel):
 
     def predict(self, X):
         """Predict ``b(X) @ coef_ + intercept_`` (rows bounded as in ``fit``)."""
-        return np.asarray(self._bounded_scores(X, self.coef_)).ravel() + self.intercept_
+        return np.asarray(self._bounded_scores(X)).ravel() + self.intercept_
 
 
 class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
@@ -765,7 +765,7 @@ class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
         Two classes: shape (n,), positive means ``classes_[1]``.  K > 2:
         shape (n, K).
         """
-        scores = np.asarray(self._bounded_scores(X, self.coef_.T)) + self.intercept_
+        scores = np.asarray(self._bounded_scores(X)) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
 
