@@ -521,6 +521,8 @@ def structure_token(X):
     The token is a promise that nothing modifies the arrays afterwards:
     fastdp's solvers use it for the matrix ``check_X`` returned to them.
     """
+    if is_mapped_rows(X):  # the kernels read its rows from its (checked) CSR matrix
+        X = X.csr
     if not (sp.issparse(X) and X.format == "csr"):
         raise ValidationError("structure_token needs a CSR matrix (use check_X first).")
     indices, indptr = X.indices, X.indptr
@@ -846,17 +848,41 @@ def _norm_for_message(X, row, bound, sq):
     """The L2 norm of one row, without overflow (for error messages only)."""
     if np.isfinite(sq):
         return float(np.sqrt(sq) * bound)
+    if is_mapped_rows(X):
+        X = X.row(row)
+        row = 0
     values = X[row].toarray().ravel() if sp.issparse(X) else np.asarray(X[row])
     values = values.astype(np.float64)
     scale = float(np.max(np.abs(values)))
     return scale * float(np.linalg.norm(values / scale))
 
 
+def _shrink_factors(sq, dtype, shrunk_sq):
+    """Factors that scale rows whose squared scaled norms ``sq`` exceed 1 onto the bound.
+
+    Starts from ``1 / sqrt(sq)``; ``shrunk_sq(todo, factors)`` returns the
+    squared scaled norms of the rows ``todo`` (positions in ``sq``) once scaled
+    by ``factors`` and rounded to ``dtype``.  A row that rounding left above 1
+    is shrunk by a few more ulp, up to 64 times.  Each row's factor depends on
+    that row alone, so rows may be processed in any grouping.
+    """
+    step = float(np.finfo(dtype).eps)
+    factors = 1.0 / np.sqrt(sq)
+    todo = np.arange(sq.size)
+    for attempt in range(64):
+        over = shrunk_sq(todo, factors[todo]) > 1.0
+        if not over.any():
+            return factors
+        todo = todo[over]
+        factors[todo] *= 1.0 - step * 2.0**attempt  # rounding pushed them up: shrink a bit more
+    raise ValidationError("could not scale rows of X onto max_row_norm (internal error).")
+
+
 def _shrink_rows(X, rows, bound):
     """Copy of X with ``rows`` scaled down until ``_scaled_sq_norms <= 1``."""
     dtype = X.dtype
-    step = float(np.finfo(dtype).eps)
-    factors = 1.0 / np.sqrt(_scaled_sq_norms(X, bound, rows))
+    sq = _scaled_sq_norms(X, bound, rows)
+    factors = 1.0 / np.sqrt(sq)
     if sp.issparse(X):
         data = X.data.copy()
         starts = X.indptr[rows].astype(np.int64)
@@ -869,18 +895,17 @@ def _shrink_rows(X, rows, bound):
     else:
         out = X.copy()
         original = X[rows].astype(np.float64)
-    todo = np.arange(rows.size)
-    for attempt in range(64):
+
+    def shrunk_sq(todo, todo_factors):
+        factors[todo] = todo_factors
         if sp.issparse(X):
             data[positions] = (original * factors[owner]).astype(dtype)
         else:
-            out[rows[todo]] = (original[todo] * factors[todo, None]).astype(dtype)
-        over = _scaled_sq_norms(out, bound, rows[todo]) > 1.0
-        if not over.any():
-            return out
-        todo = todo[over]
-        factors[todo] *= 1.0 - step * 2.0**attempt  # rounding pushed them up: shrink a bit more
-    raise ValidationError("could not scale rows of X onto max_row_norm (internal error).")
+            out[rows[todo]] = (original[todo] * todo_factors[:, None]).astype(dtype)
+        return _scaled_sq_norms(out, bound, rows[todo])
+
+    _shrink_factors(sq, dtype, shrunk_sq)
+    return out
 
 
 def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
@@ -891,8 +916,9 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
     if not (0.0 <= tol <= 1e-3):
         raise ValidationError(
             f"row_norm_tol must lie in [0, 1e-3] (it absorbs rounding only); got {row_norm_tol!r}.")
+    mapped = is_mapped_rows(X)
     with np.errstate(over="ignore"):
-        sq = _stored_scaled_sq_norms(X, bound)
+        sq = X.scaled_sq_norms(bound) if mapped else _stored_scaled_sq_norms(X, bound)
         if sq is None:
             sq = _scaled_sq_norms(X, bound)
     over = sq > 1.0
@@ -910,6 +936,9 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
         )
     # rounding-level excess: scale those rows onto the bound (a per-example map with a
     # public parameter, so private-safe), so that the bound holds exactly afterwards
+    if mapped:
+        rows = np.flatnonzero(over)
+        return X.shrunk(rows, bound, sq[rows])
     return _shrink_rows(X, np.flatnonzero(over), bound)
 
 
@@ -987,6 +1016,8 @@ def check_X(
     silently clipped: rescaling rows is left to ``fastdp.preprocessing``.
     """
     accepted = _normalise_dtype_spec(dtype)
+    if is_mapped_rows(X):
+        return _check_mapped_rows(X, accepted, accept_sparse, max_row_norm, row_norm_tol, copy)
     if sp.issparse(X):
         if not accept_sparse:
             raise ValidationError(
@@ -1003,6 +1034,31 @@ def check_X(
     if sp.issparse(X_checked):
         _remember_structure(X_checked.indices, X_checked.indptr, X_checked.shape[1])
     return X_checked
+
+
+def is_mapped_rows(X):
+    """True for the estimators' mapped rows (:class:`fastdp._mapped_rows.MappedRows`),
+    recognised by a class marker (this module cannot import that one)."""
+    return getattr(X, "_fastdp_mapped_rows", False) is True
+
+
+def _check_mapped_rows(X, accepted, accept_sparse, max_row_norm, row_norm_tol, copy):
+    """:func:`check_X` of mapped rows: their X was checked when they were mapped.
+
+    Only the row-norm bound is left to decide (from the mapped rows' norms,
+    summed in blocks; rows above it by rounding get a second per-row factor,
+    exactly the one a copy would get).  Anything else that would need a new
+    matrix (``copy``, another dtype, dense output, a second shrink) checks the
+    mapped matrix written out (:meth:`~fastdp._mapped_rows.MappedRows.tocsr`).
+    """
+    if (copy or not accept_sparse or (accepted and X.dtype not in accepted)
+            or (max_row_norm is not None and X.row_shrink is not None)):
+        return check_X(X.tocsr(), accept_sparse=accept_sparse, dtype=accepted or None,
+                       max_row_norm=max_row_norm, row_norm_tol=row_norm_tol, copy=copy)
+    _reject_empty(X.shape)
+    if max_row_norm is not None:
+        X = _check_row_norm_bound(X, max_row_norm, row_norm_tol)
+    return X
 
 
 # --------------------------------------------------------------------------

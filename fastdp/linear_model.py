@@ -94,6 +94,7 @@ from fastdp._validation import (
 )
 from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
+from fastdp._mapped_rows import rows_for_solver
 from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.calibration import calibrate
@@ -408,7 +409,12 @@ class _DPLinearModel(BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training examples (rows), any finite values: each row is bounded
             by the row map (``normalize``) before training.  CSR
-            float32/float64 is read without a copy of the input.
+            float32/float64 (also memory-mapped) is validated once and, with
+            DP-SGD (binary, regression, one-vs-rest) and DP-SCD, trained on
+            without a copy: the kernels apply the row map as they read each
+            row (O(n) extra memory, the bits of a mapped copy).  The other
+            solvers, ``record_history=True`` and dense X get one mapped copy
+            (docs/large-data.md, "Memory of an estimator fit").
         y : array-like of shape (n_samples,)
             Targets (regression) or class labels (two or more classes).
 
@@ -444,7 +450,7 @@ class _DPLinearModel(BaseEstimator):
                                   "multiclass fits; use solver='dpsgd' (multinomial).")
         _check_run_size(n_samples, X.shape[1] + int(row_map.fit_intercept),
                         max(n_classes, 1) if multinomial else 1, config)
-        Xm = row_map.transform(X)
+        Xm = row_map.map_rows(X)  # sparse X: O(n) numbers, no copy (fastdp._mapped_rows)
         config["n_features"] = int(Xm.shape[1])  # public (part of the data's schema)
         config["loss"] = loss
         if multinomial:
@@ -610,6 +616,7 @@ class _DPLinearModel(BaseEstimator):
     def _run_fits(self, solver, Xm, y, loss, noise, config, n_fits, one_event, multinomial):
         """Run the solver once (binary, regression, multinomial) or once per class (OvR)."""
         rng = check_random_state(self.random_state)
+        Xm = rows_for_solver(Xm, solver, config)  # read on the fly, or written out once
         if n_fits == 1:
             runs = [(y, rng)]
         else:
@@ -624,11 +631,12 @@ class _DPLinearModel(BaseEstimator):
             results.append(result)
         return results
 
-    def _mapped_rows(self, X):
-        """``b(X)``: the prediction-time rows, bounded exactly as in ``fit``."""
+    def _bounded_scores(self, X):
+        """``b(X) @ coef_`` (``coef_.T`` for classifiers): the prediction-time rows bounded
+        exactly as in ``fit`` (sparse X block by block, without a copy: ``RowMap.bounded_dot``)."""
         check_is_fitted(self, "coef_")
         X = self._validate_X(X, reset=False)
-        return self.row_map_.bound_rows(X)
+        return self.row_map_.bounded_dot(X, self.coef_ if self.coef_.ndim == 1 else self.coef_.T)
 
     def _describe(self):
         eps = "inf (not private)" if math.isinf(self.epsilon_) else f"{self.epsilon_:.6g}"
@@ -783,7 +791,7 @@ class DPRidge(RegressorMixin, _DPLinearModel):
 
     def predict(self, X):
         """Predict ``b(X) @ coef_ + intercept_`` (rows bounded as in ``fit``)."""
-        return np.asarray(self._mapped_rows(X) @ self.coef_).ravel() + self.intercept_
+        return np.asarray(self._bounded_scores(X)).ravel() + self.intercept_
 
 
 class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
@@ -801,7 +809,7 @@ class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
         Two classes: shape (n,), positive means ``classes_[1]``.  K > 2:
         shape (n, K).
         """
-        scores = np.asarray(self._mapped_rows(X) @ self.coef_.T) + self.intercept_
+        scores = np.asarray(self._bounded_scores(X)) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import check_sparse_structure
+from fastdp._validation import _row_blocks, check_sparse_structure
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -64,15 +64,22 @@ def _as_float_matrix(X, name="X"):
     return X
 
 
-def _csr_row_ids(X):
-    return np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+def _csr_blocks(X):
+    """``(r0, r1, row ids relative to r0, float64 values)`` of CSR ``X``, block by block of
+    rows (:func:`fastdp._validation._row_blocks`): bounded temporaries, and every row's
+    values in one block, in storage order."""
+    for r0, r1 in _row_blocks(X.indptr):
+        k0, k1 = int(X.indptr[r0]), int(X.indptr[r1])
+        ids = np.repeat(np.arange(r1 - r0), np.diff(np.asarray(X.indptr[r0:r1 + 1])))
+        yield r0, r1, ids, np.asarray(X.data[k0:k1], dtype=np.float64)
 
 
 def _row_max_abs(X):
     """Largest absolute entry of every row (float64; 0 for empty rows)."""
     if sp.issparse(X):
         out = np.zeros(X.shape[0])
-        np.maximum.at(out, _csr_row_ids(X), np.abs(np.asarray(X.data, dtype=np.float64)))
+        for r0, r1, ids, values in _csr_blocks(X):
+            np.maximum.at(out[r0:r1], ids, np.abs(values))
         return out
     return np.abs(X).max(axis=1, initial=0.0).astype(np.float64)
 
@@ -84,8 +91,12 @@ _SAFE_NORM_RANGE = (1e-150, 1e150)
 
 def _plain_row_norms(X):
     if sp.issparse(X):
-        squares = np.asarray(X.data, dtype=np.float64) ** 2
-        return np.sqrt(np.bincount(_csr_row_ids(X), weights=squares, minlength=X.shape[0]))
+        # bincount sums each row's squares in storage order, so blocks of rows give the
+        # bits of one call over all of X, without its O(nnz) temporaries
+        out = np.empty(X.shape[0])
+        for r0, r1, ids, values in _csr_blocks(X):
+            out[r0:r1] = np.sqrt(np.bincount(ids, weights=values**2, minlength=r1 - r0))
+        return out
     return np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
 
 
@@ -119,7 +130,11 @@ def row_norms(X):
 
     Privacy: a per-example statistic of the private data; not for release.
     """
-    X = _as_float_matrix(X)
+    return _checked_row_norms(_as_float_matrix(X))
+
+
+def _checked_row_norms(X):
+    """:func:`row_norms` of a float matrix already checked (dense, or CSR)."""
     norms = _plain_row_norms(X)
     rows = _extreme_rows(X, norms)
     if rows.size:
@@ -467,6 +482,32 @@ class RowMap:
             return clip_rows(X, 1.0)
         return X
 
+    def bounded_dot(self, X, coef):
+        """``b(X) @ coef``: the scores of a linear model on the bounded rows.
+
+        Sparse ``X`` is bounded block by block of rows (each block's copy is
+        at most about 2**20 entries), so prediction needs no copy of X; every
+        row's score has the bits of ``bound_rows(X) @ coef`` (each row is
+        bounded, and its product summed, on its own).  Dense ``X``: one copy.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features), checked
+        coef : ndarray of shape (n_features,) or (n_features, n_outputs)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        if not sp.issparse(X):
+            return np.asarray(self.bound_rows(X) @ coef)
+        X = X.tocsr()
+        coef = np.asarray(coef)
+        out = np.empty((X.shape[0],) + coef.shape[1:], dtype=np.result_type(X.dtype, coef.dtype))
+        for r0, r1 in _row_blocks(X.indptr):
+            out[r0:r1] = np.asarray(self.bound_rows(X[r0:r1]) @ coef)
+        return out
+
     def _row_factors(self, X):
         """Per-row multipliers of ``a [b(x), c]``, a hair below exact so every norm is <= 1.
 
@@ -477,13 +518,46 @@ class RowMap:
         a = self.scale * _SAFETY
         if self.bound == "reject":
             return np.full(X.shape[0], a)
-        norms = row_norms(X)
+        norms = _checked_row_norms(X)
         if self.bound == "normalize":
             return a / np.where(norms == 0.0, 1.0, norms)
         return a / np.maximum(norms, 1.0)
 
+    def map_rows(self, X):
+        """The mapped rows ``a [b(x), c]`` the solvers train on, without a copy of sparse ``X``.
+
+        Parameters
+        ----------
+        X : ndarray or sparse matrix of shape (n_samples, n_features)
+            Already checked by :func:`fastdp._validation.check_X` (finite,
+            float32/float64, canonical CSR); never modified.
+
+        Returns
+        -------
+        X_mapped : fastdp._mapped_rows.MappedRows or ndarray
+            Sparse ``X``: the rows described by O(n) numbers (one factor per
+            row and the constant), read by DP-SGD and DP-SCD without a copy
+            and written out once (:meth:`~fastdp._mapped_rows.MappedRows.tocsr`)
+            for the other solvers.  Dense ``X``: the mapped array (one copy;
+            the solvers convert dense data to CSR anyway).  Every row has L2
+            norm <= 1 up to the rounding of the dtype (see :meth:`transform`).
+        """
+        from fastdp._mapped_rows import MappedRows
+
+        factors = self._row_factors(X)
+        constant = self.scale * _SAFETY * self.intercept_scaling if self.fit_intercept else None
+        if sp.issparse(X):
+            return MappedRows(X.tocsr(), factors, constant)
+        n, d = X.shape
+        extra = int(self.fit_intercept)
+        out = np.empty((n, d + extra), dtype=X.dtype)
+        np.multiply(X, factors[:, None].astype(X.dtype), out=out[:, :d])
+        if extra:
+            out[:, d] = constant
+        return out
+
     def transform(self, X):
-        """The mapped rows ``a [b(x), c]`` the solvers train on, in one pass over ``X``.
+        """The mapped rows ``a [b(x), c]`` the solvers train on, written out.
 
         Parameters
         ----------
@@ -494,44 +568,14 @@ class RowMap:
         -------
         X_mapped : ndarray or csr_matrix of shape (n_samples, n_features + fit_intercept)
             Same dtype as ``X``; one new array of the size of ``X`` (plus one
-            entry per row for the intercept column), nothing else.  Every row
-            has L2 norm <= 1.
+            entry per row for the intercept column), written in blocks of
+            rows, nothing else of size O(nnz).  Every row has L2 norm <= 1 up
+            to the rounding of the dtype (float64: exactly; float32: a row can
+            exceed 1 by a few 1e-8, which the mechanisms' ``check_X`` scales
+            away).
         """
-        X = _as_float_matrix(X)
-        factors = self._row_factors(X)
-        n, d = X.shape
-        dtype = X.dtype
-        extra = int(self.fit_intercept)
-        constant = self.scale * _SAFETY * self.intercept_scaling
-        if sp.issparse(X):
-            counts = np.diff(X.indptr)
-            nnz = X.nnz + extra * n
-            big = nnz >= np.iinfo(np.int32).max or d + extra >= np.iinfo(np.int32).max
-            idx_dtype = np.int64 if big else np.result_type(X.indices.dtype, np.int32)
-            indptr = np.empty(n + 1, dtype=idx_dtype)
-            indptr[0] = 0
-            np.cumsum(counts + extra, out=indptr[1:])
-            data = np.empty(nnz, dtype=dtype)
-            indices = np.empty(nnz, dtype=idx_dtype)
-            if extra:
-                ends = indptr[1:] - 1                   # slot of each row's constant entry
-                mask = np.ones(nnz, dtype=bool)
-                mask[ends] = False
-                data[mask] = X.data * np.repeat(factors, counts).astype(dtype)
-                indices[mask] = X.indices
-                data[ends] = dtype.type(constant)
-                indices[ends] = d
-            else:
-                data[:] = X.data * np.repeat(factors, counts).astype(dtype)
-                indices[:] = X.indices
-            out = sp.csr_matrix((data, indices, indptr), shape=(n, d + extra))
-            out.has_sorted_indices = bool(X.has_sorted_indices)
-            return out
-        out = np.empty((n, d + extra), dtype=dtype)
-        np.multiply(X, factors[:, None].astype(dtype), out=out[:, :d])
-        if extra:
-            out[:, d] = constant
-        return out
+        mapped = self.map_rows(_as_float_matrix(X))
+        return mapped.tocsr() if sp.issparse(X) else mapped
 
     def split_coef(self, theta):
         """``(coef, intercept)`` acting on ``b(x)`` from the coefficients on mapped rows.

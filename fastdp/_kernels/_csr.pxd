@@ -14,6 +14,15 @@ the index type (``int32_t`` or ``int64_t``, the same for ``indices`` and
 converting them.  Values are read as ``double`` wherever they are used:
 arithmetic is float64 whatever the storage type.
 
+A view may also carry a *row map* (:func:`csr_set_row_map`): the rows the
+kernel reads are then ``x_j`` with every stored value multiplied by a per-row
+factor, optionally by a second per-row factor, and with one constant entry
+appended at a column past the stored ones (the estimators' intercept column).
+This is exactly the matrix ``fastdp._mapped_rows.MappedRows.tocsr()`` writes
+out, value for value (the same roundings in the same order), read without a
+copy of X: O(n) extra memory instead of O(nnz).  :func:`csr_row` resolves a
+row's map once; :func:`row_value` and :attr:`CsrRow.tail` give its values.
+
 Nothing here checks anything: the entry points check the arrays first
 (``_glm.pxd``, "argument checks").
 """
@@ -38,12 +47,21 @@ cdef extern from *:
         const Index* indptr;
         int64_t n_rows;
         int64_t nnz;
+        const double* row_scale;
+        const double* row_shrink;
+        double tail_value;
+        int64_t tail_column;
     };
     template <typename Real, typename Index>
     struct fastdp_csr_row {
         const Real* values;
         const Index* columns;
         Index nnz;
+        int mapped;
+        Real scale;
+        double shrink;
+        double tail;
+        int64_t tail_column;
     };
     #if defined(__GNUC__) || defined(__clang__)
     #define FASTDP_PREFETCH(p) __builtin_prefetch((const void*)(p))
@@ -57,11 +75,20 @@ cdef extern from *:
         const Index* indptr     # row j is stored at positions indptr[j] .. indptr[j + 1] - 1
         int64_t n_rows          # len(indptr) - 1
         int64_t nnz             # len(indices)
+        const double* row_scale     # per-row factor of the stored values, or NULL (none)
+        const double* row_shrink    # per-row second factor (after rounding), or NULL (none)
+        double tail_value       # the value of the appended entry (before the second factor)
+        int64_t tail_column     # its column, or -1: no appended entry
 
     cdef cppclass CsrRow "fastdp_csr_row" [Real, Index]:
         const Real* values      # the row's stored values
         const Index* columns    # their column indices (increasing in canonical CSR)
         Index nnz               # how many there are
+        int mapped              # the stored values are read through scale and shrink
+        Real scale              # the row's factor (1 without a map)
+        double shrink           # the row's second factor (1 without one)
+        double tail             # the appended entry's value as read (when tail_column >= 0)
+        int64_t tail_column     # its column, or -1: none
 
     void FASTDP_PREFETCH(const void* p) nogil   # a cache hint; never faults
 
@@ -75,7 +102,32 @@ cdef inline CsrView[real_t, index_t] csr_view(const real_t[::1] data, const inde
     X.indptr = &indptr[0]
     X.n_rows = indptr.shape[0] - 1
     X.nnz = indices.shape[0]
+    X.row_scale = NULL
+    X.row_shrink = NULL
+    X.tail_value = 0.0
+    X.tail_column = -1
     return X
+
+
+cdef inline void csr_set_row_map(CsrView[real_t, index_t]* X, const double* row_scale,
+                                 const double* row_shrink, double tail_value,
+                                 int64_t tail_column) noexcept:
+    """Read X through a row map: row j's stored value x becomes
+    ``(real)((double)(real)(x * (real)row_scale[j]) * row_shrink[j])`` (NULL: that
+    factor is left out) and, if ``tail_column >= 0``, the row gets one more entry,
+    ``(real)((double)(real)tail_value * row_shrink[j])``, at column ``tail_column``
+    (after the stored ones, which must all lie below it)."""
+    X.row_scale = row_scale
+    X.row_shrink = row_shrink
+    X.tail_value = tail_value
+    X.tail_column = tail_column
+
+
+cdef inline real_t map_value(real_t x, real_t scale, double shrink) noexcept nogil:
+    """``(real)((double)(real)(x * scale) * shrink)``: the two roundings of the
+    materialised map (a factor of 1 changes no bit)."""
+    x = <real_t>(x * scale)
+    return <real_t>(<double>x * shrink)
 
 
 cdef inline CsrRow[real_t, index_t] csr_row(const CsrView[real_t, index_t]* X,
@@ -86,7 +138,21 @@ cdef inline CsrRow[real_t, index_t] csr_row(const CsrView[real_t, index_t]* X,
     row.values = X.data + start
     row.columns = X.indices + start
     row.nnz = X.indptr[j + 1] - start
+    row.mapped = X.row_scale != NULL or X.row_shrink != NULL
+    row.scale = <real_t>X.row_scale[j] if X.row_scale != NULL else <real_t>1
+    row.shrink = X.row_shrink[j] if X.row_shrink != NULL else 1.0
+    row.tail_column = X.tail_column
+    row.tail = 0.0
+    if X.tail_column >= 0:
+        row.tail = <double>map_value(<real_t>X.tail_value, <real_t>1, row.shrink)
     return row
+
+
+cdef inline double row_value(const CsrRow[real_t, index_t]* row, index_t p) noexcept nogil:
+    """The value of the row's p-th stored entry as the kernel reads it (row map applied)."""
+    if row.mapped:
+        return <double>map_value(row.values[p], row.scale, row.shrink)
+    return <double>row.values[p]
 
 
 cdef inline void prefetch_row(const CsrView[real_t, index_t]* X, int64_t j) noexcept nogil:
@@ -121,8 +187,14 @@ cdef inline double row_dot(CsrRow[real_t, index_t] row, const double* theta) noe
     """``x^T theta`` over the row's stored entries, in storage order, in float64."""
     cdef double s = 0.0
     cdef index_t p                      # position within the row
-    for p in range(row.nnz):
-        s = s + <double>row.values[p] * theta[row.columns[p]]
+    if row.mapped:
+        for p in range(row.nnz):
+            s = s + row_value(&row, p) * theta[row.columns[p]]
+    else:
+        for p in range(row.nnz):
+            s = s + <double>row.values[p] * theta[row.columns[p]]
+    if row.tail_column >= 0:
+        s = s + row.tail * theta[row.tail_column]
     return s
 
 
@@ -134,8 +206,12 @@ cdef inline double row_dot_sq(CsrRow[real_t, index_t] row, const double* theta,
     cdef double x
     cdef index_t p
     for p in range(row.nnz):
-        x = <double>row.values[p]
+        x = row_value(&row, p)
         s = s + x * theta[row.columns[p]]
+        q = q + x * x
+    if row.tail_column >= 0:
+        x = row.tail
+        s = s + x * theta[row.tail_column]
         q = q + x * x
     sq_norm[0] = q
     return s

@@ -18,7 +18,7 @@ from numpy.random cimport bitgen_t
 
 from fastdp._kernels._csr cimport (
     CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, lower_bound, prefetch_row, real_t,
-    row_dot, row_dot_sq,
+    row_dot, row_dot_sq, row_value,
 )
 from fastdp._kernels._losses cimport is_loss_code, loss_derivative
 
@@ -124,14 +124,24 @@ cdef inline void scatter_rows(const CsrView[real_t, index_t]* X, RowBatch batch,
     cdef int64_t q, j                   # position in the batch, row number
     cdef index_t k, k0, k1              # storage positions of the row's entries in range
     cdef double z                       # scale * coefs[q]
+    cdef CsrRow[real_t, index_t] row    # row j with its map (mapped views only)
+    cdef bint mapped = X.row_scale != NULL or X.row_shrink != NULL or X.tail_column >= 0
     for q in range(batch.count):
         j = batch.rows[q]
         z = scale * coefs[q]
         if z == 0.0:
             continue
         row_span(X, j, columns, &k0, &k1)
+        if not mapped:
+            for k in range(k0, k1):
+                out[X.indices[k]] = out[X.indices[k]] + z * <double>X.data[k]
+            continue
+        row = csr_row(X, j)
         for k in range(k0, k1):
-            out[X.indices[k]] = out[X.indices[k]] + z * <double>X.data[k]
+            out[X.indices[k]] = out[X.indices[k]] + z * row_value(&row, k - X.indptr[j])
+        if row.tail_column >= 0 and (columns.every or (
+                columns.lo <= row.tail_column and row.tail_column < columns.hi)):
+            out[row.tail_column] = out[row.tail_column] + z * row.tail
 
 
 # ---------------------------------------------------------------------------
@@ -169,6 +179,13 @@ cdef inline int64_t collect_pending(const CsrView[real_t, index_t]* X, RowBatch 
             prefetch_row(X, batch.rows[q + 4])
         for k in range(X.indptr[j], X.indptr[j + 1]):
             c = X.indices[k]
+            owed = t_prev - lazy.last[c]
+            lazy.columns[n_owing] = c
+            lazy.owed[n_owing] = owed
+            n_owing += owed > 0
+            lazy.last[c] = t_prev
+        if X.tail_column >= 0:          # a row map's appended entry comes last in the row
+            c = X.tail_column
             owed = t_prev - lazy.last[c]
             lazy.columns[n_owing] = c
             lazy.owed[n_owing] = owed
@@ -565,6 +582,28 @@ cdef inline bint structure_proven(str caller, object token, object token_class,
             f"fastdp._validation.structure_token(X) with X.data, X.indices, X.indptr of the "
             f"same X (or check_structure=True).")
     return n_features >= <int64_t>token.n_features
+
+
+cdef inline int64_t check_row_map(str caller, Py_ssize_t n_scale, Py_ssize_t n_shrink,
+                                  int64_t tail_column, int64_t n_rows,
+                                  int64_t n_columns) except -2:
+    """The row map of a kernel call (``_csr.pxd: csr_set_row_map``); returns the number of
+    columns the *stored* entries must stay below (``tail_column`` when there is an appended
+    entry, so that it comes after them, else ``n_columns``).
+
+    ``n_scale``, ``n_shrink``: lengths of ``row_scale`` and ``row_shrink`` (-1 when not
+    given), one per row of X; ``-1 <= tail_column < n_columns``.
+    """
+    if n_scale >= 0 and n_scale != n_rows:
+        return raise_invalid(f"{caller}: row_scale has length {n_scale}; it needs one factor "
+                             f"per row of X ({n_rows}).")
+    if n_shrink >= 0 and n_shrink != n_rows:
+        return raise_invalid(f"{caller}: row_shrink has length {n_shrink}; it needs one "
+                             f"factor per row of X ({n_rows}).")
+    if not (-1 <= tail_column < n_columns):
+        return raise_invalid(f"{caller}: tail_column = {tail_column} must be -1 (none) or a "
+                             f"column of the model, in [0, {n_columns}).")
+    return tail_column if tail_column >= 0 else n_columns
 
 
 cdef inline int check_sq_norms(str caller, const double[::1] sq_norms) except -1:

@@ -84,12 +84,13 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
 from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_view, index_t, lower_bound, prefetch_row,
-    real_t,
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_set_row_map, csr_view, index_t, lower_bound,
+    map_value, prefetch_row, real_t, row_value,
 )
 from fastdp._kernels._glm cimport (
     GATE_SLOTS, LazyNoise, ParallelGate, RowBatch, bit_generator_of, check_all_rows,
-    check_batches, check_csr, check_length, check_loss_code, check_min_length, check_sq_norms,
+    check_batches, check_csr, check_length, check_loss_code, check_min_length, check_row_map,
+    check_sq_norms,
     check_threads, collect_pending, column_splits_of, first_bad_pointer, gate_begin, gate_end,
     gate_slot, gate_state, gates_reset, lazy_noise_scratch, raise_invalid, structure_proven,
 )
@@ -126,7 +127,9 @@ cdef inline double _scaled_row_step(const DualStep* s, const CsrView[real_t, ind
     cdef double zeta, ratio
     cdef index_t p                      # position within the row
     for p in range(row.nnz):
-        dot = dot + <double>row.values[p] * <double>v[row.columns[p]]
+        dot = dot + row_value(&row, p) * <double>v[row.columns[p]]
+    if row.tail_column >= 0:
+        dot = dot + row.tail * <double>v[row.tail_column]
     zeta = dual_coordinate_step(s.loss, <double>alpha[j], s.y[j], dot / s.lam_n,
                                 s.sigma_prime * s.sq_norms[j] / s.lam_n, s.box_eps)
     ratio = fabs(zeta) / s.clip
@@ -181,17 +184,36 @@ cdef inline void _row_splits(const CsrView[real_t, index_t]* X, int64_t j, const
 
 
 cdef inline void _apply_split(const CsrView[real_t, index_t]* X, const double* zeta,
-                              int64_t count, const int64_t* row_splits, int nt, int tid,
-                              real_t* v) noexcept nogil:
+                              RowBatch batch, const int64_t* row_splits, int nt, int tid,
+                              const int64_t* cs, real_t* v) noexcept nogil:
     """Thread tid's share of the batch update: v[c] += zeta_q x_{j_q, c} for the stored
-    entries of its column range (``row_splits`` from :func:`_row_splits`, nt + 1 per
-    row), rows in batch order."""
+    entries of its column range ``[cs[tid], cs[tid + 1])`` (``row_splits`` from
+    :func:`_row_splits`, nt + 1 per row) and a row map's appended entry if its column is
+    in that range, rows in batch order."""
     cdef int64_t q, k                   # position in the batch, storage position
+    cdef int64_t j, c                   # row, appended column
     cdef double z
-    for q in range(count):
+    cdef real_t x
+    cdef real_t scale
+    cdef double shrink
+    cdef bint mapped = X.row_scale != NULL or X.row_shrink != NULL
+    for q in range(batch.count):
         z = zeta[q]
-        for k in range(row_splits[q * (nt + 1) + tid], row_splits[q * (nt + 1) + tid + 1]):
-            v[X.indices[k]] = <real_t>(<double>v[X.indices[k]] + z * <double>X.data[k])
+        if not mapped:
+            for k in range(row_splits[q * (nt + 1) + tid], row_splits[q * (nt + 1) + tid + 1]):
+                v[X.indices[k]] = <real_t>(<double>v[X.indices[k]] + z * <double>X.data[k])
+        else:
+            j = batch.rows[q]
+            scale = <real_t>X.row_scale[j] if X.row_scale != NULL else <real_t>1
+            shrink = X.row_shrink[j] if X.row_shrink != NULL else 1.0
+            for k in range(row_splits[q * (nt + 1) + tid], row_splits[q * (nt + 1) + tid + 1]):
+                x = map_value(X.data[k], scale, shrink)
+                v[X.indices[k]] = <real_t>(<double>v[X.indices[k]] + z * <double>x)
+        c = X.tail_column
+        if c >= 0 and cs[tid] <= c and c < cs[tid + 1]:
+            x = map_value(<real_t>X.tail_value, <real_t>1,
+                          X.row_shrink[batch.rows[q]] if X.row_shrink != NULL else 1.0)
+            v[c] = <real_t>(<double>v[c] + z * <double>x)
 
 
 cdef inline void _apply_row(const CsrView[real_t, index_t]* X, int64_t j, double zeta,
@@ -201,7 +223,9 @@ cdef inline void _apply_row(const CsrView[real_t, index_t]* X, int64_t j, double
     cdef index_t p
     alpha[j] = <real_t>(<double>alpha[j] + zeta)
     for p in range(row.nnz):
-        v[row.columns[p]] = <real_t>(<double>v[row.columns[p]] + zeta * <double>row.values[p])
+        v[row.columns[p]] = <real_t>(<double>v[row.columns[p]] + zeta * row_value(&row, p))
+    if row.tail_column >= 0:
+        v[row.tail_column] = <real_t>(<double>v[row.tail_column] + zeta * row.tail)
 
 
 def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
@@ -213,7 +237,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                  double box_eps, bint sequential, double noise_std_alpha,
                  double noise_std_v, bint lazy_noise, object bit_generator,
                  int num_threads, Py_ssize_t parallel_min_rows,
-                 const int64_t[::1] column_splits=None, *, check_structure=True):
+                 const int64_t[::1] column_splits=None, *, check_structure=True,
+                 const double[::1] row_scale=None, const double[::1] row_shrink=None,
+                 double tail_value=0.0, int64_t tail_column=-1):
     """Run ``len(batch_ptr) - 1`` mini-batch steps of (DP-)SCD in place.
 
     The safe way in is ``fastdp.solvers.scd`` (``dual_dpscd`` and friends),
@@ -255,6 +281,10 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         increasing within ``[0, len(v))``) unless this is
         ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
         ``check_X`` output); ``False`` checks too.
+    row_scale, row_shrink, tail_value, tail_column : optional row map
+        Read the rows of X through a row map instead of as stored (see
+        ``_csr.pxd: csr_set_row_map`` and ``_sgd.run_sgd``); ``sq_norms`` are
+        then the mapped rows'.
 
     Returns
     -------
@@ -293,9 +323,14 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef bint eligible                              # the batch may take the parallel path
     cdef int path                                   # 1: parallel, 0: serial
 
+    cdef int64_t stored_columns = check_row_map(
+        "run_dual_scd", row_scale.shape[0] if row_scale is not None else -1,
+        row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
+        indptr.shape[0] - 1, v.shape[0])
     _check_scd_arguments(data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
                          zeta_buffer, last_noised, loss, lam_n, clip, box_eps, sequential,
-                         noise_std_alpha, noise_std_v, lazy_noise, num_threads, check_structure)
+                         noise_std_alpha, noise_std_v, lazy_noise, num_threads, check_structure,
+                         stored_columns)
     if n_steps <= 0:
         return 0
     if n_steps >= 2**31 - 1:
@@ -316,6 +351,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     if noisy:
         rng = bit_generator_of("run_dual_scd", bit_generator)
     cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
+                    &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
+                    tail_value, tail_column)
     cdef DualStep step
     step.loss = loss
     step.lam_n = lam_n
@@ -360,7 +398,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                         zeta[q] = _scaled_row_step(&step, &X, alpha_, v_, batch.rows[q])
                         _row_splits(&X, batch.rows[q], &splits[0], nt, &row_splits[q * (nt + 1)])
                     for tid in prange(nt, num_threads=nt, schedule="static"):
-                        _apply_split(&X, zeta, batch.count, &row_splits[0], nt, tid, v_)
+                        _apply_split(&X, zeta, batch, &row_splits[0], nt, tid, &splits[0], v_)
                     for q in range(batch.count):
                         j = batch.rows[q]
                         alpha_[j] = <real_t>(<double>alpha_[j] + zeta[q])
@@ -403,8 +441,10 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
                               double[::1] zeta_buffer, int32_t[::1] last_noised, int loss,
                               double lam_n, double clip, double box_eps, bint sequential,
                               double noise_std_alpha, double noise_std_v, bint lazy_noise,
-                              int num_threads, object check_structure) except -1:
-    """Every check of :func:`run_dual_scd` (see its ``Raises``)."""
+                              int num_threads, object check_structure,
+                              int64_t stored_columns) except -1:
+    """Every check of :func:`run_dual_scd` (see its ``Raises``); the stored column indices
+    must lie below ``stored_columns`` (``len(v)``, or the row map's appended column)."""
     cdef str caller = "run_dual_scd"
     cdef int64_t n_rows, largest
     check_csr(caller, data.shape[0], indices, indptr)
@@ -429,13 +469,19 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
                       f"noise_std_alpha={noise_std_alpha}, noise_std_v={noise_std_v}.")
     check_threads(caller, num_threads)
     if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                            v.shape[0]):
-        check_all_rows(caller, indices, indptr, v.shape[0], "v")
+                            stored_columns):
+        check_all_rows(caller, indices, indptr, stored_columns, "v")
     return 0
 
 
-def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
+def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr, *,
+                      const double[::1] row_scale=None, const double[::1] row_shrink=None,
+                      double tail_value=0.0, bint tail=False):
     """Squared L2 norm of every CSR row, accumulated in float64 in storage order.
+
+    With a row map (``row_scale``, ``row_shrink``, and ``tail`` for the
+    appended entry ``tail_value``; see ``_csr.pxd: csr_set_row_map``), the
+    norms of the mapped rows, the appended entry summed last.
 
     Raises
     ------
@@ -458,13 +504,31 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr):
                       f"(indptr[{bad}] = {indptr[bad]}, indptr[{bad + 1}] = {indptr[bad + 1]}, "
                       f"len(data) = {data.shape[0]}); it must be non-decreasing from 0 to at "
                       f"most len(data).")
+    check_row_map("row_squared_norms", row_scale.shape[0] if row_scale is not None else -1,
+                  row_shrink.shape[0] if row_shrink is not None else -1, -1, n, 1)
     out_arr = np.zeros(n, dtype=np.float64)
     cdef double[::1] out = out_arr
+    cdef bint mapped = row_scale is not None or row_shrink is not None
+    cdef const double* scales = &row_scale[0] if row_scale is not None and n > 0 else NULL
+    cdef const double* shrinks = &row_shrink[0] if row_shrink is not None and n > 0 else NULL
+    cdef real_t x, scale
+    cdef double shrink
     with nogil:
         for i in range(n):
             s = 0.0
-            for k in range(indptr[i], indptr[i + 1]):
-                s = s + <double>data[k] * <double>data[k]
+            if not mapped:
+                for k in range(indptr[i], indptr[i + 1]):
+                    s = s + <double>data[k] * <double>data[k]
+            else:
+                scale = <real_t>scales[i] if scales != NULL else <real_t>1
+                shrink = shrinks[i] if shrinks != NULL else 1.0
+                for k in range(indptr[i], indptr[i + 1]):
+                    x = map_value(data[k], scale, shrink)
+                    s = s + <double>x * <double>x
+            if tail:
+                x = map_value(<real_t>tail_value, <real_t>1,
+                              shrinks[i] if shrinks != NULL else 1.0)
+                s = s + <double>x * <double>x
             out[i] = s
     return out_arr
 

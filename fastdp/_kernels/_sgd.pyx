@@ -72,11 +72,13 @@ from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
-from fastdp._kernels._csr cimport CsrView, FASTDP_PREFETCH, csr_view, index_t, prefetch_row, real_t
+from fastdp._kernels._csr cimport (
+    CsrView, FASTDP_PREFETCH, csr_set_row_map, csr_view, index_t, prefetch_row, real_t,
+)
 from fastdp._kernels._glm cimport (
     GATE_SLOTS, ClippedLoss, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
     check_all_rows, check_batches, check_csr, check_length, check_loss_code, check_min_length,
-    check_sq_norms, check_threads, collect_pending, column_splits_of, every_column, gate_begin,
+    check_row_map, check_sq_norms, check_threads, collect_pending, column_splits_of, every_column, gate_begin,
     gate_end, gate_slot, gate_state, gates_reset, gradient_coefficient, lazy_noise_scratch,
     raise_invalid, scatter_rows, structure_proven, thread_columns,
 )
@@ -125,7 +127,9 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
             int loss, double clip, double rho, double kappa, double noise_std,
             bint lazy_noise, object bit_generator, int num_threads,
             Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None, *,
-            check_structure=True):
+            check_structure=True, const double[::1] row_scale=None,
+            const double[::1] row_shrink=None, double tail_value=0.0,
+            int64_t tail_column=-1):
     """Run ``len(batch_ptr) - 1`` (DP-)SGD steps in place on ``w`` (= theta on entry and exit).
 
     The safe way in is ``fastdp.solvers.sgd`` (``dpsgd``, ``sgd``), which
@@ -162,6 +166,12 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         increasing within ``[0, len(w))``) unless this is
         ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
         ``check_X`` output); ``False`` checks too.
+    row_scale, row_shrink, tail_value, tail_column : optional row map
+        Read the rows of X through a row map instead of as stored (see
+        ``_csr.pxd: csr_set_row_map``): float64 factors, one per row, and an
+        entry ``tail_value`` appended to every row at column ``tail_column``
+        (-1: none; the stored columns must lie below it).  ``sq_norms`` are
+        then the mapped rows' (``fastdp._mapped_rows.MappedRows``).
 
     Returns
     -------
@@ -202,9 +212,13 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     cdef bint eligible                              # the batch may take the parallel path
     cdef int path                                   # 1: parallel, 0: serial
 
+    cdef int64_t stored_columns = check_row_map(
+        "run_sgd", row_scale.shape[0] if row_scale is not None else -1,
+        row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
+        indptr.shape[0] - 1, w.shape[0])
     _check_sgd_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
                          coef_buffer, last_noised, loss, clip, rho, kappa, noise_std, lazy,
-                         num_threads, check_structure)
+                         num_threads, check_structure, stored_columns)
     if n_steps <= 0:
         return 0
     if n_steps >= 2**31 - 1:
@@ -221,6 +235,9 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     if noisy:
         rng = bit_generator_of("run_sgd", bit_generator)
     cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
+                    &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
+                    tail_value, tail_column)
     cdef ClippedLoss g                              # the loss, the clip, labels and norms
     g.loss = loss
     g.clip = clip
@@ -303,8 +320,10 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
                               const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
                               double[::1] coef_buffer, int32_t[::1] last_noised, int loss,
                               double clip, double rho, double kappa, double noise_std,
-                              bint lazy, int num_threads, object check_structure) except -1:
-    """Every check of :func:`run_sgd` (see its ``Raises``)."""
+                              bint lazy, int num_threads, object check_structure,
+                              int64_t stored_columns) except -1:
+    """Every check of :func:`run_sgd` (see its ``Raises``); the stored column indices must
+    lie below ``stored_columns`` (``len(w)``, or the row map's appended column)."""
     cdef str caller = "run_sgd"
     cdef int64_t n_rows, largest
     check_csr(caller, data.shape[0], indices, indptr)
@@ -327,8 +346,8 @@ cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices
                       f"noise_std={noise_std}.")
     check_threads(caller, num_threads)
     if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                            w.shape[0]):
-        check_all_rows(caller, indices, indptr, w.shape[0], "w")
+                            stored_columns):
+        check_all_rows(caller, indices, indptr, stored_columns, "w")
     return 0
 
 

@@ -22,7 +22,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import check_labels, check_positive, check_random_state, check_real, check_X
+from fastdp._validation import (
+    check_labels, check_positive, check_random_state, check_real, check_X, is_mapped_rows,
+)
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss
 
@@ -34,6 +36,8 @@ __all__ = [
     "check_num_threads",
     "as_csr",
     "prepare_data",
+    "kernel_rows",
+    "kernel_sq_norms",
     "split_random_state",
     "start_batches",
     "epoch_batches",
@@ -230,10 +234,16 @@ def as_csr(X):
         Sorted column indices, ``indices`` and ``indptr`` of one integer type,
         float32 or float64 values (as :func:`check_X` keeps them).
 
+    Mapped rows (:class:`fastdp._mapped_rows.MappedRows`, which ``check_X``
+    passes through) are returned as they are: the row-map-aware kernels read
+    them (:func:`kernel_rows`).
+
     Notes
     -----
     Privacy: reads the private data; releases nothing.
     """
+    if is_mapped_rows(X):
+        return X
     if not sp.issparse(X):
         X = sp.csr_matrix(X)
         X.sort_indices()
@@ -275,6 +285,28 @@ def prepare_data(X, y, loss, private):
     if loss.task == "binary" and not np.all(np.abs(y) == 1.0):
         raise ValidationError("logistic and hinge losses need labels in {-1, +1}.")
     return X, np.ascontiguousarray(y, dtype=np.float64)
+
+
+def kernel_rows(X):
+    """``(data, indices, indptr, row_map)`` of a prepared X, for a kernel call.
+
+    ``row_map`` holds the keyword arguments that make a row-map-aware kernel
+    (``_sgd.run_sgd``, ``_scd.run_dual_scd``) read mapped rows without a copy
+    (:meth:`fastdp._mapped_rows.MappedRows.kernel_map`); it is empty for a
+    CSR matrix, which the kernels read as stored.
+    """
+    if is_mapped_rows(X):
+        return X.csr.data, X.csr.indices, X.csr.indptr, X.kernel_map()
+    return X.data, X.indices, X.indptr, {}
+
+
+def kernel_sq_norms(X):
+    """Squared row norms of a prepared X as the kernels sum them (float64, storage order)."""
+    from fastdp._kernels._scd import row_squared_norms
+
+    if is_mapped_rows(X):
+        return X.kernel_sq_norms()
+    return row_squared_norms(X.data, X.indptr)
 
 
 # --------------------------------------------------------------------------
@@ -427,7 +459,8 @@ def balanced_column_splits(X, num_threads):
     if num_threads <= 1:
         return None
     m = X.shape[1]
-    cum = np.cumsum(np.bincount(X.indices, minlength=m))
+    indices = X.csr.indices if is_mapped_rows(X) else X.indices  # (a mapped constant column: not counted)
+    cum = np.cumsum(np.bincount(indices, minlength=m))
     targets = cum[-1] * np.arange(1, num_threads) / num_threads
     inner = np.searchsorted(cum, targets, side="right")
     return np.concatenate([[0], inner, [m]]).astype(np.int64)

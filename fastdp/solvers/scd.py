@@ -71,6 +71,8 @@ from fastdp.solvers._common import (
     check_run_arguments,
     epoch_batches,
     grow_buffer,
+    kernel_rows,
+    kernel_sq_norms,
     prepare_data,
     sampled_gaussian_event,
     split_random_state,
@@ -200,7 +202,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     dtype = X.dtype
     alpha = np.zeros(n, dtype=dtype)
     v = np.zeros(m, dtype=dtype)
-    sq_norms = _scd.row_squared_norms(X.data, X.indptr)
+    sq_norms = kernel_sq_norms(X)
+    data, indices, indptr, row_map = kernel_rows(X)  # row_map: rows mapped on the fly
     last_noised = np.zeros(m, dtype=np.int32)
     zeta_buffer = np.zeros(1, dtype=np.float64)
     column_splits = balanced_column_splits(X, num_threads)
@@ -215,12 +218,12 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         zeta_buffer = grow_buffer(zeta_buffer, batch_ptr)
         with bit_generator.lock:
             n_draws += _scd.run_dual_scd(
-                X.data, X.indices, X.indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
+                data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
                 zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,
                 bool(sequential), noise_std if noise_alpha else 0.0, noise_std,
                 bool(lazy_noise), bit_generator,
                 num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=token,
+                check_structure=token, **row_map,
             )
         if record_history:
             history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))
@@ -595,6 +598,7 @@ class _DualScdEstimatorSolver(EstimatorSolver):
 
     options = ("box_eps", "released")
     supports_callback = True
+    reads_row_map = True  # the kernel reads the estimators' mapped rows without a copy
 
     def __init__(self, name, sequential):
         self.name = name

@@ -47,7 +47,6 @@ Privacy (dpsgd with noise_multiplier > 0)
 import numpy as np
 
 from fastdp._kernels import _sgd
-from fastdp._kernels._scd import row_squared_norms
 from fastdp._validation import check_batch_size, check_positive, structure_token
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.losses import primal_objective
@@ -59,6 +58,8 @@ from fastdp.solvers._common import (
     check_run_arguments,
     epoch_batches,
     grow_buffer,
+    kernel_rows,
+    kernel_sq_norms,
     prepare_data,
     sampled_gaussian_event,
     start_batches,
@@ -115,7 +116,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
                            algorithm=algorithm, record_history=record_history, callback=callback)
 
     theta = np.zeros(m, dtype=np.float64)
-    sq_norms = row_squared_norms(X.data, X.indptr)
+    sq_norms = kernel_sq_norms(X)
+    data, indices, indptr, row_map = kernel_rows(X)  # row_map: rows mapped on the fly
     last_noised = np.zeros(m, dtype=np.int32)
     coef_buffer = np.zeros(1, dtype=np.float64)
     column_splits = balanced_column_splits(X, num_threads)
@@ -129,10 +131,10 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
         coef_buffer = grow_buffer(coef_buffer, batch_ptr)
         with bit_generator.lock:
             n_draws += _sgd.run_sgd(
-                X.data, X.indices, X.indptr, y, sq_norms, theta, batch_ptr, batch_idx,
+                data, indices, indptr, y, sq_norms, theta, batch_ptr, batch_idx,
                 coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
                 bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=token)
+                check_structure=token, **row_map)
         # theta is released (flushed) here; checking it is post-processing.
         if not np.all(np.isfinite(theta)):
             raise FastDPError(
@@ -271,6 +273,7 @@ class DPSGDEstimatorSolver(EstimatorSolver):
     """
 
     supports_callback = True
+    reads_row_map = True  # the kernel reads the estimators' mapped rows without a copy
 
     name = "dpsgd"
     losses = ("squared", "logistic", "hinge")

@@ -1,0 +1,273 @@
+"""The estimators' mapped rows, read from X through O(n) metadata instead of a copy of X.
+
+An estimator trains on the rows ``a [b(x), c]`` of :class:`fastdp.preprocessing.RowMap`:
+every stored value of row i multiplied by one factor ``s_i`` (the row bound and
+the scale ``a``), and one constant entry appended (the intercept column).
+:class:`MappedRows` holds exactly that description — the validated CSR ``X``,
+the factors, the constant — and never the mapped matrix itself:
+
+* the compiled kernels of DP-SGD (:mod:`fastdp._kernels._sgd`) and DP-SCD
+  (:mod:`fastdp._kernels._scd`) read the rows through it
+  (:meth:`MappedRows.kernel_map`), computing each mapped value when they read
+  it, with the same roundings as the materialised matrix;
+* every other solver gets :meth:`MappedRows.tocsr`, the mapped matrix written
+  out once, in blocks of rows, and registered as verified so that the
+  solver's own :func:`~fastdp._validation.check_X` does not scan it again.
+
+Either way the values are bit for bit those of the materialised map: a stored
+value ``x`` of row i becomes ``r((double) r(x * r(s_i)) * g_i)`` where ``r`` rounds
+to the dtype of X and ``g_i`` is the optional second factor that
+:func:`~fastdp._validation.check_X` applies to rows whose norm exceeds the bound
+by rounding only (1 for the others); the constant becomes ``r((double) r(c) * g_i)``.
+
+Validation happens once, in the estimator (``check_X`` of the user's X); a
+:class:`MappedRows` is trusted by ``check_X`` (O(n) work, plus one pass in
+blocks when a row-norm bound is asked for).
+
+Privacy: a per-example map with public parameters (see
+:mod:`fastdp.preprocessing`); nothing here releases anything.
+"""
+
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastdp._validation import (
+    _csr_sq_norms,
+    _known_structure,
+    _row_blocks,
+    _shrink_factors,
+    is_mapped_rows,
+    register_verified_csr,
+)
+
+__all__ = ["MappedRows", "is_mapped_rows", "rows_for_solver"]
+
+
+class MappedRows:
+    """Rows ``x_i`` of a validated CSR matrix, each scaled by ``row_scale[i]``, plus a constant column.
+
+    Parameters
+    ----------
+    csr : scipy.sparse CSR matrix of shape (n, d)
+        Output of :func:`fastdp._validation.check_X` (canonical, finite,
+        float32 or float64); never modified.
+    row_scale : ndarray of float64, shape (n,)
+        The factor of each row (rounded to the dtype of ``csr`` before use).
+    tail_value : float or None
+        The appended constant (column ``d``), or None for no appended column.
+    row_shrink : ndarray of float64, shape (n,), or None
+        Second factor of each row, applied after the first rounding (set by
+        :func:`~fastdp._validation.check_X`; 1 for rows it leaves alone).
+
+    Attributes
+    ----------
+    shape : tuple
+        ``(n, d + 1)`` with the constant column, else ``(n, d)``.
+    dtype : numpy.dtype
+        The dtype of the values (that of ``csr``).
+    """
+
+    _fastdp_mapped_rows = True  # recognised by fastdp._validation without an import
+
+    def __init__(self, csr, row_scale, tail_value=None, row_shrink=None):
+        self.csr = csr
+        n, d = csr.shape
+        self.row_scale = np.ascontiguousarray(row_scale, dtype=np.float64)
+        self.row_shrink = (None if row_shrink is None
+                           else np.ascontiguousarray(row_shrink, dtype=np.float64))
+        self.tail_value = None if tail_value is None else float(tail_value)
+        extra = int(self.tail_value is not None)
+        self.shape = (int(n), int(d) + extra)
+        self.dtype = csr.data.dtype
+        self._sq_norms = None
+
+    @property
+    def nnz(self):
+        """Entries of the mapped matrix (the stored ones plus one per row for the constant)."""
+        return int(self.csr.indptr[-1]) + (self.shape[0] if self.tail_value is not None else 0)
+
+    def __repr__(self):
+        return (f"<MappedRows {self.shape[0]}x{self.shape[1]} {self.dtype} rows read from a CSR "
+                f"matrix through a row map{' and a constant column' if self.tail_value is not None else ''}>")
+
+    # ------------------------------------------------------------------ kernels
+    def kernel_map(self):
+        """Keyword arguments of the row-map-aware kernels (``run_sgd``, ``run_dual_scd``)."""
+        return {"row_scale": self.row_scale, "row_shrink": self.row_shrink,
+                "tail_value": 0.0 if self.tail_value is None else self.tail_value,
+                "tail_column": -1 if self.tail_value is None else self.csr.shape[1]}
+
+    def kernel_sq_norms(self):
+        """Squared norms of the mapped rows, summed as the kernels sum them (storage order)."""
+        from fastdp._kernels import _scd
+
+        return _scd.row_squared_norms(
+            self.csr.data, self.csr.indptr, row_scale=self.row_scale, row_shrink=self.row_shrink,
+            tail_value=0.0 if self.tail_value is None else self.tail_value,
+            tail=self.tail_value is not None)
+
+    # ------------------------------------------------------------------ blocks
+    def _block_values(self, r0, r1, rows=None, shrink=None):
+        """``(data, indices, indptr)`` of mapped rows r0..r1 (or of ``rows``), materialised.
+
+        ``shrink`` overrides the second factor of these rows (one per row).
+        """
+        X = self.csr
+        dtype = self.dtype
+        if rows is None:
+            k0, k1 = int(X.indptr[r0]), int(X.indptr[r1])
+            counts = np.diff(np.asarray(X.indptr[r0:r1 + 1], dtype=np.int64))
+            values = X.data[k0:k1]
+            columns = X.indices[k0:k1]
+            scale = self.row_scale[r0:r1]
+            if shrink is None and self.row_shrink is not None:
+                shrink = self.row_shrink[r0:r1]
+        else:
+            starts = np.asarray(X.indptr[rows], dtype=np.int64)
+            counts = np.asarray(X.indptr[rows + 1], dtype=np.int64) - starts
+            positions = (np.arange(int(counts.sum()), dtype=np.int64)
+                         - np.repeat(np.cumsum(counts) - counts - starts, counts))
+            values = X.data[positions]
+            columns = X.indices[positions]
+            scale = self.row_scale[rows]
+            if shrink is None and self.row_shrink is not None:
+                shrink = self.row_shrink[rows]
+        values = values * np.repeat(scale.astype(dtype), counts)
+        if shrink is not None:
+            values = (values.astype(np.float64) * np.repeat(shrink, counts)).astype(dtype)
+        if self.tail_value is None:
+            indptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+            np.cumsum(counts, out=indptr[1:])
+            return values, columns, indptr
+        m = counts.shape[0]
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(counts + 1, out=indptr[1:])
+        ends = indptr[1:] - 1                           # slot of each row's constant entry
+        data = np.empty(indptr[-1], dtype=dtype)
+        indices = np.empty(indptr[-1], dtype=np.int64)
+        mask = np.ones(indptr[-1], dtype=bool)
+        mask[ends] = False
+        data[mask] = values
+        indices[mask] = columns
+        tail = np.full(m, dtype.type(self.tail_value))
+        if shrink is not None:
+            tail = (tail.astype(np.float64) * shrink).astype(dtype)
+        data[ends] = tail
+        indices[ends] = X.shape[1]
+        return data, indices, indptr
+
+    def _block_csr(self, r0, r1, rows=None, shrink=None):
+        data, indices, indptr = self._block_values(r0, r1, rows, shrink)
+        n_rows = indptr.shape[0] - 1
+        return sp.csr_matrix((data, indices, indptr), shape=(n_rows, self.shape[1]))
+
+    def scaled_sq_norms(self, bound=1.0):
+        """``sum_j (m_ij / bound)**2`` of every mapped row, as ``check_X`` sums them.
+
+        The same bits as :func:`fastdp._validation._csr_sq_norms` of :meth:`tocsr`
+        (each row is summed by the same call on the same values), computed in
+        blocks of rows: no O(nnz) temporary.  Cached for ``bound == 1``.
+        """
+        if bound == 1.0 and self._sq_norms is not None:
+            return self._sq_norms.copy()
+        sq = np.empty(self.shape[0])
+        for r0, r1 in _row_blocks(self.csr.indptr):
+            sq[r0:r1] = _csr_sq_norms(self._block_csr(r0, r1), bound)
+        if bound == 1.0:
+            self._sq_norms = sq.copy()
+        return sq
+
+    def row(self, i):
+        """Mapped row i as a 1 x d CSR matrix (for error messages)."""
+        return self._block_csr(i, i + 1)
+
+    def shrunk(self, rows, bound, sq):
+        """A copy whose ``rows`` are scaled down onto ``bound`` exactly as ``check_X`` scales
+        a materialised matrix (:func:`fastdp._validation._shrink_factors`, the same factors),
+        by a second per-row factor: O(n) memory, the rows processed in blocks.
+
+        ``sq``: the rows' :meth:`scaled_sq_norms` (``> 1``)."""
+        shrink = (np.ones(self.shape[0]) if self.row_shrink is None else self.row_shrink.copy())
+        rows = np.asarray(rows, dtype=np.int64)
+        X = self.csr
+        lengths = (np.asarray(X.indptr[rows + 1], dtype=np.int64)
+                   - np.asarray(X.indptr[rows], dtype=np.int64) + 1)
+        # blocks of rows of at most about 2**20 entries each (a single longer row alone)
+        ends = np.cumsum(lengths)
+        start = 0
+        while start < rows.size:
+            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + (1 << 20),
+                                       side="right"))
+            stop = min(max(stop, start + 1), rows.size)
+            chunk = rows[start:stop]
+
+            def shrunk_sq(todo, factors, chunk=chunk):
+                return _csr_sq_norms(self._block_csr(0, 0, chunk[todo], factors), bound)
+
+            shrink[chunk] = _shrink_factors(sq[start:stop], self.dtype, shrunk_sq)
+            start = stop
+        return MappedRows(self.csr, self.row_scale, self.tail_value, shrink)
+
+    # ------------------------------------------------------------------ copy
+    def tocsr(self):
+        """The mapped matrix, written out once (in blocks of rows; no other O(nnz) temporary).
+
+        Returns
+        -------
+        csr_matrix of shape ``self.shape``, dtype ``self.dtype``
+            Bit for bit the rows the kernels read through :meth:`kernel_map`.
+            When ``csr`` came from ``check_X``, registered as verified
+            (canonical, finite, with its squared row norms), so that
+            ``check_X`` of it costs O(n).
+        """
+        X = self.csr
+        n, d = X.shape
+        extra = int(self.tail_value is not None)
+        nnz = self.nnz
+        big = nnz >= np.iinfo(np.int32).max or d + extra >= np.iinfo(np.int32).max
+        idx_dtype = np.int64 if big else np.result_type(X.indices.dtype, np.int32)
+        indptr = np.empty(n + 1, dtype=idx_dtype)
+        indptr[0] = 0
+        np.cumsum(np.diff(X.indptr) + extra, out=indptr[1:])
+        data = np.empty(nnz, dtype=self.dtype)
+        indices = np.empty(nnz, dtype=idx_dtype)
+        sq = np.empty(n)
+        for r0, r1 in _row_blocks(X.indptr):
+            k0, k1 = int(indptr[r0]), int(indptr[r1])
+            block_data, block_indices, block_ptr = self._block_values(r0, r1)
+            data[k0:k1] = block_data
+            indices[k0:k1] = block_indices
+            sq[r0:r1] = _csr_sq_norms(SimpleNamespace(data=block_data, indptr=block_ptr,
+                                                      shape=(r1 - r0, self.shape[1])))
+        out = sp.csr_matrix(self.shape, dtype=self.dtype)
+        out.data, out.indices, out.indptr = data, indices, indptr  # no index downcast, no copy
+        if _known_structure(X.indices, X.indptr, X.shape[1]) is not None:  # check_X output
+            out.has_sorted_indices = True
+            register_verified_csr(out, sq_norms=sq, finite=True)
+        else:
+            out.has_sorted_indices = bool(X.has_sorted_indices)
+        self._sq_norms = sq.copy()
+        return out
+
+
+def rows_for_solver(Xm, solver, config):
+    """What ``solver.run`` gets: ``Xm`` itself when the solver reads mapped rows on the fly
+    (``solver.reads_row_map``, no per-epoch history), else the mapped matrix written out once.
+
+    Parameters
+    ----------
+    Xm : MappedRows, ndarray or sparse matrix
+        The estimator's mapped rows (:meth:`fastdp.preprocessing.RowMap.map_rows`).
+    solver : fastdp.solvers.registry.EstimatorSolver
+    config : dict
+        The resolved settings (``record_history`` reads X with scipy products; a
+        block-keyed sampler runs the data-parallel step loop on a CSR matrix).
+    """
+    if not is_mapped_rows(Xm):
+        return Xm
+    if (getattr(solver, "reads_row_map", False) and not config.get("record_history", False)
+            and not getattr(config.get("sampler"), "keyed", False)):
+        return Xm
+    return Xm.tocsr()
