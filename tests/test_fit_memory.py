@@ -44,9 +44,11 @@ def bound(report):
 
 
 def run(*args):
+    """Run the benchmark script; its last output line, parsed as JSON (None if it printed none)."""
     out = subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], check=True,
                          capture_output=True, text=True, env=dict(os.environ))
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else None
 
 
 def check(report):
