@@ -29,6 +29,7 @@ LAYERS = {   # module-name prefix -> layer (higher imports lower)
     "fastdp._kernels": 1,
     "fastdp._validation": 2, "fastdp.losses": 2, "fastdp.datasets": 2, "fastdp.io": 2,
     "fastdp.preprocessing": 2, "fastdp.progress": 2, "fastdp.defaults": 2,
+    "fastdp._mapped_rows": 2,
     "fastdp.privacy": 3, "fastdp.sampling": 3, "fastdp.sampling_blocks": 3,
     "fastdp.solvers": 4, "fastdp.distributed": 4,
     "fastdp.distributed.data_parallel.cli": 5,   # the CLI's --ray route (imported by fastdp.cli)
