@@ -14,10 +14,13 @@ demo: install
 	$(PYTHON) -m fastdp.demo
 
 # The default suite runs on every core (pytest-xdist; one test file per worker at a time,
-# so module fixtures and Ray sessions stay in one process). TEST_WORKERS=0 runs serially.
+# so module fixtures stay in one process; longest files first and the Ray files on one
+# worker, see tests/_schedule.py). TEST_WORKERS=0 runs serially. Bytecode is written even
+# where PYTHONDONTWRITEBYTECODE is set: without it each worker re-compiles and re-rewrites
+# the asserts of every test module (about 8 CPU seconds a worker).
 TEST_WORKERS ?= auto
 test: install-test
-	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install-test
 	$(PYTHON) -m pytest -m slow

@@ -64,3 +64,12 @@ def make_linear_data(rng):
         return X, X @ w + 0.05 * rng.normal(size=n)
 
     return make
+
+
+
+# pytest-xdist: longest files first, the Ray files on one worker (see tests/_schedule.py).
+from _schedule import (  # noqa: E402,F401
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_xdist_make_scheduler,
+)

@@ -9,14 +9,11 @@ import os
 
 import numpy as np
 import pytest
-from sklearn.datasets import dump_svmlight_file
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from fastdp.datasets import make_sparse_classification  # noqa: E402
 from fastdp.distributed.data_parallel import (  # noqa: E402
     LocalWorkers,
-    RayWorkers,
     ShardValidationError,
     array_source,
     binary_source,
@@ -30,39 +27,22 @@ from fastdp.io.binary import (  # noqa: E402
     open_binary,
     open_binary_rows,
 )
-from fastdp.linear_model import DPLogisticRegression  # noqa: E402
 from fastdp.persistence import load_model  # noqa: E402
 from fastdp.privacy.ledger import PrivacyLedger  # noqa: E402
-from fastdp.sampling_blocks import BlockPoissonSampler  # noqa: E402
 
-BLOCK = 256
-N = 2000          # 8 blocks, the last one short
-
-
-def estimator(**kw):
-    params = dict(epsilon=1.0, batch_size=150, epochs=2, random_state=11,
-                  sampler=BlockPoissonSampler(batch_size=150, block_size=BLOCK))
-    params.update(kw)
-    return DPLogisticRegression(**params)
+from shard_setup import BLOCK, N  # noqa: E402
+from shard_setup import shard_estimator as estimator  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def svm_file(tmp_path_factory):
-    X, y = make_sparse_classification(N, 40, 6, random_state=3)[:2]
-    path = tmp_path_factory.mktemp("bin") / "data.svm"
-    dump_svmlight_file(X, np.where(y > 0, 1.0, 0.0), str(path), zero_based=False)
-    return path
-
-
-def convert(svm_file, directory, name="data.fdp", **kw):
+def convert(svm_path, directory, name="data.fdp", **kw):
     dst = directory / name
-    convert_libsvm(svm_file, dst, **kw)
+    convert_libsvm(svm_path, dst, **kw)
     return dst
 
 
 @pytest.fixture(scope="module")
-def fdp(svm_file, tmp_path_factory):
-    return convert(svm_file, tmp_path_factory.mktemp("fdp"))
+def fdp(shard_svm_file, tmp_path_factory):
+    return convert(shard_svm_file, tmp_path_factory.mktemp("fdp"))
 
 
 def test_row_ranges_equal_the_whole_file_rows(fdp):
@@ -79,9 +59,9 @@ def test_row_ranges_equal_the_whole_file_rows(fdp):
 
 @pytest.mark.parametrize("n_shards,n_workers,dtype", [(1, 1, np.float64), (4, 2, np.float64),
                                                       (4, 3, np.float32)])
-def test_binary_source_equals_array_source_bit_for_bit(fdp, svm_file, tmp_path, n_shards,
+def test_binary_source_equals_array_source_bit_for_bit(fdp, shard_svm_file, tmp_path, n_shards,
                                                        n_workers, dtype):
-    path = fdp if dtype == np.float64 else convert(svm_file, tmp_path, dtype=dtype)
+    path = fdp if dtype == np.float64 else convert(shard_svm_file, tmp_path, dtype=dtype)
     X, y = open_binary(path)
     ref = fit_distributed(array_source(X, y, n_shards=n_shards, block_size=BLOCK), estimator(),
                           engine=LocalWorkers(1))
@@ -95,8 +75,8 @@ def test_binary_source_equals_array_source_bit_for_bit(fdp, svm_file, tmp_path, 
         assert np.array_equal(fit.coef_, estimator().fit(X, y).coef_)
 
 
-def test_driver_reads_the_header_only(svm_file, tmp_path):
-    path = convert(svm_file, tmp_path, name="gone.fdp")
+def test_driver_reads_the_header_only(shard_svm_file, tmp_path):
+    path = convert(shard_svm_file, tmp_path, name="gone.fdp")
     os.remove(path / "data.npy")                        # workers need it; the driver does not
     source = binary_source(path, n_shards=2, block_size=BLOCK)
     assert source.n_rows == N
@@ -105,8 +85,8 @@ def test_driver_reads_the_header_only(svm_file, tmp_path):
         fit_distributed(source, estimator(), engine=LocalWorkers(1))
 
 
-def test_damaged_shard_is_named_before_any_noise(svm_file, tmp_path, monkeypatch):
-    path = convert(svm_file, tmp_path, name="bad.fdp")
+def test_damaged_shard_is_named_before_any_noise(shard_svm_file, tmp_path, monkeypatch):
+    path = convert(shard_svm_file, tmp_path, name="bad.fdp")
     indptr = np.load(path / "indptr.npy")
     data = np.load(path / "data.npy", mmap_mode="r+")
     data[indptr[3 * BLOCK + 5]] = np.nan                # a row of shard 1 of 4 (blocks 2..3)
@@ -124,8 +104,8 @@ def test_damaged_shard_is_named_before_any_noise(svm_file, tmp_path, monkeypatch
     assert len(ledger.entries) == 0
 
 
-def test_damaged_header_is_refused_by_the_driver(svm_file, tmp_path):
-    path = convert(svm_file, tmp_path, name="edited.fdp")
+def test_damaged_header_is_refused_by_the_driver(shard_svm_file, tmp_path):
+    path = convert(shard_svm_file, tmp_path, name="edited.fdp")
     header = json.loads((path / "header.json").read_text())
     header["shape"][0] -= 1                             # edited without its digest
     (path / "header.json").write_text(json.dumps(header))
@@ -134,16 +114,6 @@ def test_damaged_header_is_refused_by_the_driver(svm_file, tmp_path):
 
 
 # ---------------------------------------------------------------- Ray
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    RayWorkers()._ray()
-    yield ray
-    if started:
-        ray.shutdown()
 
 
 def test_ray_binary_shards_and_cli(ray_cluster, fdp, tmp_path, capsys):
@@ -158,6 +128,7 @@ def test_ray_binary_shards_and_cli(ray_cluster, fdp, tmp_path, capsys):
                    "--batch-size", "150", "--epochs", "2", "--seed", "11",
                    "--delta", str(ref.delta_), "--out", str(out)])
     assert status == 0
-    assert "data-parallel on Ray" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "data-parallel on Ray" in text and "bytes per step" in text
     model = load_model(str(out) + ".json")
     assert np.array_equal(model.coef_, ref.coef_) and model.epsilon_ == ref.epsilon_

@@ -15,7 +15,6 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from fastdp._kernels import _scd  # noqa: E402
 from fastdp._kernels._losses import LossCode  # noqa: E402
-from fastdp.datasets import make_sparse_classification  # noqa: E402
 from fastdp.distributed.data_parallel import (  # noqa: E402
     LocalWorkers,
     RayWorkers,
@@ -25,49 +24,27 @@ from fastdp.distributed.data_parallel import (  # noqa: E402
 from fastdp.distributed.data_parallel.driver import WorkersRestarted  # noqa: E402
 from fastdp.distributed.data_parallel.worker import ShardWorker  # noqa: E402
 from fastdp.exceptions import ValidationError  # noqa: E402
-from fastdp.linear_model import DPLogisticRegression  # noqa: E402
 from fastdp.preprocessing import normalize_rows  # noqa: E402
 from fastdp.privacy.ledger import PrivacyLedger  # noqa: E402
 from fastdp.sampling_blocks import BlockPoissonSampler, sampling_key  # noqa: E402
 from fastdp.solvers._common import split_random_state  # noqa: E402
 from fastdp.solvers.scd import dual_dpscd  # noqa: E402
 
-BLOCK = 256
-N = 2000          # 8 blocks, the last one short
+from shard_setup import BLOCK, N, shard_estimator  # noqa: E402
 
 
 def estimator(**kw):
-    params = dict(epsilon=1.0, batch_size=150, epochs=2, random_state=11, solver="dpscd",
-                  sampler=BlockPoissonSampler(batch_size=150, block_size=BLOCK))
-    params.update(kw)
-    return DPLogisticRegression(**params)
+    return shard_estimator(solver="dpscd", **kw)
 
 
 @pytest.fixture(scope="module")
-def data():
-    X, y = make_sparse_classification(N, 40, 6, random_state=3)[:2]
-    return X, np.where(y > 0, 1.0, 0.0)
+def single(shard_data):
+    return estimator().fit(*shard_data)
 
 
 @pytest.fixture(scope="module")
-def single(data):
-    return estimator().fit(*data)
-
-
-@pytest.fixture(scope="module")
-def four_shards(data):
-    return fit_distributed(array_source(*data, n_shards=4, block_size=BLOCK), estimator())
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    ray = pytest.importorskip("ray")
-    started = not ray.is_initialized()
-    RayWorkers()._ray()
-    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
-    yield ray
-    if started:
-        ray.shutdown()
+def four_shards(shard_data):
+    return fit_distributed(array_source(*shard_data, n_shards=4, block_size=BLOCK), estimator())
 
 
 def lots(sampler, seed, n_steps):
@@ -78,8 +55,8 @@ def lots(sampler, seed, n_steps):
 # ---------------------------------------------------------------- no Ray
 
 
-def test_one_shard_equals_single_machine_bit_for_bit(data, single):
-    fit = fit_distributed(array_source(*data, block_size=BLOCK), estimator())
+def test_one_shard_equals_single_machine_bit_for_bit(shard_data, single):
+    fit = fit_distributed(array_source(*shard_data, block_size=BLOCK), estimator())
     assert single.solver_ == fit.solver_ == "dpscd"
     assert np.array_equal(fit.coef_, single.coef_)
     assert np.array_equal(fit.intercept_, single.intercept_)
@@ -88,16 +65,16 @@ def test_one_shard_equals_single_machine_bit_for_bit(data, single):
     assert fit.distributed_stats_["n_noise_draws"] > 0
 
 
-def test_event_and_epsilon_are_the_poisson_dpscd_ones(data, single):
-    poisson = estimator(sampler="poisson").fit(*data)
+def test_event_and_epsilon_are_the_poisson_dpscd_ones(shard_data, single):
+    poisson = estimator(sampler="poisson").fit(*shard_data)
     assert single.privacy_event_ == poisson.privacy_event_
     assert single.epsilon_ == poisson.epsilon_
     assert single.noise_multiplier_ == poisson.noise_multiplier_
 
 
-def test_workers_change_nothing_and_shards_only_rounding(data, single, four_shards):
+def test_workers_change_nothing_and_shards_only_rounding(shard_data, single, four_shards):
     for w in (2, 4):
-        fit = fit_distributed(array_source(*data, n_shards=4, block_size=BLOCK), estimator(),
+        fit = fit_distributed(array_source(*shard_data, n_shards=4, block_size=BLOCK), estimator(),
                               engine=LocalWorkers(w))
         assert np.array_equal(fit.coef_, four_shards.coef_)
         assert np.array_equal(fit.intercept_, four_shards.intercept_)
@@ -105,9 +82,9 @@ def test_workers_change_nothing_and_shards_only_rounding(data, single, four_shar
     np.testing.assert_allclose(four_shards.coef_, single.coef_, rtol=0, atol=1e-12 * scale)
 
 
-def test_noiseless_ridge_matches_numpy_algorithm_1(data):
+def test_noiseless_ridge_matches_numpy_algorithm_1(shard_data):
     """sigma = 0, squared loss: the closed-form steps of Algorithm 1 written with numpy."""
-    X = normalize_rows(data[0]).tocsr()
+    X = normalize_rows(shard_data[0]).tocsr()
     y = np.random.default_rng(1).normal(size=N)
     sampler = BlockPoissonSampler(batch_size=100, block_size=BLOCK)
     lam, clip = 1e-2, 0.3
@@ -125,10 +102,10 @@ def test_noiseless_ridge_matches_numpy_algorithm_1(data):
     np.testing.assert_allclose(res.alpha, alpha, rtol=1e-10, atol=1e-13)
 
 
-def test_noiseless_logistic_matches_the_single_machine_kernel(data):
+def test_noiseless_logistic_matches_the_single_machine_kernel(shard_data):
     """sigma = 0: the split into shards equals the kernel's own batch loop on the same lots."""
-    X = normalize_rows(data[0]).tocsr()
-    y = np.where(data[1] > 0, 1.0, -1.0)
+    X = normalize_rows(shard_data[0]).tocsr()
+    y = np.where(shard_data[1] > 0, 1.0, -1.0)
     sampler = BlockPoissonSampler(batch_size=120, block_size=BLOCK)
     lam, clip = 1e-3, 0.5
     res = dual_dpscd(X, y, loss="logistic", lam=lam, epochs=2, batch_size=120, clip=clip,
@@ -145,15 +122,15 @@ def test_noiseless_logistic_matches_the_single_machine_kernel(data):
     np.testing.assert_allclose(res.alpha, alpha, rtol=1e-11, atol=1e-13)
 
 
-def test_released_alpha_is_refused_before_any_charge(data):
+def test_released_alpha_is_refused_before_any_charge(shard_data):
     ledger = PrivacyLedger(epsilon=5.0, delta=1e-5)
     with pytest.raises(ValidationError, match="released='v'"):
-        fit_distributed(array_source(*data, block_size=BLOCK),
+        fit_distributed(array_source(*shard_data, block_size=BLOCK),
                         estimator(solver_options={"released": "alpha_and_v"}, ledger=ledger))
     assert len(ledger.entries) == 0
-    X = normalize_rows(data[0]).tocsr()
+    X = normalize_rows(shard_data[0]).tocsr()
     with pytest.raises(ValidationError, match="released='v'"):
-        dual_dpscd(X, np.where(data[1] > 0, 1.0, -1.0), loss="logistic", lam=1e-3, epochs=1,
+        dual_dpscd(X, np.where(shard_data[1] > 0, 1.0, -1.0), loss="logistic", lam=1e-3, epochs=1,
                    batch_size=100, clip=1.0, noise_multiplier=1.0, released="alpha_and_v",
                    sampler=BlockPoissonSampler(batch_size=100, block_size=BLOCK))
 
@@ -178,9 +155,9 @@ class _RestartOnce(LocalWorkers):
 
 
 @pytest.mark.parametrize("at", [7, 20])     # epoch 1 (from the start) and epoch 2 (checkpoint)
-def test_restarted_worker_replays_the_epoch_with_identical_bits(data, four_shards, at):
+def test_restarted_worker_replays_the_epoch_with_identical_bits(shard_data, four_shards, at):
     engine = _RestartOnce(2, 1, at)
-    fit = fit_distributed(array_source(*data, n_shards=4, block_size=BLOCK), estimator(),
+    fit = fit_distributed(array_source(*shard_data, n_shards=4, block_size=BLOCK), estimator(),
                           engine=engine)
     steps_epoch_1 = estimator().sampler.epoch_boundaries(N, 2)[0]
     assert fit.distributed_stats_["restarts"] == 1
@@ -193,19 +170,23 @@ def test_restarted_worker_replays_the_epoch_with_identical_bits(data, four_shard
 # ---------------------------------------------------------------- Ray
 
 
-@pytest.mark.parametrize("n_workers", [1, 2, 4])
-def test_ray_workers_give_identical_bits(ray_cluster, data, single, four_shards, n_workers):
-    fit = fit_distributed(array_source(*data, n_shards=4, block_size=BLOCK), estimator(),
+# One and four actors run under -m slow; in the default run, two actors here and two again in
+# test_ray_killed_worker_recovers_alpha_from_the_checkpoint, and LocalWorkers(2, 4) on the same
+# shards in test_workers_change_nothing_and_shards_only_rounding.
+@pytest.mark.parametrize("n_workers", [pytest.param(1, marks=pytest.mark.slow), 2,
+                                       pytest.param(4, marks=pytest.mark.slow)])
+def test_ray_workers_give_identical_bits(ray_cluster, shard_data, single, four_shards, n_workers):
+    fit = fit_distributed(array_source(*shard_data, n_shards=4, block_size=BLOCK), estimator(),
                           engine=RayWorkers(n_workers=n_workers))
     assert np.array_equal(fit.coef_, four_shards.coef_)
     assert np.array_equal(fit.intercept_, four_shards.intercept_)
     assert fit.epsilon_ == single.epsilon_ and fit.privacy_event_ == single.privacy_event_
 
 
-def test_ray_killed_worker_recovers_alpha_from_the_checkpoint(ray_cluster, data, four_shards):
+def test_ray_killed_worker_recovers_alpha_from_the_checkpoint(ray_cluster, shard_data, four_shards):
     """The actor dies in epoch 2: its alpha comes back from the epoch-1 checkpoint (object store)."""
     engine = RayWorkers(n_workers=2, fail_at=(1, 20))
-    fit = fit_distributed(array_source(*data, n_shards=4, block_size=BLOCK), estimator(),
+    fit = fit_distributed(array_source(*shard_data, n_shards=4, block_size=BLOCK), estimator(),
                           engine=engine)
     assert engine.restarts == 1 and fit.distributed_stats_["restarts"] == 1
     assert fit.distributed_stats_["replayed_steps"] > 0

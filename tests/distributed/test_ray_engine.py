@@ -25,17 +25,6 @@ from fastdp.preprocessing import normalize_rows  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def ray_cluster():
-    started = not ray.is_initialized()
-    engine = RayEngine(checkpoint_every=16)
-    engine._ensure_ray()
-    assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
-    yield
-    if started:
-        ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def data():
     X, y = make_sparse_classification(300, 20, 5, random_state=1)[:2]
     return normalize_rows(X), y
