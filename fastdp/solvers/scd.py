@@ -416,7 +416,8 @@ def _check_seq_settings(sampler, sigma_prime, mode):
 
 
 def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle",
-        box_eps=DEFAULT_BOX_EPS, random_state=None, num_threads=None, record_history=False, callback=None):
+        box_eps=DEFAULT_BOX_EPS, random_state=None, num_threads=None, record_history=False,
+        callback=None):
     """Non-private SCD: SDCA (``batch_size=1``) or mini-batch SCD (``batch_size > 1``).
 
     The epsilon -> infinity limit of :func:`dual_dpscd` (spec 000 section 2.3):
