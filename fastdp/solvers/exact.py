@@ -21,6 +21,7 @@ Privacy: none.  The result reveals the training data (event
 :class:`~fastdp.privacy.events.NonPrivateEvent`).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -33,19 +34,49 @@ from fastdp.privacy.events import NonPrivateEvent
 from fastdp.solvers._common import as_csr, check_lam
 from fastdp.solvers._result import SolverResult
 
-__all__ = ["exact_minimize", "multinomial_objective_and_gradient"]
+__all__ = ["exact_minimize", "multinomial_objective_and_gradient", "ExactDetails",
+           "HingeExactDetails"]
 
 _MAX_LBFGS_ITER = 20000
 _MAX_SDCA_EPOCHS = 2000
 
 
-def _result(coef, *, loss, lam, n_iter, batch_size, extra):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExactDetails:
+    """What an exact minimisation reports beyond the common result fields.
+
+    Attributes
+    ----------
+    converged : bool
+        Whether the tolerance was met.
+    message : str
+        The optimiser's message.
+    """
+
+    converged: bool
+    message: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HingeExactDetails(ExactDetails):
+    """What the exact hinge-loss minimisation (SDCA) reports.
+
+    Attributes
+    ----------
+    duality_gap : float
+        The final duality gap.
+    """
+
+    duality_gap: float
+
+
+def _result(coef, *, loss, lam, n_iter, batch_size, details):
     return SolverResult(
         coef=coef, alpha=None, v=None, n_iter=int(n_iter), epochs=float("nan"),
         algorithm="exact", loss=loss, lam=lam, noise_multiplier=0.0, sensitivity=0.0,
         noise_std=0.0, clip=math.inf, batch_size=float(batch_size), sample_rate=1.0,
         sampler="full", adjacency="none", event=NonPrivateEvent(), lazy_noise=False,
-        diagnostics={}, num_threads=1, history=None, extra=extra)
+        diagnostics={}, num_threads=1, history=None, details=details)
 
 
 def multinomial_objective_and_gradient(theta, X, y, lam):
@@ -105,7 +136,8 @@ def exact_minimize(X, y, *, loss, lam, n_classes=None, tol=1e-10):
     -------
     SolverResult
         ``coef`` of shape (d,) or (K, d); ``event = NonPrivateEvent()``;
-        ``extra`` has ``converged`` and the optimiser's message.
+        ``details`` (:class:`ExactDetails`) has ``converged`` and the
+        optimiser's message (and the duality gap for the hinge loss).
     """
     lam = check_lam(lam)
     X = as_csr(X)
@@ -120,7 +152,7 @@ def exact_minimize(X, y, *, loss, lam, n_classes=None, tol=1e-10):
 
         flat, nit, ok, message = _lbfgs(fun, np.zeros(K * d), tol)
         return _result(flat.reshape(K, d), loss=loss, lam=lam, n_iter=nit, batch_size=n,
-                       extra={"converged": ok, "message": message})
+                       details=ExactDetails(converged=ok, message=message))
     loss_obj = get_loss(loss)
     y = np.ascontiguousarray(y, dtype=np.float64)
     if loss_obj.name == "hinge":
@@ -134,7 +166,7 @@ def exact_minimize(X, y, *, loss, lam, n_classes=None, tol=1e-10):
 
     theta, nit, ok, message = _lbfgs(fun, np.zeros(d), tol)
     return _result(theta, loss=loss_obj.name, lam=lam, n_iter=nit, batch_size=n,
-                   extra={"converged": ok, "message": message})
+                   details=ExactDetails(converged=ok, message=message))
 
 
 def _hinge_sdca(X, y, lam, tol):
@@ -154,8 +186,8 @@ def _hinge_sdca(X, y, lam, tol):
             break
         epochs *= 2
     return _result(result.coef, loss="hinge", lam=lam, n_iter=result.n_iter, batch_size=1,
-                   extra={"converged": gap <= tol, "duality_gap": gap,
-                          "message": f"SDCA, {epochs} epochs"})
+                   details=HingeExactDetails(converged=gap <= tol, duality_gap=gap,
+                                             message=f"SDCA, {epochs} epochs"))
 
 
 # --------------------------------------------------------------------------
@@ -167,7 +199,9 @@ from fastdp.solvers.registry import NonPrivateEstimatorSolver  # noqa: E402
 class ExactEstimatorSolver(NonPrivateEstimatorSolver):
     """The non-private optimum, for estimators with ``epsilon=np.inf`` (``solver="exact"``).
 
-    ``config["n_classes"]`` (when present) makes the logistic loss multinomial.
+    ``settings.n_classes`` (when not None) makes the logistic loss multinomial;
+    the settings are the common :class:`~fastdp.solvers.settings.SolverSettings`
+    (no ``solver_options``).
     Refuses any private run: it adds no noise.
     """
 
@@ -175,12 +209,14 @@ class ExactEstimatorSolver(NonPrivateEstimatorSolver):
     losses = ("squared", "logistic", "hinge")
     noise_name = "none"
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        if noise:
+    def solve(self, problem, settings, rng):
+        """The exact minimiser for ``problem`` (``settings.alpha`` = lambda); refuses noise."""
+        if settings.noise_parameter:
             self.refuse()
-        n_classes = config.get("n_classes")
-        return exact_minimize(X, y, loss="multinomial" if n_classes else loss, lam=config["lam"],
-                              n_classes=n_classes)
+        n_classes = settings.n_classes
+        return exact_minimize(problem.X, problem.y,
+                              loss="multinomial" if n_classes else problem.loss,
+                              lam=settings.alpha, n_classes=n_classes)
 
 
 ESTIMATOR_SOLVERS = {"exact": ExactEstimatorSolver()}

@@ -38,6 +38,7 @@ Privacy (dp_multinomial_sgd with noise_multiplier > 0)
   it through :class:`MultinomialDPSGDEstimatorSolver`.
 """
 
+import dataclasses
 import numbers
 
 import numpy as np
@@ -62,6 +63,7 @@ from fastdp.solvers._common import (
 )
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver, NonPrivateEstimatorSolver
+from fastdp.solvers.settings import SolverSettings
 from fastdp.solvers.sgd import decay_and_step
 
 __all__ = [
@@ -73,6 +75,8 @@ __all__ = [
     "MultinomialSGDEstimatorSolver",
     "ESTIMATOR_SOLVERS",
     "DEFAULT_LEARNING_RATE",
+    "MultinomialSettings",
+    "MultinomialDetails",
 ]
 
 #: Default step size eta.  The Hessian of the softmax loss of one example is
@@ -82,6 +86,44 @@ __all__ = [
 DEFAULT_LEARNING_RATE = 1.0
 
 _PARALLEL_MIN_ROWS = 128
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MultinomialSettings(SolverSettings):
+    """Settings of a multinomial (DP-)SGD run for the estimators.
+
+    The common fields are those of :class:`~fastdp.solvers.settings.SolverSettings`
+    (``alpha`` is lambda, ``n_classes`` is K, ``noise_parameter`` the noise
+    multiplier sigma); the other is the one ``solver_options`` key.
+
+    Attributes
+    ----------
+    learning_rate : float
+        eta (default :data:`DEFAULT_LEARNING_RATE`).
+    """
+
+    learning_rate: float = DEFAULT_LEARNING_RATE
+
+
+@dataclasses.dataclass(frozen=True)
+class MultinomialDetails:
+    """What a multinomial (DP-)SGD run reports beyond the common result fields.
+
+    Attributes
+    ----------
+    learning_rate, rho, kappa : float
+        eta and the update ``Theta <- rho Theta - kappa (G + xi)``.
+    n_classes : int
+        K.
+    dtype : str
+        Value type of the rows the kernel read.
+    """
+
+    learning_rate: float
+    rho: float
+    kappa: float
+    n_classes: int
+    dtype: str
 
 
 # --------------------------------------------------------------------------
@@ -271,8 +313,8 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
         adjacency=sampler.adjacency, event=sampled_gaussian_event(sampler, n, done, sigma),
         lazy_noise=bool(lazy_noise), diagnostics={"n_noise_draws": int(n_draws)},
         num_threads=num_threads, history=history,
-        extra={"learning_rate": eta, "rho": rho, "kappa": kappa, "n_classes": n_classes,
-               "dtype": np.dtype(X.dtype).name},
+        details=MultinomialDetails(learning_rate=eta, rho=rho, kappa=kappa, n_classes=n_classes,
+                                   dtype=np.dtype(X.dtype).name),
     )
 
 
@@ -326,8 +368,8 @@ def dp_multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size, clip, noise_
         ``coef`` the final Theta, shape (K, d); ``loss = "multinomial"``;
         ``event`` the sampler's event of ``T`` steps of
         ``GaussianEvent(sigma)`` (``NonPrivateEvent`` when sigma = 0), the
-        same as binary DP-SGD's; ``extra`` holds ``learning_rate``, ``rho``,
-        ``kappa``, ``n_classes``, ``dtype``.
+        same as binary DP-SGD's; ``details`` (:class:`MultinomialDetails`)
+        holds ``learning_rate``, ``rho``, ``kappa``, ``n_classes``, ``dtype``.
 
     Notes
     -----
@@ -386,7 +428,8 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
     name = "multinomial_dpsgd"
     losses = ("logistic", "multinomial")
     noise_name = "noise_multiplier"
-    options = ("learning_rate",)
+    options = MultinomialSettings.option_names()
+    settings_class = MultinomialSettings
 
     def event(self, n_samples, config, noise):
         sampler = get_sampler(config["sampler"], config["batch_size"])
@@ -400,24 +443,22 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
         _, lam, sampler = self.check_minibatch_settings(
             n_samples, dict(config, loss="logistic"), private, allow_zero_lam=True)
         check_n_classes(config["n_classes"])
-        eta = check_positive("learning_rate",
-                             config.get("options", {}).get("learning_rate", DEFAULT_LEARNING_RATE))
+        eta = check_positive("learning_rate", self.settings(config).learning_rate)
         decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)), "paper")
 
-    def _arguments(self, config):
-        options = config.get("options", {})
+    @staticmethod
+    def _arguments(s):
+        """The keyword arguments of the solver functions common to both adapters."""
         return dict(
-            n_classes=config["n_classes"], lam=config["lam"], epochs=config["epochs"],
-            batch_size=config["batch_size"], clip=config["clip"],
-            learning_rate=options.get("learning_rate", DEFAULT_LEARNING_RATE),
-            sampler=config["sampler"], num_threads=config.get("num_threads"),
-            record_history=config.get("record_history", False),
-            callback=config.get("callback"))
+            n_classes=s.n_classes, lam=s.alpha, epochs=s.epochs, batch_size=s.batch_size,
+            clip=s.clip, learning_rate=s.learning_rate, sampler=s.sampler,
+            num_threads=s.num_threads, record_history=s.record_history, callback=s.callback)
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        return dp_multinomial_sgd(X, y, noise_multiplier=noise,
-                                  lazy_noise=config.get("lazy_noise", True),
-                                  random_state=random_state, **self._arguments(config))
+    def solve(self, problem, settings, rng):
+        """Multinomial DP-SGD on ``problem`` (y: class indices) with typed ``settings``."""
+        return dp_multinomial_sgd(problem.X, problem.y, noise_multiplier=settings.noise_parameter,
+                                  lazy_noise=settings.lazy_noise, random_state=rng,
+                                  **self._arguments(settings))
 
 
 class MultinomialSGDEstimatorSolver(NonPrivateEstimatorSolver, MultinomialDPSGDEstimatorSolver):
@@ -426,10 +467,12 @@ class MultinomialSGDEstimatorSolver(NonPrivateEstimatorSolver, MultinomialDPSGDE
     name = "multinomial_sgd"
     private_alternative = "multinomial_dpsgd"
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        if noise:
+    def solve(self, problem, settings, rng):
+        """Non-private multinomial SGD; a noise parameter other than 0 is refused."""
+        if settings.noise_parameter:
             self.refuse()
-        return multinomial_sgd(X, y, random_state=random_state, **self._arguments(config))
+        return multinomial_sgd(problem.X, problem.y, random_state=rng,
+                               **self._arguments(settings))
 
 
 ESTIMATOR_SOLVERS = {"multinomial_dpsgd": MultinomialDPSGDEstimatorSolver(),

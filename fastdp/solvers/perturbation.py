@@ -77,6 +77,10 @@ from fastdp.privacy.events import Adjacency, GaussianEvent, PureEvent
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
 from fastdp.solvers._common import as_csr, check_num_threads
+from fastdp.solvers.perturbation_settings import (
+    DEFAULT_MAX_ITER, DEFAULT_TOL, HuberObjectivePerturbationDetails, ObjectivePerturbationDetails,
+    ObjectivePerturbationSettings, OutputPerturbationDetails, OutputPerturbationSettings,
+)
 
 __all__ = [
     "output_perturbation",
@@ -94,7 +98,7 @@ __all__ = [
 LOGISTIC_CURVATURE = LogisticLoss.smoothness
 #: Row-norm slack accepted by ``check_X`` (relative); included in the sensitivity.
 _ROW_NORM_TOL = 1e-6
-_DEFAULT_TOL = 1e-6
+_DEFAULT_TOL = DEFAULT_TOL
 
 
 # --------------------------------------------------------------------------
@@ -348,7 +352,7 @@ def _solve_or_raise(X, y, lam, linear, tol, max_iter, num_threads, loss=None):
 
 
 def _result(theta, *, algorithm, loss, lam, n, noise_parameter, sensitivity, noise_std, event,
-            info, num_threads, extra):
+            info, num_threads, details):
     return SolverResult(
         coef=theta, alpha=None, v=None, n_iter=1, epochs=math.nan, algorithm=algorithm,
         loss=loss.name, lam=lam, noise_multiplier=noise_parameter, sensitivity=sensitivity,
@@ -356,7 +360,7 @@ def _result(theta, *, algorithm, loss, lam, n, noise_parameter, sensitivity, noi
         sampler="none", adjacency="replace_one", event=event, lazy_noise=False,
         diagnostics={"optimizer_iterations": info["iterations"],
                      "gradient_norm": info["gradient_norm"]},
-        num_threads=num_threads, history=None, extra=extra)
+        num_threads=num_threads, history=None, details=details)
 
 
 # --------------------------------------------------------------------------
@@ -365,7 +369,7 @@ def _result(theta, *, algorithm, loss, lam, n, noise_parameter, sensitivity, noi
 
 
 def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mechanism="laplace",
-                        loss="logistic", huber_h=0.5, tol=_DEFAULT_TOL, max_iter=200,
+                        loss="logistic", huber_h=0.5, tol=_DEFAULT_TOL, max_iter=DEFAULT_MAX_ITER,
                         random_state=None, num_threads=None):
     """Output perturbation (Chaudhuri et al. 2011, Algorithm 1): ``argmin J + b``.
 
@@ -447,11 +451,11 @@ def output_perturbation(X, y, *, lam, epsilon=None, noise_multiplier=None, mecha
     return _result(theta + noise, algorithm="output_perturbation", loss=loss, lam=lam, n=n,
                    noise_parameter=noise_parameter, sensitivity=sensitivity,
                    noise_std=noise_std, event=event, info=info, num_threads=num_threads,
-                   extra={"mechanism": mechanism, "tol": tol})
+                   details=OutputPerturbationDetails(mechanism=mechanism, tol=tol))
 
 
 def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, tol=_DEFAULT_TOL,
-                           max_iter=200, random_state=None, num_threads=None):
+                           max_iter=DEFAULT_MAX_ITER, random_state=None, num_threads=None):
     """Objective perturbation (Chaudhuri et al. 2011, Algorithm 2).
 
     Minimises ``J(theta) + b^T theta / n + (Delta_reg/2)||theta||^2`` with b of
@@ -469,8 +473,8 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, 
     -------
     SolverResult
         ``event`` is ``PureEvent(epsilon, replace_one)``; ``noise_multiplier``
-        is ``1 / epsilon``; ``extra`` holds ``epsilon_prime``, ``delta_reg``
-        and ``curvature`` c.
+        is ``1 / epsilon``; ``details`` (:class:`ObjectivePerturbationDetails`)
+        holds ``epsilon_prime``, ``delta_reg``, ``curvature`` c and ``tol``.
 
     Notes
     -----
@@ -498,9 +502,15 @@ def objective_perturbation(X, y, *, lam, epsilon, loss="logistic", huber_h=0.5, 
                    noise_std=(2.0 / eps_prime) * math.sqrt(m + 1.0) / n,
                    event=PureEvent(epsilon, Adjacency.REPLACE_ONE), info=info,
                    num_threads=num_threads,
-                   extra={"epsilon_prime": eps_prime, "delta_reg": delta_reg,
-                          "curvature": loss.smoothness, "tol": tol,
-                          **({"huber_h": loss.h} if loss.name == "huber_hinge" else {})})
+                   details=_objective_details(loss, epsilon_prime=eps_prime, delta_reg=delta_reg,
+                                              curvature=loss.smoothness, tol=tol))
+
+
+def _objective_details(loss, **fields):
+    """The details of an objective perturbation run (with ``huber_h`` for the Huber hinge)."""
+    if loss.name == "huber_hinge":
+        return HuberObjectivePerturbationDetails(huber_h=loss.h, **fields)
+    return ObjectivePerturbationDetails(**fields)
 
 
 # --------------------------------------------------------------------------
@@ -514,11 +524,11 @@ class _PerturbationEstimatorSolver(EstimatorSolver):
     losses = ("logistic",)
     noise_name = "noise_scale"
 
-    def _mechanism(self, config):
+    def _mechanism(self, settings):
         return "laplace"
 
     def event(self, n_samples, config, noise):
-        if self._mechanism(config) == "gaussian":
+        if self._mechanism(self.settings(config)) == "gaussian":
             return GaussianEvent(noise, Adjacency.REPLACE_ONE)
         return PureEvent(1.0 / noise, Adjacency.REPLACE_ONE)
 
@@ -530,7 +540,7 @@ class _PerturbationEstimatorSolver(EstimatorSolver):
         noise is calibrated against that accountant instead, so the reported
         epsilon never exceeds the target.  The Gaussian variant is calibrated.
         """
-        if self._mechanism(config) == "laplace":
+        if self._mechanism(self.settings(config)) == "laplace":
             noise = 1.0 / float(epsilon)
             if accountant.epsilon(self.event(n_samples, config, noise), delta) <= epsilon:
                 return noise
@@ -540,64 +550,72 @@ class _PerturbationEstimatorSolver(EstimatorSolver):
         """The base checks, ``lam``, the mechanism, ``tol`` and ``max_iter``."""
         super().check_params(n_samples, config, private=private)
         check_positive("lam", config["lam"])
-        self._mechanism(config)
-        options = self._options(config)
-        _check_tol(options["tol"])
-        _check_max_iter(options["max_iter"])
+        s = self.settings(config)
+        self._mechanism(s)
+        _check_tol(s.tol)
+        _check_max_iter(s.max_iter)
 
-    def _options(self, config):
-        options = config.get("options", {})
-        return {"tol": options.get("tol", _DEFAULT_TOL), "max_iter": options.get("max_iter", 200)}
+    def _nonprivate(self, problem, s, algorithm):
+        """epsilon = inf: the exact regularised optimum, no noise (not private)."""
+        num_threads = check_num_threads(s.num_threads)
+        theta, info = _solve_or_raise(*_prepare_nonprivate(problem.X, problem.y), float(s.alpha),
+                                      None, tol=s.tol, max_iter=s.max_iter,
+                                      num_threads=num_threads)
+        return _nonprivate_result(theta, problem.n_samples, float(s.alpha), num_threads, info,
+                                  algorithm)
 
 
 class OutputPerturbationEstimatorSolver(_PerturbationEstimatorSolver):
     """``solver="output"``.  ``solver_options``: ``mechanism`` ("laplace" default,
-    pure DP; or "gaussian"), ``tol``, ``max_iter``.  The noise parameter is
+    pure DP; or "gaussian"), ``tol``, ``max_iter`` (:class:`OutputPerturbationSettings`).
+    The noise parameter is
     ``1 / epsilon`` (Laplace) or the noise multiplier sigma (Gaussian).
     ``batch_size``, ``epochs``, ``clip``, ``sampler`` and ``lazy_noise`` of the
     estimator do not apply and are ignored."""
 
     name = "output"
-    options = ("mechanism", "tol", "max_iter")
+    settings_class = OutputPerturbationSettings
+    options = OutputPerturbationSettings.option_names()
 
-    def _mechanism(self, config):
-        mechanism = config.get("options", {}).get("mechanism", "laplace")
+    def _mechanism(self, settings):
+        mechanism = settings.mechanism
         if mechanism not in ("laplace", "gaussian"):
             raise ValidationError(f"mechanism must be 'laplace' or 'gaussian'; got {mechanism!r}.")
         return mechanism
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        mechanism = self._mechanism(config)
+    def solve(self, problem, settings, rng):
+        """Output perturbation on ``problem`` (noise parameter ``settings.noise_parameter``)."""
+        s = settings
+        mechanism = self._mechanism(s)
+        noise = s.noise_parameter
         if not noise:
-            theta, info = _solve_or_raise(*_prepare_nonprivate(X, y), float(config["lam"]),
-                                          None, **self._options(config),
-                                          num_threads=check_num_threads(config.get("num_threads")))
-            return _nonprivate_result(theta, X.shape[0], config, info, "output_perturbation")
+            return self._nonprivate(problem, s, "output_perturbation")
         kwargs = ({"epsilon": 1.0 / noise} if mechanism == "laplace"
                   else {"noise_multiplier": noise})
-        return output_perturbation(X, y, lam=config["lam"], mechanism=mechanism, loss=loss,
-                                   random_state=random_state,
-                                   num_threads=config.get("num_threads"),
-                                   **self._options(config), **kwargs)
+        return output_perturbation(problem.X, problem.y, lam=s.alpha, mechanism=mechanism,
+                                   loss=problem.loss, random_state=rng,
+                                   num_threads=s.num_threads, tol=s.tol, max_iter=s.max_iter,
+                                   **kwargs)
 
 
 class ObjectivePerturbationEstimatorSolver(_PerturbationEstimatorSolver):
-    """``solver="objective"``.  ``solver_options``: ``tol``, ``max_iter``.  The noise
+    """``solver="objective"``.  ``solver_options``: ``tol``, ``max_iter``
+    (:class:`ObjectivePerturbationSettings`).  The noise
     parameter is ``1 / epsilon``; batch and epoch settings are ignored."""
 
     name = "objective"
-    options = ("tol", "max_iter")
+    settings_class = ObjectivePerturbationSettings
+    options = ObjectivePerturbationSettings.option_names()
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        if not noise:
-            theta, info = _solve_or_raise(*_prepare_nonprivate(X, y), float(config["lam"]),
-                                          None, **self._options(config),
-                                          num_threads=check_num_threads(config.get("num_threads")))
-            return _nonprivate_result(theta, X.shape[0], config, info, "objective_perturbation")
-        return objective_perturbation(X, y, lam=config["lam"], epsilon=1.0 / noise, loss=loss,
-                                      random_state=random_state,
-                                      num_threads=config.get("num_threads"),
-                                      **self._options(config))
+    def solve(self, problem, settings, rng):
+        """Objective perturbation on ``problem`` with ε = ``1 / settings.noise_parameter``."""
+        s = settings
+        if not s.noise_parameter:
+            return self._nonprivate(problem, s, "objective_perturbation")
+        return objective_perturbation(problem.X, problem.y, lam=s.alpha,
+                                      epsilon=1.0 / s.noise_parameter, loss=problem.loss,
+                                      random_state=rng, num_threads=s.num_threads,
+                                      tol=s.tol, max_iter=s.max_iter)
 
 
 def _prepare_nonprivate(X, y):
@@ -606,18 +624,18 @@ def _prepare_nonprivate(X, y):
     return X, np.ascontiguousarray(y, dtype=np.float64)
 
 
-def _nonprivate_result(theta, n, config, info, algorithm):
-    """epsilon = inf: the exact regularised optimum, no noise (not private)."""
+def _nonprivate_result(theta, n, lam, num_threads, info, algorithm):
+    """The result of an epsilon = inf run: the exact regularised optimum, no noise."""
     from fastdp.privacy.events import NonPrivateEvent
 
     return SolverResult(
         coef=theta, alpha=None, v=None, n_iter=1, epochs=math.nan, algorithm=algorithm,
-        loss="logistic", lam=float(config["lam"]), noise_multiplier=0.0, sensitivity=0.0,
+        loss="logistic", lam=lam, noise_multiplier=0.0, sensitivity=0.0,
         noise_std=0.0, clip=math.inf, batch_size=float(n), sample_rate=1.0, sampler="none",
         adjacency="replace_one", event=NonPrivateEvent(), lazy_noise=False,
         diagnostics={"optimizer_iterations": info["iterations"],
                      "gradient_norm": info["gradient_norm"]},
-        num_threads=check_num_threads(config.get("num_threads")), history=None, extra={})
+        num_threads=num_threads, history=None, extra={})
 
 
 ESTIMATOR_SOLVERS = {"output": OutputPerturbationEstimatorSolver(),

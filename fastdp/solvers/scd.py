@@ -80,6 +80,10 @@ from fastdp.solvers._common import (
 )
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
+from fastdp.solvers.scd_settings import (
+    DEFAULT_BOX_EPS, DpScdDetails, DualScdDetails, DualScdSettings, ScdDetails, SeqScdDetails,
+    SeqScdSettings,
+)
 
 __all__ = [
     "dual_dpscd",
@@ -176,7 +180,7 @@ def _history_entry(epoch, n_iter, alpha, v, X, y, loss, lam, private):
 
 def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, noise_multiplier,
          sensitivity_fn, sequential, lazy_noise, box_eps, random_state, num_threads,
-         record_history, callback, extra, noise_alpha=True):
+         record_history, callback, extra, details_class=DualScdDetails, noise_alpha=True):
     loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip)
     private = sigma > 0.0
     box_eps = loss.check_box_eps(box_eps)
@@ -230,7 +234,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         if callback is not None:
             callback({"epoch": epoch, "n_iter": done, "coef": v / lam_n, "v": v})
 
-    extra = dict(extra, sigma_prime=float(sigma_prime), box_eps=box_eps, dtype=np.dtype(dtype).name)
+    details = details_class(sigma_prime=float(sigma_prime), box_eps=box_eps,
+                            dtype=np.dtype(dtype).name, **extra)
     return SolverResult(
         coef=np.asarray(v, dtype=np.float64) / lam_n,
         alpha=alpha,
@@ -253,7 +258,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
         diagnostics={"n_noise_draws": int(n_draws)},
         num_threads=num_threads,
         history=history,
-        extra=extra,
+        details=details,
     )
 
 
@@ -263,7 +268,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
 
 
 def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
-               sampler="poisson", lazy_noise=True, box_eps=1e-4, random_state=None,
+               sampler="poisson", lazy_noise=True, box_eps=DEFAULT_BOX_EPS, random_state=None,
                num_threads=None, record_history=False, callback=None, released="v"):
     """Dual DP-SCD (Algorithm 1 of spec 000): private SDCA with independent mini-batch updates.
 
@@ -347,14 +352,15 @@ def dual_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         sensitivity_fn=lambda c, s: dual_sensitivity(c, released=released), sequential=False,
         lazy_noise=lazy_noise, box_eps=box_eps, random_state=random_state,
         num_threads=num_threads, record_history=record_history, callback=callback,
-        extra={"released": released}, noise_alpha=released == "alpha_and_v",
+        extra={"released": released}, details_class=DpScdDetails,
+        noise_alpha=released == "alpha_and_v",
     )
 
 
 def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
               sampler="shuffle", sigma_prime=1.0, seq_sensitivity="paper", lazy_noise=True,
-              box_eps=1e-4, random_state=None, num_threads=None, record_history=False,
-              callback=None):
+              box_eps=DEFAULT_BOX_EPS, random_state=None, num_threads=None,
+              record_history=False, callback=None):
     """seqDP-SCD (Algorithm 3 of spec 000): sequential updates inside a batch, then noise.
 
     Inside each batch the updates are applied one after another, so later
@@ -392,7 +398,7 @@ def seq_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         sensitivity_fn=lambda c, s: _seq_sensitivity_value(c, lot, mode),
         sequential=True, lazy_noise=lazy_noise, box_eps=box_eps, random_state=random_state,
         num_threads=1, record_history=record_history, callback=callback,
-        extra={"seq_sensitivity": mode},
+        extra={"seq_sensitivity": mode}, details_class=SeqScdDetails,
     )
 
 
@@ -412,8 +418,9 @@ def _check_seq_settings(sampler, sigma_prime, mode):
     return sigma_prime
 
 
-def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle", box_eps=1e-4,
-        random_state=None, num_threads=None, record_history=False, callback=None):
+def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle",
+        box_eps=DEFAULT_BOX_EPS, random_state=None, num_threads=None, record_history=False,
+        callback=None):
     """Non-private SCD: SDCA (``batch_size=1``) or mini-batch SCD (``batch_size > 1``).
 
     The epsilon -> infinity limit of :func:`dual_dpscd` (spec 000 section 2.3):
@@ -580,7 +587,7 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
         sensitivity=sensitivity, noise_std=noise_std, clip=clip, batch_size=float(L),
         sample_rate=1.0, sampler=smp.name, adjacency="add_remove", event=event,
         lazy_noise=False, diagnostics={"n_noise_draws": int(done * (n + L)) if private else 0},
-        num_threads=1, history=history, extra={"sigma_prime": float(L)},
+        num_threads=1, history=history, details=ScdDetails(sigma_prime=float(L)),
     )
 
 
@@ -592,11 +599,16 @@ def primal_dpscd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
 class _DualScdEstimatorSolver(EstimatorSolver):
     """Runs :func:`dual_dpscd` (or :func:`seq_dpscd`) for the estimators.
 
-    The noise parameter is the noise multiplier sigma; the event is the
+    Typed settings: :class:`~fastdp.solvers.scd_settings.DualScdSettings`
+    (``box_eps``, ``released``) or, for seqDP-SCD,
+    :class:`~fastdp.solvers.scd_settings.SeqScdSettings` (``box_eps``,
+    ``sigma_prime``, ``seq_sensitivity``).  The noise parameter is the noise
+    multiplier sigma; the event is the
     sampler's event of ``T`` Gaussian steps, exactly as the solver reports it.
     """
 
-    options = ("box_eps", "released")
+    settings_class = DualScdSettings
+    options = DualScdSettings.option_names()
     supports_callback = True
     reads_row_map = True  # the kernel reads the estimators' mapped rows without a copy
 
@@ -604,7 +616,8 @@ class _DualScdEstimatorSolver(EstimatorSolver):
         self.name = name
         self.sequential = sequential
         if sequential:
-            self.options = ("box_eps", "sigma_prime", "seq_sensitivity")
+            self.settings_class = SeqScdSettings
+            self.options = SeqScdSettings.option_names()
             # Poisson batches are unbounded, and so is seqDP-SCD's sensitivity.
             self.default_sampler = "fixed"
 
@@ -628,14 +641,12 @@ class _DualScdEstimatorSolver(EstimatorSolver):
         seqDP-SCD's ``sigma_prime``, ``seq_sensitivity`` and fixed-size sampler."""
         super().check_params(n_samples, config, private=private)
         loss, _, sampler = self.check_minibatch_settings(n_samples, config, private)
-        options = config.get("options", {})
-        if "box_eps" in options:
-            loss.check_box_eps(options["box_eps"])
+        s = self.settings(config)
+        loss.check_box_eps(s.box_eps)
         if self.sequential:
-            _check_seq_settings(sampler, options.get("sigma_prime", 1.0),
-                                options.get("seq_sensitivity", "paper"))
-        elif "released" in options:
-            dual_sensitivity(1.0, released=options["released"])
+            _check_seq_settings(sampler, s.sigma_prime, s.seq_sensitivity)
+        else:
+            dual_sensitivity(1.0, released=s.released)
 
     def event(self, n_samples, config, noise):
         sampler = self._sampler(config)
@@ -643,17 +654,18 @@ class _DualScdEstimatorSolver(EstimatorSolver):
         return sampled_gaussian_event(sampler, n_samples, sampler.n_steps(n_samples, config["epochs"]),
                               float(noise))
 
-    def run(self, X, y, *, loss, noise, config, random_state):
+    def solve(self, problem, settings, rng):
+        """Dual (or sequential) DP-SCD on ``problem`` with typed ``settings``."""
+        s = settings
         kwargs = dict(
-            loss=loss, lam=config["lam"], epochs=config["epochs"],
-            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
-            sampler=self._sampler(config), lazy_noise=config["lazy_noise"],
-            random_state=random_state, record_history=config["record_history"],
-            callback=config.get("callback"), **config["options"],
-        )
+            loss=problem.loss, lam=s.alpha, epochs=s.epochs, batch_size=s.batch_size,
+            clip=s.clip, noise_multiplier=s.noise_parameter,
+            sampler=get_sampler(s.sampler, s.batch_size), lazy_noise=s.lazy_noise,
+            random_state=rng, record_history=s.record_history, callback=s.callback,
+            **s.options())
         if self.sequential:
-            return seq_dpscd(X, y, **kwargs)
-        return dual_dpscd(X, y, num_threads=config["num_threads"], **kwargs)
+            return seq_dpscd(problem.X, problem.y, **kwargs)
+        return dual_dpscd(problem.X, problem.y, num_threads=s.num_threads, **kwargs)
 
 
 ESTIMATOR_SOLVERS = {

@@ -44,6 +44,8 @@ Privacy (dpsgd with noise_multiplier > 0)
   estimators through :data:`ESTIMATOR_SOLVERS`).
 """
 
+import dataclasses
+
 import numpy as np
 
 from fastdp._kernels import _sgd
@@ -66,8 +68,10 @@ from fastdp.solvers._common import (
 )
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver, NonPrivateEstimatorSolver
+from fastdp.solvers.settings import SolverSettings
 
-__all__ = ["dpsgd", "sgd", "DEFAULT_LEARNING_RATE", "ESTIMATOR_SOLVERS"]
+__all__ = ["dpsgd", "sgd", "DEFAULT_LEARNING_RATE", "ESTIMATOR_SOLVERS", "SGDSettings",
+           "SGDDetails"]
 
 #: Default step size eta.  With rows of norm <= 1 the averaged loss is
 #: 1-smooth (squared) or 1/4-smooth (logistic), so eta = 1 is a stable
@@ -76,6 +80,49 @@ DEFAULT_LEARNING_RATE = 1.0
 
 _PARALLEL_MIN_ROWS = 256
 _REG_MODES = ("paper", "repo")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SGDSettings(SolverSettings):
+    """Settings of a (DP-)SGD run for the estimators.
+
+    The common fields are those of :class:`~fastdp.solvers.settings.SolverSettings`
+    (``alpha`` is lambda, ``noise_parameter`` the noise multiplier sigma); the
+    others are the ``solver_options`` of :func:`dpsgd`.
+
+    Attributes
+    ----------
+    learning_rate : float
+        eta (default :data:`DEFAULT_LEARNING_RATE`).
+    reg : {"paper", "repo"}
+        Where the regulariser enters the step (see :func:`dpsgd`).
+    """
+
+    learning_rate: float = DEFAULT_LEARNING_RATE
+    reg: str = "paper"
+
+
+@dataclasses.dataclass(frozen=True)
+class SGDDetails:
+    """What a (DP-)SGD run reports beyond the common result fields.
+
+    Attributes
+    ----------
+    learning_rate : float
+        eta.
+    reg : str
+        ``"paper"`` or ``"repo"``.
+    rho, kappa : float
+        The update ``theta <- rho theta - kappa (G + xi)`` (:func:`decay_and_step`).
+    dtype : str
+        Value type of the rows the kernel read.
+    """
+
+    learning_rate: float
+    reg: str
+    rho: float
+    kappa: float
+    dtype: str
 
 
 def decay_and_step(learning_rate, lam, batch_size, reg):
@@ -155,8 +202,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
         lazy_noise=bool(lazy_noise), diagnostics={"n_noise_draws": int(n_draws)},
         num_threads=num_threads,
         history=history,
-        extra={"learning_rate": eta, "reg": reg, "rho": rho, "kappa": kappa,
-               "dtype": np.dtype(X.dtype).name},
+        details=SGDDetails(learning_rate=eta, reg=reg, rho=rho, kappa=kappa,
+                           dtype=np.dtype(X.dtype).name),
     )
 
 
@@ -214,8 +261,8 @@ def dpsgd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     SolverResult
         ``coef`` the final theta; ``alpha`` and ``v`` None; ``event`` the
         sampler's event of ``T`` steps of ``GaussianEvent(sigma)``
-        (``NonPrivateEvent`` when sigma = 0); ``extra`` holds
-        ``learning_rate``, ``reg``, ``rho``, ``kappa``.
+        (``NonPrivateEvent`` when sigma = 0); ``details`` (:class:`SGDDetails`)
+        holds ``learning_rate``, ``reg``, ``rho``, ``kappa``.
 
     Notes
     -----
@@ -267,7 +314,8 @@ class DPSGDEstimatorSolver(EstimatorSolver):
     """``solver="dpsgd"`` of the estimators.
 
     ``solver_options``: ``learning_rate`` (default :data:`DEFAULT_LEARNING_RATE`)
-    and ``reg`` (``"paper"`` default, or ``"repo"``).  The noise parameter is
+    and ``reg`` (``"paper"`` default, or ``"repo"``), the fields of
+    :class:`SGDSettings`.  The noise parameter is
     the noise multiplier sigma; the event is the sampler's event of T steps of
     ``GaussianEvent(sigma)`` (add/remove sensitivity C).
     """
@@ -278,7 +326,8 @@ class DPSGDEstimatorSolver(EstimatorSolver):
     name = "dpsgd"
     losses = ("squared", "logistic", "hinge")
     noise_name = "noise_multiplier"
-    options = ("learning_rate", "reg")
+    options = SGDSettings.option_names()
+    settings_class = SGDSettings
 
     def check_params(self, n_samples, config, *, private):
         """The base checks, lam/epochs/clip/sampler, ``learning_rate`` and ``reg``
@@ -286,27 +335,24 @@ class DPSGDEstimatorSolver(EstimatorSolver):
         super().check_params(n_samples, config, private=private)
         _, lam, sampler = self.check_minibatch_settings(n_samples, config, private,
                                                         allow_zero_lam=True)
-        options = config.get("options", {})
-        eta = check_positive("learning_rate", options.get("learning_rate", DEFAULT_LEARNING_RATE))
-        decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)),
-                       options.get("reg", "paper"))
+        s = self.settings(config)
+        eta = check_positive("learning_rate", s.learning_rate)
+        decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)), s.reg)
 
     def event(self, n_samples, config, noise):
         sampler = get_sampler(config["sampler"], config["batch_size"])
         n_steps = sampler.n_steps(n_samples, config["epochs"])
         return sampler.event(n_samples, n_steps, GaussianEvent(noise))
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        options = config.get("options", {})
+    def solve(self, problem, settings, rng):
+        """DP-SGD on ``problem`` with typed ``settings`` (sigma = ``settings.noise_parameter``)."""
+        s = settings
         return dpsgd(
-            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
-            batch_size=config["batch_size"], clip=config["clip"], noise_multiplier=noise,
-            learning_rate=options.get("learning_rate", DEFAULT_LEARNING_RATE),
-            sampler=config["sampler"], reg=options.get("reg", "paper"),
-            lazy_noise=config.get("lazy_noise", True), random_state=random_state,
-            num_threads=config.get("num_threads"),
-            record_history=config.get("record_history", False),
-            callback=config.get("callback"))
+            problem.X, problem.y, loss=problem.loss, lam=s.alpha, epochs=s.epochs,
+            batch_size=s.batch_size, clip=s.clip, noise_multiplier=s.noise_parameter,
+            learning_rate=s.learning_rate, sampler=s.sampler, reg=s.reg,
+            lazy_noise=s.lazy_noise, random_state=rng, num_threads=s.num_threads,
+            record_history=s.record_history, callback=s.callback)
 
 
 class SGDEstimatorSolver(NonPrivateEstimatorSolver, DPSGDEstimatorSolver):
@@ -318,18 +364,16 @@ class SGDEstimatorSolver(NonPrivateEstimatorSolver, DPSGDEstimatorSolver):
     name = "sgd"
     private_alternative = "dpsgd"
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        if noise:
+    def solve(self, problem, settings, rng):
+        """Non-private SGD on ``problem``; a noise parameter other than 0 is refused."""
+        if settings.noise_parameter:
             self.refuse()
-        options = config.get("options", {})
+        s = settings
         return sgd(
-            X, y, loss=loss, lam=config["lam"], epochs=config["epochs"],
-            batch_size=config["batch_size"], clip=config["clip"],
-            learning_rate=options.get("learning_rate", DEFAULT_LEARNING_RATE),
-            sampler=config["sampler"], reg=options.get("reg", "paper"),
-            random_state=random_state, num_threads=config.get("num_threads"),
-            record_history=config.get("record_history", False),
-            callback=config.get("callback"))
+            problem.X, problem.y, loss=problem.loss, lam=s.alpha, epochs=s.epochs,
+            batch_size=s.batch_size, clip=s.clip, learning_rate=s.learning_rate,
+            sampler=s.sampler, reg=s.reg, random_state=rng, num_threads=s.num_threads,
+            record_history=s.record_history, callback=s.callback)
 
 
 ESTIMATOR_SOLVERS = {"dpsgd": DPSGDEstimatorSolver(), "sgd": SGDEstimatorSolver()}

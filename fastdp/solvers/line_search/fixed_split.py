@@ -106,7 +106,7 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
     cfg = BlsgdSettings(eta0=eta0, max_it=max_it, alpha=alpha, beta=beta, tau=tau,
                         varsigma=varsigma, eta0_cap=eta0_cap, armijo_scale=armijo_scale,
                         init=init, init_scale=init_scale, mu=mu, c_grad=c_grad, c_obj=c_obj)
-    cfg.validate(1.0)
+    cfg = cfg.validate(1.0)
     sample_rng, noise_rng, init_rng = check_random_state(random_state).spawn(3)
     stream = smp.stream(n, sample_rng)
     w = initial_point(cfg.init, cfg.init_scale, d, init_rng)

@@ -7,6 +7,7 @@ decisions; every decision is a switch (see :class:`BlsgdSettings`).
 import dataclasses
 import functools
 import numbers
+import types
 
 from fastdp._validation import check_integer, check_real
 from fastdp.exceptions import ValidationError
@@ -39,7 +40,7 @@ def _choice(name, value, choices):
     return value
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class BlsgdSettings:
     """Settings of :func:`fastdp.solvers.line_search.dp_blsgd` (spec 003 names).
 
@@ -114,52 +115,55 @@ class BlsgdSettings:
     budget_filter: str = "rdp_paper"
 
     def validate(self, epsilon):
-        """Check every field and fill the budget defaults from ``epsilon``."""
-        self.sample_rate = _real("sample_rate", self.sample_rate, low=0.0, high=1.0, low_open=True)
-        eps_iter = epsilon / 100.0 if self.epsilon_iter is None else self.epsilon_iter
-        self.epsilon_iter = _real("epsilon_iter", eps_iter, low=0.0, low_open=True)
-        for name, default in (("epsilon_bt", self.epsilon_iter),
-                              ("rho_grad", self.epsilon_iter ** 2 / 2.0),
-                              ("rho_bt", self.epsilon_iter ** 2 / 2.0)):
-            value = getattr(self, name)
-            setattr(self, name, _real(name, default if value is None else value, low=0.0,
-                                      low_open=True))
-        self.noise = _choice("noise", self.noise, ("laplace", "gaussian"))
-        self.c_grad = _real("c_grad", self.c_grad, low=0.0, low_open=True)
-        self.c_obj = _real("c_obj", self.c_obj, low=0.0, low_open=True)
-        self.amplification = _choice("amplification", self.amplification, AMPLIFICATIONS)
-        self.check = _choice("check", self.check, ("unamplified", "amplified"))
-        if self.fixed_order is not None:
-            self.fixed_order = _integer("fixed_order", self.fixed_order, low=2)
-        self.batch_accounting = _choice("batch_accounting", self.batch_accounting,
-                                        ("separate", "joint"))
-        self.svt_analysis = _choice("svt_analysis", self.svt_analysis, ("paper", "conservative"))
-        self.normalize = _choice("normalize", self.normalize, ("expected", "actual"))
-        self.mu = _real("mu", self.mu, low=0.0)
-        self.eta0 = _real("eta0", self.eta0, low=0.0, low_open=True)
-        self.max_it = _integer("max_it", self.max_it, high=MAX_CANDIDATES)
-        self.alpha = _real("alpha", self.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.beta = _real("beta", self.beta, low=0.0, high=1.0, low_open=True, high_open=True)
-        self.xi = _real("xi", self.xi, low=0.0)
-        self.tau = _integer("tau", self.tau)
-        self.varsigma = _real("varsigma", self.varsigma, low=0.0, low_open=True)
-        self.eta0_cap = _choice("eta0_cap", self.eta0_cap, ("current", "initial"))
-        self.phi_max = _real("phi_max", self.phi_max, low=1.0, low_open=True)
-        self.phi_min = _real("phi_min", self.phi_min, low=0.0, high=1.0, low_open=True,
+        """The checked settings, budget defaults filled from ``epsilon`` (a new instance:
+        the settings are frozen)."""
+        s = types.SimpleNamespace(**{f.name: getattr(self, f.name)
+                                     for f in dataclasses.fields(self)})
+        s.sample_rate = _real("sample_rate", s.sample_rate, low=0.0, high=1.0, low_open=True)
+        eps_iter = epsilon / 100.0 if s.epsilon_iter is None else s.epsilon_iter
+        s.epsilon_iter = _real("epsilon_iter", eps_iter, low=0.0, low_open=True)
+        for name, default in (("epsilon_bt", s.epsilon_iter),
+                              ("rho_grad", s.epsilon_iter ** 2 / 2.0),
+                              ("rho_bt", s.epsilon_iter ** 2 / 2.0)):
+            value = getattr(s, name)
+            setattr(s, name, _real(name, default if value is None else value, low=0.0,
+                                   low_open=True))
+        s.noise = _choice("noise", s.noise, ("laplace", "gaussian"))
+        s.c_grad = _real("c_grad", s.c_grad, low=0.0, low_open=True)
+        s.c_obj = _real("c_obj", s.c_obj, low=0.0, low_open=True)
+        s.amplification = _choice("amplification", s.amplification, AMPLIFICATIONS)
+        s.check = _choice("check", s.check, ("unamplified", "amplified"))
+        if s.fixed_order is not None:
+            s.fixed_order = _integer("fixed_order", s.fixed_order, low=2)
+        s.batch_accounting = _choice("batch_accounting", s.batch_accounting,
+                                     ("separate", "joint"))
+        s.svt_analysis = _choice("svt_analysis", s.svt_analysis, ("paper", "conservative"))
+        s.normalize = _choice("normalize", s.normalize, ("expected", "actual"))
+        s.mu = _real("mu", s.mu, low=0.0)
+        s.eta0 = _real("eta0", s.eta0, low=0.0, low_open=True)
+        s.max_it = _integer("max_it", s.max_it, high=MAX_CANDIDATES)
+        s.alpha = _real("alpha", s.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+        s.beta = _real("beta", s.beta, low=0.0, high=1.0, low_open=True, high_open=True)
+        s.xi = _real("xi", s.xi, low=0.0)
+        s.tau = _integer("tau", s.tau)
+        s.varsigma = _real("varsigma", s.varsigma, low=0.0, low_open=True)
+        s.eta0_cap = _choice("eta0_cap", s.eta0_cap, ("current", "initial"))
+        s.phi_max = _real("phi_max", s.phi_max, low=1.0, low_open=True)
+        s.phi_min = _real("phi_min", s.phi_min, low=0.0, high=1.0, low_open=True,
                              high_open=True)
-        self.psi = _real("psi", self.psi, low=0.0, high=1.0, high_open=True)
-        self.budget_rule = _choice("budget_rule", self.budget_rule, BUDGET_RULES)
-        self.adaptive_clipping = _flag("adaptive_clipping", self.adaptive_clipping)
-        self.zeta = _real("zeta", self.zeta, low=0.0, high=1.0, high_open=True)
-        self.armijo_scale = _choice("armijo_scale", self.armijo_scale, ARMIJO_SCALES)
-        self.init = _choice("init", self.init, ("normal", "zeros"))
-        self.init_scale = _real("init_scale", self.init_scale, low=0.0)
-        self.stop_when_ls_unaffordable = _flag("stop_when_ls_unaffordable",
-                                               self.stop_when_ls_unaffordable)
-        self.budget_filter = _choice("budget_filter", self.budget_filter, ("rdp_paper", "zcdp"))
-        if self.max_iter is not None:
-            self.max_iter = _integer("max_iter", self.max_iter, low=0)
-        return self
+        s.psi = _real("psi", s.psi, low=0.0, high=1.0, high_open=True)
+        s.budget_rule = _choice("budget_rule", s.budget_rule, BUDGET_RULES)
+        s.adaptive_clipping = _flag("adaptive_clipping", s.adaptive_clipping)
+        s.zeta = _real("zeta", s.zeta, low=0.0, high=1.0, high_open=True)
+        s.armijo_scale = _choice("armijo_scale", s.armijo_scale, ARMIJO_SCALES)
+        s.init = _choice("init", s.init, ("normal", "zeros"))
+        s.init_scale = _real("init_scale", s.init_scale, low=0.0)
+        s.stop_when_ls_unaffordable = _flag("stop_when_ls_unaffordable",
+                                               s.stop_when_ls_unaffordable)
+        s.budget_filter = _choice("budget_filter", s.budget_filter, ("rdp_paper", "zcdp"))
+        if s.max_iter is not None:
+            s.max_iter = _integer("max_iter", s.max_iter, low=0)
+        return dataclasses.replace(self, **vars(s))
 
     @classmethod
     def from_options(cls, options):
