@@ -100,6 +100,7 @@ from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.calibration import calibrate
 from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
 from fastdp.solvers.registry import EstimatorSolver, get_estimator_solver
+from fastdp.solvers.settings import SolverProblem
 
 __all__ = ["DPRidge", "DPLogisticRegression", "DPLinearSVC"]
 
@@ -622,10 +623,10 @@ class _DPLinearModel(BaseEstimator):
         else:
             seeds = rng.spawn(n_fits)
             runs = [(np.where(y == k, 1.0, -1.0), seeds[k]) for k in range(n_fits)]
+        settings = solver.settings(config, noise)  # typed, the same for every fit
         results = []
         for target, random_state in runs:
-            result = solver.run(Xm, target, loss=loss, noise=noise, config=config,
-                                random_state=random_state)
+            result = solver.solve(SolverProblem(Xm, target, loss), settings, random_state)
             if result.event != one_event:  # internal consistency guard
                 raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
             results.append(result)

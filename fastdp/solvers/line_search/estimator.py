@@ -6,7 +6,6 @@ advance; ``"dp_blsgd_adaptive"``, ``"dp_blsgd_ac"``, ``"dp_blgd"`` and
 cap is the planned event.
 """
 
-import dataclasses
 import math
 
 from fastdp.exceptions import ValidationError
@@ -16,6 +15,12 @@ from fastdp.privacy.zcdp import rho_for_epsilon, zcdp_of
 from fastdp.sampling import get_sampler
 from fastdp.solvers.line_search.adaptive import run_adaptive
 from fastdp.solvers.line_search.agd import check_agd_settings, dp_agd_core
+from fastdp.solvers.line_search.estimator_settings import (
+    AdaptiveLineSearchSettings,
+    DpAgdSettings,
+    FixedSplitSettings,
+    armijo_as_alpha,
+)
 from fastdp.solvers.line_search.fixed_split import (
     check_grad_share,
     dp_blsgd_fixed,
@@ -28,15 +33,6 @@ from fastdp.solvers.registry import EstimatorSolver
 
 __all__ = ["ESTIMATOR_SOLVERS", "FixedSplitEstimatorSolver", "AdaptiveLineSearchEstimatorSolver",
            "DpAgdEstimatorSolver"]
-
-
-def _renamed_armijo_alpha(options):
-    """A copy of the estimator's ``solver_options`` with ``armijo_alpha`` as ``alpha``
-    (the estimators' ``alpha`` is the L2 strength)."""
-    options = dict(options)
-    if "armijo_alpha" in options:
-        options["alpha"] = options.pop("armijo_alpha")
-    return options
 
 
 MAX_CALLS_PER_NOMINAL_ITERATION = 100
@@ -86,45 +82,42 @@ class FixedSplitEstimatorSolver(EstimatorSolver):
     name = "dp_blsgd"
     losses = ("squared", "logistic", "hinge")
     noise_name = "noise_multiplier"
-    options = ("c_obj", "grad_share", "eta0", "max_it", "armijo_alpha", "beta", "tau",
-               "varsigma", "eta0_cap", "armijo_scale", "svt_analysis", "init", "init_scale")
+    options = FixedSplitSettings.option_names()
+    settings_class = FixedSplitSettings
 
     @staticmethod
-    def _step_event(config, noise):
-        options = config.get("options", {})
-        return fixed_split_event(1.0 / (2.0 * noise ** 2),
-                                 grad_share=options.get("grad_share", 0.9),
-                                 max_it=options.get("max_it", 10),
-                                 svt_analysis=options.get("svt_analysis", "paper"))
+    def _step_event(settings, noise):
+        return fixed_split_event(1.0 / (2.0 * noise ** 2), grad_share=settings.grad_share,
+                                 max_it=settings.max_it, svt_analysis=settings.svt_analysis)
 
     def check_params(self, n_samples, config, *, private):
         """The base checks, the sampler, the split (``grad_share``, ``max_it``,
         ``svt_analysis``) and every line-search setting."""
         super().check_params(n_samples, config, private=private)
         get_sampler(config["sampler"], config["batch_size"]).check(n_samples)
-        self._step_event(config, 1.0)
-        options = _renamed_armijo_alpha(config.get("options", {}))
-        options.pop("grad_share", None)
-        clip = config["clip"]
-        BlsgdSettings.from_options(dict(options, mu=config["lam"],
-                                        c_grad=(3.0 if clip is None else clip))).validate(1.0)
+        s = self.settings(config)
+        self._step_event(s, 1.0)
+        options = armijo_as_alpha(s)
+        options.pop("grad_share")
+        BlsgdSettings.from_options(dict(options, mu=s.alpha,
+                                        c_grad=(3.0 if s.clip is None else s.clip))).validate(1.0)
 
     def event(self, n_samples, config, noise):
         sampler = get_sampler(config["sampler"], config["batch_size"])
         n_steps = sampler.n_steps(n_samples, config["epochs"])
-        return sampler.event(n_samples, n_steps, self._step_event(config, noise))
+        return sampler.event(n_samples, n_steps, self._step_event(self.settings(config), noise))
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        options = _renamed_armijo_alpha(config.get("options", {}))
-        sampler = get_sampler(config["sampler"], config["batch_size"])
-        clip = config["clip"]
+    def solve(self, problem, settings, rng):
+        """:func:`dp_blsgd_fixed` on ``problem`` (σ = ``settings.noise_parameter``)."""
+        s = settings
+        sampler = get_sampler(s.sampler, s.batch_size)
         return dp_blsgd_fixed(
-            X, y, noise_multiplier=float(noise),
-            n_iter=sampler.n_steps(X.shape[0], config["epochs"]),
-            batch_size=config["batch_size"], loss=loss, mu=config["lam"],
-            c_grad=(3.0 if clip is None else clip), sampler=config["sampler"],
-            random_state=random_state, record_history=config.get("record_history", False),
-            num_threads=config.get("num_threads") or 1, **options)
+            problem.X, problem.y, noise_multiplier=float(s.noise_parameter),
+            n_iter=sampler.n_steps(problem.n_samples, s.epochs),
+            batch_size=s.batch_size, loss=problem.loss, mu=s.alpha,
+            c_grad=(3.0 if s.clip is None else s.clip), sampler=s.sampler,
+            random_state=rng, record_history=s.record_history,
+            num_threads=s.num_threads or 1, **armijo_as_alpha(s))
 
 
 class _FilteredEstimatorSolver(EstimatorSolver):
@@ -151,9 +144,9 @@ class _FilteredEstimatorSolver(EstimatorSolver):
         return rho_for_epsilon(epsilon, delta, accountant)
 
     @staticmethod
-    def _nominal_iterations(n_samples, config, sample_rate):
+    def _nominal_iterations(epochs, sample_rate):
         """T = floor(epochs / q) (≥ 1): the iterations the cap pays for without refinements."""
-        return max(1, int(math.floor(float(config["epochs"]) / sample_rate + 1e-9)))
+        return max(1, int(math.floor(float(epochs) / sample_rate + 1e-9)))
 
 
 class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
@@ -184,86 +177,90 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
     """
 
     default_sampler = "poisson"
+    settings_class = AdaptiveLineSearchSettings
 
     def __init__(self, name, refine, adaptive_clipping=False):
         self.name = name
         self._refine = refine
         self._adaptive_clipping = adaptive_clipping
-        excluded = {"sample_rate", "mu", "c_grad", "amplification", "check", "fixed_order",
-                    "batch_accounting", "budget_filter", "normalize", "alpha",
-                    "adaptive_clipping"}
+        options = set(AdaptiveLineSearchSettings.option_names())
         if refine == "gradavg":
-            excluded |= {"phi_max", "phi_min", "psi", "budget_rule", "zeta"}
-        fields = [f.name for f in dataclasses.fields(BlsgdSettings)]
-        self.options = tuple(sorted(set(fields) - excluded)) + ("armijo_alpha",)
+            options -= {"phi_max", "phi_min", "psi", "budget_rule", "zeta"}
+        self.options = tuple(sorted(options - {"armijo_alpha"})) + ("armijo_alpha",)
 
     def default_clip(self, n_samples, config, loss):
         return 3.0
 
-    def _sample_rate(self, n_samples, config):
-        if config["sampler"] != "poisson":
+    def _sample_rate(self, n_samples, settings):
+        if settings.sampler != "poisson":
             raise ValidationError(
                 f"solver {self.name!r} draws Poisson batches; use sampler='poisson' (or None).")
         if self._refine == "gradavg":
             return 1.0
-        return min(1.0, float(config["batch_size"]) / n_samples)
+        return min(1.0, float(settings.batch_size) / n_samples)
 
-    def _settings(self, n_samples, config, rho_cap):
-        options = _renamed_armijo_alpha(config.get("options", {}))
-        q = self._sample_rate(n_samples, config)
-        clip = config["clip"]
-        settings = dict(options, sample_rate=q, mu=config["lam"],
-                        c_grad=(3.0 if clip is None else float(clip)))
+    def _blsgd_settings(self, n_samples, settings, rho_cap):
+        """``(BlsgdSettings fields as a dict, q)`` of the typed ``settings``; ``epsilon_iter``
+        chosen from the cap ``rho_cap`` when not given (and ``rho_cap`` is not None)."""
+        s = settings
+        q = self._sample_rate(n_samples, s)
+        blsgd = dict(armijo_as_alpha(s), sample_rate=q, mu=s.alpha,
+                     c_grad=(3.0 if s.clip is None else float(s.clip)))
         if self._refine == "cheb":
-            settings["adaptive_clipping"] = self._adaptive_clipping
-        if settings.get("epsilon_iter") is None and rho_cap is not None:
-            probe = BlsgdSettings.from_options(dict(settings, epsilon_iter=1.0)).validate(1.0)
+            blsgd["adaptive_clipping"] = self._adaptive_clipping
+        if blsgd["epsilon_iter"] is None and rho_cap is not None:
+            probe = BlsgdSettings.from_options(dict(blsgd, epsilon_iter=1.0)).validate(1.0)
             unit = zcdp_of(ComposedEvent((
                 gradient_event(probe.rho_grad),
                 line_search_event(probe.noise, probe.epsilon_bt if probe.noise == "laplace"
                                   else probe.rho_bt, probe.max_it, probe.svt_analysis))))
-            iterations = self._nominal_iterations(n_samples, config, q)
-            settings["epsilon_iter"] = math.sqrt(rho_cap / (iterations * unit))
-        return settings, q
+            iterations = self._nominal_iterations(s.epochs, q)
+            blsgd["epsilon_iter"] = math.sqrt(rho_cap / (iterations * unit))
+        return blsgd, q
 
     def check_params(self, n_samples, config, *, private):
         """The base checks, the sampler (Poisson) and every DP-BLSGD setting
         (``epsilon_iter``, chosen from the cap when not given, is checked in
         :meth:`event`)."""
         super().check_params(n_samples, config, private=private)
-        settings, _ = self._settings(n_samples, config, None)
-        if settings.get("epsilon_iter") is None:
-            settings["epsilon_iter"] = 1.0  # placeholder: chosen from the cap
-        BlsgdSettings.from_options(settings).validate(math.nan)
+        blsgd, _ = self._blsgd_settings(n_samples, self.settings(config), None)
+        if blsgd["epsilon_iter"] is None:
+            blsgd["epsilon_iter"] = 1.0  # placeholder: chosen from the cap
+        BlsgdSettings.from_options(blsgd).validate(math.nan)
 
     def event(self, n_samples, config, noise):
         """The cap's filter event; refuses settings whose run the cap would not bound."""
-        settings, q = self._settings(n_samples, config, float(noise))
-        cfg = BlsgdSettings.from_options(settings).validate(math.nan)
+        s = self.settings(config, noise)
+        blsgd, q = self._blsgd_settings(n_samples, s, float(noise))
+        cfg = BlsgdSettings.from_options(blsgd).validate(math.nan)
         search = zcdp_of(line_search_event(cfg.noise, cfg.epsilon_bt if cfg.noise == "laplace"
                                            else cfg.rho_bt, cfg.max_it, cfg.svt_analysis))
         _check_call_bound(self.name, float(noise), min(cfg.rho_grad, search),
-                          self._nominal_iterations(n_samples, config, q))
+                          self._nominal_iterations(s.epochs, q))
         return super().event(n_samples, config, noise)
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        n = X.shape[0]
-        private = float(noise) > 0.0
-        settings, q = self._settings(n, config, float(noise) if private else None)
-        common = dict(loss=loss, random_state=random_state,
-                      record_history=config.get("record_history", False),
-                      num_threads=config.get("num_threads") or 1,
-                      refine=self._refine, algorithm=self.name)
+    def solve(self, problem, settings, rng):
+        """The adaptive run on ``problem`` under a zCDP filter with cap
+        ``settings.noise_parameter`` (0: the noise-free Armijo (S)GD)."""
+        s = settings
+        n = problem.n_samples
+        rho_cap = float(s.noise_parameter)
+        private = rho_cap > 0.0
+        blsgd, q = self._blsgd_settings(n, s, rho_cap if private else None)
+        common = dict(loss=problem.loss, random_state=rng, record_history=s.record_history,
+                      num_threads=s.num_threads or 1, refine=self._refine, algorithm=self.name)
         if not private:
             # noise_multiplier=0 / epsilon=inf: noise-free Armijo (S)GD for T iterations; a
             # failed search is not retried (without noise a retry on the batch fails again)
-            settings.setdefault("max_iter", self._nominal_iterations(n, config, q))
-            settings.setdefault("epsilon_iter", 1.0)
+            if blsgd["max_iter"] is None:
+                blsgd["max_iter"] = self._nominal_iterations(s.epochs, q)
+            if blsgd["epsilon_iter"] is None:
+                blsgd["epsilon_iter"] = 1.0
             common["refine"] = "none"
-            return run_adaptive(X, y, epsilon=1.0, delta=0.5, noise_free=True,
-                                 settings=settings, **common)
-        return run_adaptive(X, y, epsilon=None, delta=None, noise_free=False, settings=settings,
-                             budget=ZcdpFilter(float(noise)), **common)
+            return run_adaptive(problem.X, problem.y, epsilon=1.0, delta=0.5, noise_free=True,
+                                settings=blsgd, **common)
+        return run_adaptive(problem.X, problem.y, epsilon=None, delta=None, noise_free=False,
+                            settings=blsgd, budget=ZcdpFilter(rho_cap), **common)
 
 
 class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
@@ -288,55 +285,53 @@ class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
     """
 
     name = "dpagd"
-    options = ("c_obj", "grad_share", "n_candidates", "step_max", "gamma", "step_update_period",
-               "step_update_factor", "init", "init_scale", "max_iter")
-
-    _DEFAULTS = dict(c_obj=1.0, n_candidates=21, step_max=2.0, gamma=0.1,
-                     step_update_period=10, step_update_factor=1.1, init="zeros",
-                     init_scale=0.01, max_iter=None)
+    options = DpAgdSettings.option_names()
+    settings_class = DpAgdSettings
 
     def default_clip(self, n_samples, config, loss):
         return 3.0
 
-    def _settings(self, config):
-        """``(grad_share, settings of the DP-AGD loop)`` from the estimator's config."""
-        options = dict(config.get("options", {}))
-        grad_share = check_grad_share(options.pop("grad_share", 0.5))
-        clip = config["clip"]
-        settings = dict(self._DEFAULTS, mu=config["lam"], c_grad=(3.0 if clip is None else clip))
-        settings.update(options)
-        return grad_share, settings
+    @staticmethod
+    def _loop_settings(settings):
+        """``(grad_share, settings of the DP-AGD loop)`` of the typed ``settings``."""
+        options = settings.options()
+        grad_share = check_grad_share(options.pop("grad_share"))
+        clip = settings.clip
+        return grad_share, dict(options, mu=settings.alpha, c_grad=(3.0 if clip is None else clip))
 
     def check_params(self, n_samples, config, *, private):
         """The base checks, ``grad_share`` and every DP-AGD setting."""
         super().check_params(n_samples, config, private=private)
-        check_agd_settings(**self._settings(config)[1])
+        check_agd_settings(**self._loop_settings(self.settings(config))[1])
 
     def event(self, n_samples, config, noise):
         """The cap's filter event; refuses settings whose run the cap would not bound."""
-        grad_share, settings = self._settings(config)
-        iterations = self._nominal_iterations(n_samples, config, 1.0)
+        s = self.settings(config, noise)
+        grad_share, _ = self._loop_settings(s)
+        iterations = self._nominal_iterations(s.epochs, 1.0)
         rho_iter = float(noise) / iterations
         _check_call_bound(self.name, float(noise),
                           min(grad_share, 1.0 - grad_share) * rho_iter, iterations)
         return super().event(n_samples, config, noise)
 
-    def run(self, X, y, *, loss, noise, config, random_state):
-        if not float(noise) > 0.0:
+    def solve(self, problem, settings, rng):
+        """DP-AGD on ``problem`` under a zCDP filter with cap ``settings.noise_parameter``."""
+        rho_cap = float(settings.noise_parameter)
+        if not rho_cap > 0.0:
             raise ValidationError("solver 'dpagd' has no non-private mode; use a finite epsilon.")
-        grad_share, settings = self._settings(config)
-        rho_cap = float(noise)
-        iterations = self._nominal_iterations(X.shape[0], config, 1.0)
+        grad_share, loop = self._loop_settings(settings)
+        iterations = self._nominal_iterations(settings.epochs, 1.0)
         rho_iter = rho_cap / iterations
         zcdp_filter = ZcdpFilter(rho_cap)
-        oracle = prepare_oracle(X, y, loss, config.get("num_threads") or 1)
-        settings["c_grad"] = float(settings["c_grad"])
+        num_threads = settings.num_threads or 1
+        oracle = prepare_oracle(problem.X, problem.y, problem.loss, num_threads)
+        loop["c_grad"] = float(loop["c_grad"])
         res = dp_agd_core(oracle, budget=zcdp_filter,
-                           rho_grad=grad_share * rho_iter,
-                           eps_nmax=math.sqrt(2.0 * (1.0 - grad_share) * rho_iter), loss=loss,
-                           random_state=random_state,
-                           record_history=config.get("record_history", False),
-                           num_threads=config.get("num_threads") or 1, **settings)
+                          rho_grad=grad_share * rho_iter,
+                          eps_nmax=math.sqrt(2.0 * (1.0 - grad_share) * rho_iter),
+                          loss=problem.loss, random_state=rng,
+                          record_history=settings.record_history, num_threads=num_threads,
+                          **loop)
         res.extra.update(filter_report(zcdp_filter))
         return res
 

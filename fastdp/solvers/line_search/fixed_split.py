@@ -5,6 +5,7 @@ release and one Gaussian NOISYBTLS), so the run's event is known before it
 runs; this is what the estimator solver ``"dp_blsgd"`` uses.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -25,7 +26,33 @@ from fastdp.solvers.line_search.releases import (
 from fastdp.solvers.line_search.search import armijo_coefficients, candidate_steps, noisy_backtracking
 from fastdp.solvers.line_search.settings import BlsgdSettings, _real
 
-__all__ = ["fixed_split_event", "dp_blsgd_fixed", "check_grad_share"]
+__all__ = ["fixed_split_event", "dp_blsgd_fixed", "check_grad_share", "FixedSplitDetails"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedSplitDetails:
+    """What a :func:`dp_blsgd_fixed` run reports beyond the common result fields
+    (``result.extra`` is their read-only view).
+
+    Attributes
+    ----------
+    etas : list of float
+        The step taken at every iteration (public: a function of the released steps).
+    n_accepted : int
+        Iterations whose search accepted a candidate (the others took the fallback step).
+    rho_iter : float
+        zCDP cost of one iteration (``inf`` when not private).
+    grad_share : float
+        Share of ``rho_iter`` spent on the gradient.
+    eta0 : float
+        The initial step η0 at the end of the run.
+    """
+
+    etas: list
+    n_accepted: int
+    rho_iter: float
+    grad_share: float
+    eta0: float
 
 
 def check_grad_share(grad_share):
@@ -139,10 +166,11 @@ def dp_blsgd_fixed(X, y, *, noise_multiplier, n_iter, batch_size, loss="logistic
             history.append(dict(iteration=t + 1, objective=mean, regularized_objective=reg,
                                 eta=outcome.eta))
     event = smp.event(n, int(n_iter), step_event) if private else NonPrivateEvent()
-    extra = dict(etas=etas_log, n_accepted=accepted, rho_iter=(rho_iter if private else math.inf),
-                 grad_share=grad_share,
-                 eta0=steps.eta0, n_noise_draws=int(n_iter) * (d + cfg.max_it + 1))
+    details = FixedSplitDetails(etas=etas_log, n_accepted=accepted,
+                                rho_iter=(rho_iter if private else math.inf),
+                                grad_share=grad_share, eta0=steps.eta0)
     return line_search_result(w, algorithm="dp_blsgd_fixed", loss=loss, mu=cfg.mu, n_iter=int(n_iter), q=q,
                    n=n, rho=(rho_grad if private else 0.0), c_grad=cfg.c_grad, event=event,
-                   history=history,
-                   extra=extra, sampler=smp.name, num_threads=num_threads)
+                   history=history, details=details,
+                   extra=dict(n_noise_draws=int(n_iter) * (d + cfg.max_it + 1)),
+                   sampler=smp.name, num_threads=num_threads)

@@ -109,8 +109,9 @@ _NON_PRIVATE_KEYS = ("n_noise_draws", "batch_sizes", "gradient_evaluations",
 
 
 def line_search_result(w, *, algorithm, loss, mu, n_iter, q, n, rho, c_grad, event, history, extra,
-            sampler="poisson", num_threads=1):
-    # realised batch sizes and evaluation counts reveal |B|: non-private diagnostics
+            sampler="poisson", num_threads=1, details=None):
+    # realised batch sizes and evaluation counts reveal |B|: non-private diagnostics;
+    # with typed ``details``, ``extra`` holds only those
     diagnostics = {k: extra.pop(k) for k in _NON_PRIVATE_KEYS if k in extra}
     sigma = 1.0 / math.sqrt(2.0 * rho) if rho > 0 else 0.0
     return SolverResult(
@@ -120,4 +121,4 @@ def line_search_result(w, *, algorithm, loss, mu, n_iter, q, n, rho, c_grad, eve
         batch_size=float(q * n), sample_rate=float(q), sampler=sampler,
         adjacency="add_remove", event=event, lazy_noise=False,
         diagnostics=diagnostics, num_threads=int(num_threads),
-        history=history, extra=extra)
+        history=history, details=details, extra=extra)
