@@ -1,4 +1,4 @@
-"""Tests of the binary writers: ``save_binary`` and the threaded writing of ``convert_libsvm``.
+"""Tests of the binary writers: ``save_binary``, and ``convert_libsvm`` failing mid-write.
 
 References: ``convert_libsvm`` of the same rows written as text (the
 arrays of both datasets must be byte-identical) and ``open_binary(verify=True)``,
@@ -14,7 +14,6 @@ import fastdp.io._npy as npy_module
 import fastdp.io.binary as binary
 from fastdp.exceptions import ValidationError
 from fastdp.io import convert_libsvm, open_binary
-from fastdp.io._pipeline import OrderedWorker
 from fastdp.io.binary import save_binary
 
 ARRAYS = ("indptr", "indices", "data", "labels", "row_sq_norms")
@@ -79,7 +78,7 @@ def test_save_binary_refuses_bad_chunks_and_leaves_nothing(tmp_path):
         assert not list(tmp_path.glob("s.fdp*"))
 
 
-def test_a_failed_write_in_the_worker_is_raised_and_leaves_nothing(tmp_path, monkeypatch):
+def test_a_failed_write_is_raised_and_leaves_nothing(tmp_path, monkeypatch):
     X, y = _rows(2000)
     dump_svmlight_file(X, y, str(tmp_path / "a.svm"))
     monkeypatch.setattr("fastdp.io._source.CHUNK_BYTES", 4096)  # many chunks
@@ -96,17 +95,3 @@ def test_a_failed_write_in_the_worker_is_raised_and_leaves_nothing(tmp_path, mon
     with pytest.raises(OSError, match="No space"):
         convert_libsvm(tmp_path / "a.svm", tmp_path / "d.fdp")
     assert not list(tmp_path.glob("d.fdp*"))
-
-
-def test_ordered_worker_runs_in_order_and_reraises():
-    worker = OrderedWorker(depth=2)
-    seen = []
-    for k in range(50):
-        worker.submit(seen.append, k)
-    worker.wait()
-    assert seen == list(range(50))
-    worker.submit(lambda: 1 / 0)
-    worker.submit(seen.append, "skipped")
-    with pytest.raises(ZeroDivisionError):
-        worker.close()
-    assert seen[-1] == 49

@@ -339,7 +339,7 @@ def _parse_int_token(buf, start, end):
     return True, -value if negative else value, overflow
 
 
-@njit(cache=True, nogil=True)  # lets a converter's writer thread run meanwhile
+@njit(cache=True)
 def count_rows_and_tokens(buf):
     """First pass: upper bounds on the number of rows (newlines + 1) and of
     stored entries (colons: every feature token holds one)."""
@@ -430,7 +430,7 @@ def _scan_number(buf, i, n):
     return end, _scale_decimal(w, -n_fraction, negative, _POW5_HI, _POW5_LO, _POW10)
 
 
-@njit(cache=True, nogil=True)  # lets a converter's writer thread run meanwhile
+@njit(cache=True)
 def fill_csr(buf, zero_based, indptr, indices, data, labels, qids, has_qid):
     """Second pass: fill preallocated CSR arrays in one sweep over the bytes.
 

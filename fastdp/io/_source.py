@@ -139,12 +139,9 @@ class LineChunks:
         docstring.  ``length <= 0`` reads to the end.
     buffer_bytes : int
         Size of the reused buffer.
-    sha256 : bool or hash object
+    sha256 : bool
         Hash the raw bytes (only when the whole source is read: offset 0,
         length -1); the hex digest is :attr:`sha256` after the last chunk.
-        True uses ``hashlib.sha256()``; an object with ``update`` and
-        ``hexdigest`` (e.g. :class:`~fastdp.io._pipeline.BackgroundSha256`)
-        is used as given.
     progress : callable, optional
         Called with the number of raw bytes read each time some are.
 
@@ -168,7 +165,7 @@ class LineChunks:
         if sha256 and (self.offset or self.length > 0):
             raise ValueError("the SHA-256 of a source is computed only when it is read whole")
         self.sha256 = None
-        self._hasher = hashlib.sha256() if sha256 is True else (sha256 or None)
+        self._hasher = hashlib.sha256() if sha256 else None
         self._progress = progress
         self._owned = None  # the handle we opened (closed on exit)
         self._before = None  # fstat at open, for a regular file

@@ -46,13 +46,12 @@ import scipy.sparse as sp
 from fastdp.exceptions import ValidationError
 from fastdp.io._npy import NpyAppender
 from fastdp.io._parse import INT32_MAX
-from fastdp.io._pipeline import BackgroundSha256, OrderedWorker
 from fastdp.io._source import LineChunks
 from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
                               progress_callback)
 
-__all__ = ["convert_libsvm", "save_binary", "open_binary", "open_binary_rows", "binary_shape", "is_binary_dataset",
-           "FORMAT", "FORMAT_VERSION"]
+__all__ = ["convert_libsvm", "save_binary", "open_binary", "open_binary_rows", "binary_shape",
+           "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "fastdp-binary-csr"
 FORMAT_VERSION = 1
@@ -164,11 +163,7 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
     Notes
     -----
     Memory: the loader's fixed text buffer plus one chunk of parsed rows
-    (about 1 MiB of text) and its row norms, and up to eight chunks (text or
-    rows) queued for the writer thread: a few tens of MiB whatever the file
-    size.  Parsing runs on the calling thread; hashing the source, the row
-    norms and the writes run on one worker thread, in order (the same bytes
-    as a single thread would write).
+    (about 1 MiB of text) and its row norms: a few MiB whatever the file size.
     """
     from fastdp._validation import _csr_sq_norms
 
@@ -181,51 +176,36 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
     # one chunk at a time, in the files' dtypes (a chunk never outgrows int32)
     builder = new_builder(dtype, np.int32, zero_based, None)
     shift = 0 if zero_based is True else 1  # "auto": one-based until an index 0 is seen
-    finite = [True]
-
-    def write_chunk(indptr, indices, data, labels):  # on the worker thread, in order
-        chunk = csr_from_arrays(data, indices, indptr, (labels.shape[0], INT32_MAX))
-        sq_norms = _csr_sq_norms(chunk)
-        # a NaN or infinite value makes its row's sum of squares non-finite, so
-        # finite norms prove finite values without a second pass over the data
-        if finite[0] and not np.isfinite(sq_norms).all():
-            finite[0] = bool(np.isfinite(data).all())
-        writers.append(indptr, indices, data, labels, sq_norms)
-
-    # parsing stays on this thread; hashing, row norms and writing go to the worker
-    worker = OrderedWorker()
-    rows_done = nnz_done = 0  # handed to the worker
+    finite = True
     try:
-        with LineChunks(src, sha256=BackgroundSha256(worker)) as source:
+        with LineChunks(src, sha256=True) as source:
             callback, bar = progress_callback(progress, source.raw_size, "converting")
             source.set_progress(callback)
             try:
                 for _ in parse_chunks(source, builder):
                     if zero_based == "auto" and shift and builder.min_index == 0:
-                        # the file is zero-based after all
-                        worker.submit(writers.files["indices"].add, 1)
+                        writers.files["indices"].add(1)  # the file is zero-based after all
                         shift = 0
                     if builder.rows == 0:
                         continue
                     rows, nnz = builder.rows, builder.nnz
                     if (file_index == np.int32
-                            and max(nnz_done + nnz, rows_done + rows) > INT32_MAX):
+                            and max(writers.nnz + nnz, writers.rows + rows) > INT32_MAX):
                         if index_dtype is not None:
                             raise ValidationError(
                                 f"the data has more than {INT32_MAX} entries or rows, too many "
                                 "for index_dtype=int32; use int64 (or None)")
-                        worker.submit(writers.widen)
+                        writers.widen()
                         file_index = np.dtype(np.int64)
                     indptr, indices, data, labels, _ = builder.pop_rows(rows)
                     if shift:
                         indices -= shift
-                    worker.submit(write_chunk, indptr, indices, data, labels)
-                    rows_done += rows
-                    nnz_done += nnz
+                    chunk = csr_from_arrays(data, indices, indptr, (rows, INT32_MAX))
+                    finite = finite and bool(np.isfinite(data).all())
+                    writers.append(indptr, indices, data, labels, _csr_sq_norms(chunk))
             finally:
                 if bar is not None:
                     bar.close()
-        worker.close()
         needed = builder.max_index - shift + 1 if writers.nnz > 0 else 1
         if n_features is None:
             n_features = needed
@@ -238,7 +218,6 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
             file_index = np.dtype(np.int64)
         lengths = writers.close()
     except BaseException:
-        worker.cancel()
         writers.abort()
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -246,7 +225,7 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
                    "sha256": source.sha256, "compression": source.compression}
     options = {"zero_based": zero_based, "zero_based_file": shift == 0}
     header = _header(writers, lengths, n_features, dtype, file_index, source_info, options,
-                     finite[0])
+                     finite)
     _publish(work, dst, header)
     return header
 
