@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -197,12 +198,17 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
                                 "for index_dtype=int32; use int64 (or None)")
                         writers.widen()
                         file_index = np.dtype(np.int64)
-                    indptr, indices, data, labels, _ = builder.pop_rows(rows)
+                    indptr, indices, data, labels = builder.drain()  # views: no copy
                     if shift:
                         indices -= shift
-                    chunk = csr_from_arrays(data, indices, indptr, (rows, INT32_MAX))
-                    finite = finite and bool(np.isfinite(data).all())
-                    writers.append(indptr, indices, data, labels, _csr_sq_norms(chunk))
+                    # the norms read only these attributes of a CSR matrix
+                    sq_norms = _csr_sq_norms(SimpleNamespace(indptr=indptr, data=data,
+                                                             shape=(rows, INT32_MAX)))
+                    # a NaN or an infinity makes its row's sum of squares non-finite, so
+                    # finite norms prove finite values without another pass over the data
+                    if finite and not np.isfinite(sq_norms).all():
+                        finite = bool(np.isfinite(data).all())
+                    writers.append(indptr, indices, data, labels, sq_norms)
             finally:
                 if bar is not None:
                     bar.close()
