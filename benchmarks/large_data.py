@@ -21,10 +21,21 @@ Peak memory is the growth of the resident size (VmRSS, sampled every
 millisecond) over the process's size after its imports and a warm-up on a
 small file; memory-mapped pages that an epoch reads count as resident.
 
+A second mode builds a binary dataset of ``--nnz`` entries directly (no
+text: :func:`fastdp.io.binary.save_binary` of generated CSR blocks, with the
+same row statistics) and trains on it memory-mapped: a fraction ``--epochs``
+of an epoch of DP-SGD and of dual DP-SCD, cold (the dataset's pages evicted
+first), warm (read into the page cache first) and, with ``--in-memory``, on
+a copy of X in memory; it reports seconds per epoch (extrapolated from the
+fraction), peak resident memory (anonymous and file-backed apart), and the
+bytes read from the disk.
+
 Usage::
 
     python benchmarks/large_data.py --gb 1.5 --dir /tmp/fastdp-large
     python benchmarks/large_data.py --gb 0.2 --skip-sklearn --keep
+    python benchmarks/large_data.py --svm big.svm --only load,convert --repeat 2
+    python benchmarks/large_data.py --binary-only --nnz 1.5e9 --epochs 0.1 --in-memory
 
 The generated files are deleted at the end unless ``--keep`` (never commit
 them).  Results are printed as a table and written as JSON (``--json``).
@@ -120,6 +131,64 @@ def generate(path, n_bytes, seed=0, n_blocks=8, rows_per_block=40_000):
     return written
 
 
+def _csr_block(rng, n_rows, w_true):
+    """``n_rows`` criteo-like rows as a canonical float32 CSR block and +-1 labels.
+
+    About 33 entries a row (1 + Poisson(32)); entry ``j`` of a row with ``k``
+    entries lies in the ``j``-th of ``k`` equal column strata (so a row's
+    columns are distinct and increasing without a sort); values positive,
+    rows scaled to norm 0.999; labels the sign of a planted linear model.
+    """
+    import scipy.sparse as sp
+
+    counts = 1 + rng.poisson(32, size=n_rows)
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    nnz = int(indptr[-1])
+    row_of = np.repeat(np.arange(n_rows), counts)
+    width = N_FEATURES // counts[row_of]
+    cols = (np.arange(nnz) - indptr[row_of]) * width
+    cols += (rng.random(nnz) * width).astype(np.int64)
+    values = rng.random(nnz) + 0.1
+    norms = np.sqrt(np.add.reduceat(values * values, indptr[:-1]))
+    values *= 0.999 / norms[row_of]
+    margin = np.add.reduceat(values * w_true[cols], indptr[:-1])
+    y = np.where(margin + 0.05 * rng.standard_normal(n_rows) > 0, 1.0, -1.0)
+    X = sp.csr_matrix((values.astype(np.float32), cols.astype(np.int32), indptr.astype(np.int32)),
+                      shape=(n_rows, N_FEATURES))
+    return X, y
+
+
+def synthetic_blocks(nnz, seed=0, n_blocks=8, rows_per_block=250_000):
+    """CSR blocks (X, y) totalling about ``nnz`` entries, cycling through ``n_blocks``
+    distinct blocks (as :func:`generate` cycles its text blocks)."""
+    rng = np.random.default_rng(seed)
+    w_true = rng.standard_normal(N_FEATURES)
+    blocks = []
+    total = 0
+    k = 0
+    while total < nnz:
+        if k < n_blocks:
+            blocks.append(_csr_block(rng, rows_per_block, w_true))
+        X, y = blocks[k % n_blocks]
+        if total + X.nnz > nnz:  # a partial last block
+            stop = int(np.searchsorted(X.indptr, nnz - total, side="right")) - 1
+            X, y = X[:max(stop, 1)], y[:max(stop, 1)]
+        yield X, y
+        total += X.nnz
+        k += 1
+
+
+def build_binary(path, nnz, seed=0):
+    """A float32 binary dataset of about ``nnz`` entries at ``path`` (int64 indices when
+    they do not fit int32); returns its header."""
+    from fastdp.io.binary import save_binary
+
+    index_dtype = np.int64 if nnz > np.iinfo(np.int32).max - 1e6 else None
+    return save_binary(path, synthetic_blocks(int(nnz), seed), n_features=N_FEATURES,
+                       dtype=np.float32, index_dtype=index_dtype, overwrite=True)
+
+
 def gzip_file(src, dst):
     import gzip
 
@@ -134,9 +203,13 @@ CHILD = r"""
 import json, os, resource, sys, threading, time
 import numpy as np
 
+def status():
+    with open("/proc/self/status") as lines:
+        return {l.split(":")[0]: int(l.split()[1]) * 1024 for l in lines
+                if l.startswith(("VmRSS:", "RssAnon:", "RssFile:"))}
+
 def rss():
-    with open("/proc/self/status") as status:
-        return int(next(l for l in status if l.startswith("VmRSS:")).split()[1]) * 1024
+    return status()["VmRSS"]
 
 mode, args = sys.argv[1], json.loads(sys.argv[2])
 from fastdp.io import convert_libsvm, load_libsvm, open_binary
@@ -160,7 +233,36 @@ elif mode == "sklearn":
     op = lambda: load_svmlight_file(args["path"], dtype=np.dtype(args["dtype"]))
 elif mode == "convert":
     convert_libsvm(small, args["out"] + ".warm", dtype=args["dtype"], overwrite=True)
-    op = lambda: convert_libsvm(args["path"], args["out"], dtype=args["dtype"], overwrite=True)
+    import shutil
+    shutil.rmtree(args["out"], ignore_errors=True)  # deleting an earlier output is not timed
+    os.sync()
+    op = lambda: convert_libsvm(args["path"], args["out"], dtype=args["dtype"])
+elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm, memory)
+    from fastdp._validation import register_verified_csr
+    from fastdp.io.libsvm import csr_from_arrays
+    from fastdp.solvers.scd import dual_dpscd
+    from fastdp.solvers.sgd import dpsgd
+    solver = {"dpsgd": dpsgd, "dpscd": dual_dpscd}[args["solver"]]
+    Xs, ys = load_libsvm(small, dtype=np.float32)
+    solver(Xs, ys, loss="logistic", lam=1e-6, epochs=1, batch_size=10, clip=1.0,
+           noise_multiplier=1.0, random_state=0, num_threads=1)
+    X, y = open_binary(args["fdp"])
+    if args["where"] == "cold":
+        evict(args["fdp"])
+    elif args["where"] == "warm":  # read every file once: into the page cache
+        for name in os.listdir(args["fdp"]):
+            with open(os.path.join(args["fdp"], name), "rb") as handle:
+                while handle.read(1 << 24):
+                    pass
+    else:  # a copy of X in memory, trusted as the mapped arrays are (no scan of X)
+        sq_norms = np.load(os.path.join(args["fdp"], "row_sq_norms.npy"))
+        X = csr_from_arrays(np.array(X.data), np.array(X.indices), np.array(X.indptr), X.shape)
+        register_verified_csr(X, sq_norms=sq_norms, finite=True)
+        evict(args["fdp"])
+    def op():
+        solver(X, y, loss="logistic", lam=1e-6, epochs=args["epochs"],
+               batch_size=args["batch"], clip=1.0, noise_multiplier=1.0, random_state=0,
+               num_threads=1)
 else:  # epoch
     from fastdp.solvers.scd import dual_dpscd
     from fastdp.solvers.sgd import dpsgd
@@ -184,13 +286,27 @@ else:  # epoch
             return X_mem
 
 highest = [0]
+kinds = {"RssAnon": 0, "RssFile": 0}
 running = [True]
 def sample():
     while running[0]:
-        highest[0] = max(highest[0], rss())
-        time.sleep(0.001)
+        now = status()
+        highest[0] = max(highest[0], now["VmRSS"])
+        for kind in kinds:
+            kinds[kind] = max(kinds[kind], now.get(kind, 0))
+        time.sleep(0.001 if args.get("fine", True) else 0.05)
+
+def proc_io():
+    with open("/proc/self/io") as io:
+        return {k: int(v) for k, v in (l.split(": ") for l in io)}
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 base = rss()
+base_kinds = status()
+io_before, cpu_before = proc_io(), cpu()
 sampler = threading.Thread(target=sample)
 sampler.start()
 times = []
@@ -205,8 +321,13 @@ for repeat in range(args.get("repeat", 1)):
     del out, X  # a second map of the same file would count its pages twice
 running[0] = False
 sampler.join()
+io_after = proc_io()
 print(json.dumps({"seconds": times, "growth": highest[0] - base, "base": base,
-                  "peak": highest[0], "csr_bytes": size, "nnz": nnz}))
+                  "peak": highest[0], "csr_bytes": size, "nnz": nnz, "cpu": cpu() - cpu_before,
+                  "read_bytes": io_after["read_bytes"] - io_before["read_bytes"],
+                  "loadavg": os.getloadavg()[0],
+                  "anon_growth": kinds["RssAnon"] - base_kinds.get("RssAnon", 0),
+                  "file_peak": kinds["RssFile"], "anon_peak": kinds["RssAnon"]}))
 """
 
 
@@ -225,68 +346,172 @@ def _gib(n):
     return n / 2**30
 
 
+STEPS = ("load", "load_gz", "sklearn", "convert", "epochs")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, default=1.5, help="text size in GB (1e9 bytes)")
     parser.add_argument("--dir", default="/tmp/fastdp-large-data")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--skip-sklearn", action="store_true")
+    parser.add_argument("--svm", default=None,
+                        help="measure on this LIBSVM file (not generated; never deleted)")
+    parser.add_argument("--only", default=",".join(STEPS),
+                        help=f"comma-separated steps among {','.join(STEPS)}")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each load and conversion, interleaved (the best is kept)")
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--binary-only", action="store_true",
+                        help="build a binary dataset of --nnz entries directly and train on it")
+    parser.add_argument("--nnz", type=float, default=3e9)
+    parser.add_argument("--epochs", type=float, default=0.05,
+                        help="fraction of an epoch trained per measurement (--binary-only)")
+    parser.add_argument("--where", default="cold,warm",
+                        help="--binary-only: comma-separated among cold,warm,memory")
+    parser.add_argument("--solvers", default="dpsgd,dpscd")
+    parser.add_argument("--reuse", action="store_true",
+                        help="--binary-only: train on an existing dataset in --dir")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
-
     os.makedirs(args.dir, exist_ok=True)
-    svm = os.path.join(args.dir, "data.svm")
-    gz = svm + ".gz"
-    small = svm + ".small"
+    if args.binary_only:
+        return binary_main(args)
+    steps = set(args.only.split(","))
+    svm = args.svm or os.path.join(args.dir, "data.svm")
+    gz = os.path.join(args.dir, "data.svm.gz")
+    small = os.path.join(args.dir, "data.svm.small")
     results = {"gb": args.gb}
     try:
         started = time.perf_counter()
-        text_bytes = generate(svm, int(args.gb * 1e9))
-        gzip_file(svm, gz)
-        results["text_bytes"] = text_bytes
-        results["gz_bytes"] = os.path.getsize(gz)
-        print(f"generated {text_bytes / 1e9:.2f} GB of text ({results['gz_bytes'] / 1e9:.2f} GB "
-              f"gzip) in {time.perf_counter() - started:.0f} s", flush=True)
+        if args.svm is None:
+            generate(svm, int(args.gb * 1e9))
+        else:
+            _small_copy(svm, small)
+        results["text_bytes"] = os.path.getsize(svm)
+        if "load_gz" in steps:
+            gzip_file(svm, gz)
+            results["gz_bytes"] = os.path.getsize(gz)
+        print(f"text {results['text_bytes'] / 1e9:.2f} GB ready in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
 
         def measure(name, mode, **kw):
             r = run_child(mode, small=small, **kw)
+            if name in results:  # another run: keep every time, the largest peak
+                r["seconds"] = results[name]["seconds"] + r["seconds"]
+                r["cpu_runs"] = results[name].get("cpu_runs", [results[name]["cpu"]])
+                r["cpu_runs"].append(r["cpu"])
+                r["growth"] = max(r["growth"], results[name]["growth"])
+                r["peak"] = max(r["peak"], results[name]["peak"])
             results[name] = r
             per = f", {r['growth'] / r['nnz']:.1f} B/nnz" if r.get("nnz") else ""
             ratio = f" = {r['growth'] / r['csr_bytes']:.2f}x CSR" if r["csr_bytes"] else ""
-            print(f"{name:28s} {min(r['seconds']):8.2f} s   peak +{_gib(r['growth']):.2f} GiB"
-                  f"{ratio}{per}", flush=True)
+            print(f"{name:28s} {r['seconds'][-1]:8.2f} s (cpu {r['cpu']:.1f} s)   peak "
+                  f"+{_gib(r['growth']):.2f} GiB{ratio}{per}; load average {r['loadavg']:.1f}",
+                  flush=True)
             return r
 
-        load64 = measure("load_float64", "load", path=svm, dtype="float64")
-        measure("load_float32", "load", path=svm, dtype="float32")
-        measure("load_gzip_float32", "load_gz", path=gz, dtype="float32")
-        if not args.skip_sklearn:
-            measure("sklearn_float64", "sklearn", path=svm, dtype="float64")
-            measure("sklearn_float32", "sklearn", path=svm, dtype="float32")
         fdp32 = os.path.join(args.dir, "data32.fdp")
         fdp64 = os.path.join(args.dir, "data64.fdp")
-        measure("convert_float32", "convert", path=svm, out=fdp32, dtype="float32")
-        measure("convert_float64", "convert", path=svm, out=fdp64, dtype="float64")
-        for solver in ("dpsgd", "dpscd"):
-            for dtype, fdp in (("float32", fdp32), ("float64", fdp64)):
-                measure(f"{solver}_{dtype}_memory", "epoch", path=svm, fdp=fdp, dtype=dtype,
-                        solver=solver, where="memory", batch=args.batch, repeat=2)
-                measure(f"{solver}_{dtype}_mapped", "epoch", path=svm, fdp=fdp, dtype=dtype,
-                        solver=solver, where="mapped", batch=args.batch, repeat=2)
-        _summary(results, load64)
+        for _ in range(args.repeat):
+            if "load" in steps:
+                measure("load_float64", "load", path=svm, dtype="float64")
+                measure("load_float32", "load", path=svm, dtype="float32")
+            if "convert" in steps:
+                measure("convert_float32", "convert", path=svm, out=fdp32, dtype="float32")
+                measure("convert_float64", "convert", path=svm, out=fdp64, dtype="float64")
+        if "load_gz" in steps:
+            measure("load_gzip_float32", "load_gz", path=gz, dtype="float32")
+        if "sklearn" in steps and not args.skip_sklearn:
+            measure("sklearn_float64", "sklearn", path=svm, dtype="float64")
+            measure("sklearn_float32", "sklearn", path=svm, dtype="float32")
+        if "epochs" in steps:
+            for solver in ("dpsgd", "dpscd"):
+                for dtype, fdp in (("float32", fdp32), ("float64", fdp64)):
+                    measure(f"{solver}_{dtype}_memory", "epoch", path=svm, fdp=fdp, dtype=dtype,
+                            solver=solver, where="memory", batch=args.batch, repeat=2)
+                    measure(f"{solver}_{dtype}_mapped", "epoch", path=svm, fdp=fdp, dtype=dtype,
+                            solver=solver, where="mapped", batch=args.batch, repeat=2)
+        _summary(results)
     finally:
         if args.json:
             with open(args.json, "w") as handle:
                 json.dump(results, handle, indent=1)
         if not args.keep:
-            shutil.rmtree(args.dir, ignore_errors=True)
+            for name in ("data.svm", "data.svm.gz", "data.svm.small"):
+                if args.svm is None or name != "data.svm":
+                    _remove(os.path.join(args.dir, name))
+            for name in ("data32.fdp", "data64.fdp", "data32.fdp.warm", "data64.fdp.warm"):
+                _remove(os.path.join(args.dir, name))
 
 
-def _summary(r, load64):
+def _remove(path):
+    if os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
+def _small_copy(svm, small):
+    """The first ~200 kB of ``svm`` (whole lines), for warm-ups."""
+    with open(svm, "rb") as handle:
+        head = handle.read(200_000)
+    with open(small, "wb") as handle:
+        handle.write(head.rsplit(b"\n", 1)[0] + b"\n")
+
+
+def binary_main(args):
+    """Build (or reuse) a binary dataset of ``--nnz`` entries and train on it."""
+    fdp = os.path.join(args.dir, f"synthetic-{args.nnz:.3g}.fdp")
+    small = os.path.join(args.dir, "small.svm")
+    results = {"nnz_target": args.nnz, "epochs": args.epochs, "batch": args.batch}
+    try:
+        if not args.reuse or not os.path.isdir(fdp):
+            started = time.perf_counter()
+            load_before = os.getloadavg()[0]
+            header = build_binary(fdp, args.nnz)
+            results["build_seconds"] = time.perf_counter() - started
+            print(f"built {fdp}: {header['shape'][0]} rows, {header['nnz']} entries, "
+                  f"{header['index_dtype']} indices, in {results['build_seconds']:.0f} s "
+                  f"(load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
+        with open(os.path.join(fdp, "header.json")) as handle:
+            header = json.load(handle)
+        results["header"] = {k: header[k] for k in ("shape", "nnz", "dtype", "index_dtype")}
+        results["bytes"] = sum(os.path.getsize(os.path.join(fdp, f)) for f in os.listdir(fdp))
+        X, y = next(synthetic_blocks(20_000, seed=1))
+        from sklearn.datasets import dump_svmlight_file
+
+        dump_svmlight_file(X, y, small, zero_based=False)
+        n_rows = header["shape"][0]
+        for solver in args.solvers.split(","):
+            for where in args.where.split(","):
+                r = run_child("train", small=small, fdp=fdp, solver=solver, where=where,
+                              epochs=args.epochs, batch=args.batch, fine=False)
+                steps = int(args.epochs * n_rows / args.batch)
+                r["steps"] = steps
+                r["s_per_epoch"] = r["seconds"][0] * n_rows / (steps * args.batch)
+                results[f"{solver}_{where}"] = r
+                print(f"{solver} {where:6s}: {steps} steps in {r['seconds'][0]:.1f} s "
+                      f"(cpu {r['cpu']:.1f} s) = {r['s_per_epoch']:.0f} s/epoch; read "
+                      f"{r['read_bytes'] / 2**30:.2f} GiB from disk "
+                      f"({r['read_bytes'] / 1e6 / r['seconds'][0]:.0f} MB/s); peak RSS "
+                      f"{_gib(r['peak']):.2f} GiB (anon +{_gib(r['anon_growth']):.2f} GiB, "
+                      f"file pages {_gib(r['file_peak']):.2f} GiB); load average "
+                      f"{r['loadavg']:.1f}", flush=True)
+    finally:
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump(results, handle, indent=1)
+        if not args.keep:
+            _remove(fdp)
+        _remove(small)
+
+
+def _summary(r):
     print("\nratios")
-    text_mb = r["text_bytes"] / 1e6
-    print(f"  loader speed float64: {text_mb / min(load64['seconds']):.0f} MB/s")
+    if "load_float64" in r:
+        text_mb = r["text_bytes"] / 1e6
+        print(f"  loader speed float64: {text_mb / min(r['load_float64']['seconds']):.0f} MB/s")
     if "sklearn_float64" in r:
         for dtype in ("float64", "float32"):
             ours, theirs = r[f"load_{dtype}"], r[f"sklearn_{dtype}"]
@@ -294,11 +519,17 @@ def _summary(r, load64):
                   f"scikit-learn's speed; peak {ours['growth'] / ours['csr_bytes']:.2f}x CSR "
                   f"(scikit-learn {theirs['growth'] / theirs['csr_bytes']:.2f}x)")
     for dtype in ("float32", "float64"):
+        if f"convert_{dtype}" not in r or f"load_{dtype}" not in r:
+            continue
         conv, load = r[f"convert_{dtype}"], r[f"load_{dtype}"]
+        cpu = min(load.get("cpu_runs", [load["cpu"]])) / min(conv.get("cpu_runs", [conv["cpu"]]))
         print(f"  convert {dtype}: {min(load['seconds']) / min(conv['seconds']):.0%} of the "
-              f"loader's speed, peak +{conv['growth'] / 2**20:.0f} MiB")
+              f"loader's speed ({cpu:.0%} in CPU time), peak +{conv['growth'] / 2**20:.0f} MiB "
+              f"(RSS {conv['peak'] / 2**20:.0f} MiB)")
     for solver in ("dpsgd", "dpscd"):
         for dtype in ("float32", "float64"):
+            if f"{solver}_{dtype}_memory" not in r:
+                continue
             mem, mapped = r[f"{solver}_{dtype}_memory"], r[f"{solver}_{dtype}_mapped"]
             cold, warm = mapped["seconds"]
             print(f"  {solver} {dtype}: epoch in memory {min(mem['seconds']):.2f} s, mapped "

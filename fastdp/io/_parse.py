@@ -190,6 +190,18 @@ class CsrBuilder:
         qids = self._qids.view(start, stop)
         return np.where(self._has_qid.view(start, stop).view(bool), qids, -1)
 
+    def drain(self):
+        """Views of every row parsed so far (indptr, indices, data, labels), then forget them.
+
+        No copy: the views share the builder's arrays and stay valid only until
+        the next :meth:`parse` (which writes over them).  Qids are not returned.
+        """
+        rows, nnz = self.rows, self.nnz
+        views = (self._indptr.view(0, rows + 1), self._indices.view(0, nnz),
+                 self._data.view(0, nnz), self._labels.view(0, rows))
+        self.rows = self.nnz = 0
+        return views
+
     def pop_rows(self, count):
         """Copies of the first ``count`` rows (indptr, indices, data, labels, qids or
         None); the rows after them move to the front."""

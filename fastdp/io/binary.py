@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,8 +51,8 @@ from fastdp.io._source import LineChunks
 from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
                               progress_callback)
 
-__all__ = ["convert_libsvm", "open_binary", "open_binary_rows", "binary_shape", "is_binary_dataset",
-           "FORMAT", "FORMAT_VERSION"]
+__all__ = ["convert_libsvm", "save_binary", "open_binary", "open_binary_rows", "binary_shape",
+           "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "fastdp-binary-csr"
 FORMAT_VERSION = 1
@@ -165,19 +166,11 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
     Memory: the loader's fixed text buffer plus one chunk of parsed rows
     (about 1 MiB of text) and its row norms: a few MiB whatever the file size.
     """
-    from fastdp import __version__
     from fastdp._validation import _csr_sq_norms
 
     n_features, zero_based, dtype, index_dtype, _, _ = check_loader_arguments(
         n_features, zero_based, dtype, index_dtype)
-    dst = Path(dst)
-    if dst.exists() and not overwrite:
-        raise ValidationError(f"{dst} already exists; pass overwrite=True (--overwrite) to "
-                              "replace it")
-    work = dst.with_name(f"{dst.name}.partial-{os.getpid()}")
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    dst, work = _work_directory(dst, overwrite)
     file_index = np.dtype(np.int64 if index_dtype == np.int64 or (
         n_features is not None and n_features > INT32_MAX) else np.int32)
     writers = _Writers(work, dtype, file_index)
@@ -205,12 +198,17 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
                                 "for index_dtype=int32; use int64 (or None)")
                         writers.widen()
                         file_index = np.dtype(np.int64)
-                    indptr, indices, data, labels, _ = builder.pop_rows(rows)
+                    indptr, indices, data, labels = builder.drain()  # views: no copy
                     if shift:
                         indices -= shift
-                    chunk = csr_from_arrays(data, indices, indptr, (rows, INT32_MAX))
-                    finite = finite and bool(np.isfinite(data).all())
-                    writers.append(indptr, indices, data, labels, _csr_sq_norms(chunk))
+                    # the norms read only these attributes of a CSR matrix
+                    sq_norms = _csr_sq_norms(SimpleNamespace(indptr=indptr, data=data,
+                                                             shape=(rows, INT32_MAX)))
+                    # a NaN or an infinity makes its row's sum of squares non-finite, so
+                    # finite norms prove finite values without another pass over the data
+                    if finite and not np.isfinite(sq_norms).all():
+                        finite = bool(np.isfinite(data).all())
+                    writers.append(indptr, indices, data, labels, sq_norms)
             finally:
                 if bar is not None:
                     bar.close()
@@ -229,6 +227,19 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
         writers.abort()
         shutil.rmtree(work, ignore_errors=True)
         raise
+    source_info = {"name": os.path.basename(source.name), "size": source.raw_size,
+                   "sha256": source.sha256, "compression": source.compression}
+    options = {"zero_based": zero_based, "zero_based_file": shift == 0}
+    header = _header(writers, lengths, n_features, dtype, file_index, source_info, options,
+                     finite)
+    _publish(work, dst, header)
+    return header
+
+
+def _header(writers, lengths, n_features, dtype, file_index, source, options, finite):
+    """The header of a written dataset, with its own SHA-256."""
+    from fastdp import __version__
+
     header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -239,12 +250,16 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
         "index_dtype": file_index.name,
         "arrays": {name: {"file": f"{name}.npy", "length": int(lengths[name]),
                           "dtype": writers.files[name].dtype.str} for name in _ARRAYS},
-        "source": {"name": os.path.basename(source.name), "size": source.raw_size,
-                   "sha256": source.sha256, "compression": source.compression},
-        "options": {"zero_based": zero_based, "zero_based_file": shift == 0},
+        "source": source,
+        "options": options,
         "verified": {"structure": True, "finite": finite},
     }
     header["header_sha256"] = _header_digest(header)
+    return header
+
+
+def _publish(work, dst, header):
+    """Write ``header.json`` into the complete directory ``work`` and rename it to ``dst``."""
     try:
         with open(work / HEADER, "w", encoding="ascii") as handle:
             json.dump(header, handle, indent=1, sort_keys=True)
@@ -257,6 +272,114 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def _work_directory(dst, overwrite):
+    """A fresh temporary directory beside ``dst`` (refuses an existing ``dst``)."""
+    dst = Path(dst)
+    if dst.exists() and not overwrite:
+        raise ValidationError(f"{dst} already exists; pass overwrite=True (--overwrite) to "
+                              "replace it")
+    work = dst.with_name(f"{dst.name}.partial-{os.getpid()}")
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    return dst, work
+
+
+def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
+                overwrite=False):
+    """Write a binary dataset from consecutive CSR row chunks (bounded memory).
+
+    For data that is not a LIBSVM file (generated, or read from another
+    format): the rows of ``chunks``, in order, become the dataset that
+    :func:`open_binary` maps, with the same checks and stored row norms as
+    :func:`convert_libsvm`.  Only one chunk is in memory at a time (plus its
+    row norms).
+
+    Privacy: writes the data it is given to ``dst``; releases nothing.
+
+    Parameters
+    ----------
+    dst : str or path-like
+        Directory to create (by convention ``*.fdp``).
+    chunks : iterable of (X, y)
+        ``X`` a canonical ``scipy.sparse`` CSR matrix (strictly increasing
+        column indices in every row) of ``n_features`` columns, ``y`` its
+        labels (1-D, one per row).
+    n_features : int
+        Number of columns.
+    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
+        Value dtype on disk (values are cast; the row norms are those of the
+        cast values).
+    index_dtype : {None, numpy.int32, numpy.int64}, default=None
+        None: int32 while the rows, columns and entries fit, widened in place
+        to int64 when they do not.
+    overwrite : bool, default=False
+        Replace an existing ``dst``.
+
+    Returns
+    -------
+    header : dict
+        The header written to ``dst/header.json`` (its ``source`` fields are
+        None: there is no source file).
+
+    Raises
+    ------
+    ValidationError
+        A chunk that is not CSR, has another width, is not canonical, or
+        whose labels do not match its rows; a forced int32 that the data
+        outgrows; an existing ``dst`` without ``overwrite``.  Nothing is left
+        at ``dst`` on error.
+    """
+    from fastdp._validation import _csr_is_canonical, _csr_sq_norms, check_sparse_structure
+
+    n_features = check_loader_arguments(n_features, "auto", dtype, index_dtype)[0]
+    if n_features is None:
+        raise ValidationError("n_features is required")
+    dtype, index_dtype = check_loader_arguments(None, "auto", dtype, index_dtype)[2:4]
+    dst, work = _work_directory(dst, overwrite)
+    file_index = np.dtype(np.int64 if index_dtype == np.int64 or n_features > INT32_MAX
+                          else np.int32)
+    writers = _Writers(work, dtype, file_index)
+    finite = True
+    try:
+        for number, (X, y) in enumerate(chunks):
+            if not (sp.issparse(X) and X.format == "csr") or X.shape[1] != n_features:
+                raise ValidationError(
+                    f"chunk {number}: expected a CSR matrix of {n_features} columns, got "
+                    f"{type(X).__name__} of shape {getattr(X, 'shape', None)}")
+            y = np.asarray(y, dtype=np.float64)
+            if y.shape != (X.shape[0],):
+                raise ValidationError(f"chunk {number}: {X.shape[0]} rows but labels of shape "
+                                      f"{y.shape}")
+            check_sparse_structure(X)
+            if not _csr_is_canonical(X):
+                raise ValidationError(f"chunk {number}: the column indices of a row are not "
+                                      "strictly increasing (call sum_duplicates() and "
+                                      "sort_indices() first)")
+            if (file_index == np.int32
+                    and max(writers.nnz + X.nnz, writers.rows + X.shape[0]) > INT32_MAX):
+                if index_dtype is not None:
+                    raise ValidationError(
+                        f"the data has more than {INT32_MAX} entries or rows, too many for "
+                        "index_dtype=int32; use int64 (or None)")
+                writers.widen()
+                file_index = np.dtype(np.int64)
+            data = np.asarray(X.data, dtype=dtype)
+            chunk = csr_from_arrays(data, X.indices, X.indptr, X.shape)
+            sq_norms = _csr_sq_norms(chunk)
+            finite = finite and bool(np.isfinite(data).all())
+            writers.append(np.asarray(X.indptr, dtype=np.int64), X.indices, data, y, sq_norms)
+        lengths = writers.close()
+    except BaseException:
+        writers.abort()
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    source = {"name": None, "size": None, "sha256": None, "compression": None}
+    header = _header(writers, lengths, n_features, dtype, file_index, source,
+                     {"written_by": "save_binary"}, finite)
+    _publish(work, dst, header)
     return header
 
 
