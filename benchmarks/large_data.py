@@ -246,7 +246,29 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
     Xs, ys = load_libsvm(small, dtype=np.float32)
     solver(Xs, ys, loss="logistic", lam=1e-6, epochs=1, batch_size=10, clip=1.0,
            noise_multiplier=1.0, random_state=0, num_threads=1)
-    X, y = open_binary(args["fdp"])
+    X_train, y_train = open_binary(args["fdp"])
+    import mmap
+    def advise_random():  # no read-around on page faults (4 kB reads)
+        for array in (X_train.data, X_train.indices, X_train.indptr):
+            if isinstance(array, np.memmap):
+                array._mmap.madvise(mmap.MADV_RANDOM)
+    if args.get("advice") == "random":
+        advise_random()
+    elif args.get("advice") == "random_after_scan":
+        # the solvers scan X once for the row norms before their first step: time that
+        # sequential scan apart (kernel read-around on), then no read-around for the steps
+        import fastdp.solvers.scd as scd_module
+        import fastdp.solvers.sgd as sgd_module
+        scans = []
+        def timed_scan(X, _scan=sgd_module.kernel_sq_norms):
+            start = time.perf_counter()
+            out = _scan(X)
+            scans.append(time.perf_counter() - start)
+            advise_random()
+            return out
+        for module in (sgd_module, scd_module):
+            if hasattr(module, "kernel_sq_norms"):
+                module.kernel_sq_norms = timed_scan
     if args["where"] == "cold":
         evict(args["fdp"])
     elif args["where"] == "warm":  # read every file once: into the page cache
@@ -256,11 +278,18 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
                     pass
     else:  # a copy of X in memory, trusted as the mapped arrays are (no scan of X)
         sq_norms = np.load(os.path.join(args["fdp"], "row_sq_norms.npy"))
-        X = csr_from_arrays(np.array(X.data), np.array(X.indices), np.array(X.indptr), X.shape)
-        register_verified_csr(X, sq_norms=sq_norms, finite=True)
+        X_train = csr_from_arrays(np.array(X_train.data), np.array(X_train.indices),
+                                  np.array(X_train.indptr), X_train.shape)
+        register_verified_csr(X_train, sq_norms=sq_norms, finite=True)
         evict(args["fdp"])
     def op():
-        solver(X, y, loss="logistic", lam=1e-6, epochs=args["epochs"],
+        if args.get("api") == "estimator":  # the estimator: validation, row map, accounting
+            from fastdp.linear_model import DPLogisticRegression
+            DPLogisticRegression(epsilon=1.0, solver=args["solver"], batch_size=args["batch"],
+                                 epochs=args["epochs"], random_state=0,
+                                 num_threads=1).fit(X_train, y_train)
+            return
+        solver(X_train, y_train, loss="logistic", lam=1e-6, epochs=args["epochs"],
                batch_size=args["batch"], clip=1.0, noise_multiplier=1.0, random_state=0,
                num_threads=1)
 else:  # epoch
@@ -326,6 +355,7 @@ print(json.dumps({"seconds": times, "growth": highest[0] - base, "base": base,
                   "peak": highest[0], "csr_bytes": size, "nnz": nnz, "cpu": cpu() - cpu_before,
                   "read_bytes": io_after["read_bytes"] - io_before["read_bytes"],
                   "loadavg": os.getloadavg()[0],
+                  "scan_seconds": globals().get("scans", []),
                   "anon_growth": kinds["RssAnon"] - base_kinds.get("RssAnon", 0),
                   "file_peak": kinds["RssFile"], "anon_peak": kinds["RssAnon"]}))
 """
@@ -372,6 +402,17 @@ def main():
     parser.add_argument("--solvers", default="dpsgd,dpscd")
     parser.add_argument("--reuse", action="store_true",
                         help="--binary-only: train on an existing dataset in --dir")
+    parser.add_argument("--train-repeat", type=int, default=2,
+                        help="--binary-only: fractions of an epoch trained one after the "
+                             "other in one process (the first maps the pages it touches)")
+    parser.add_argument("--advice", default="normal",
+                        help="--binary-only: comma-separated madvise advice for the mapped X "
+                             "among normal (the kernel's read-around) and random")
+    parser.add_argument("--build-only", action="store_true",
+                        help="--binary-only: build the dataset (kept) and stop")
+    parser.add_argument("--api", default="solver",
+                        help="--binary-only: comma-separated among solver (the solver "
+                             "functions) and estimator (DPLogisticRegression.fit)")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
@@ -474,6 +515,9 @@ def binary_main(args):
             print(f"built {fdp}: {header['shape'][0]} rows, {header['nnz']} entries, "
                   f"{header['index_dtype']} indices, in {results['build_seconds']:.0f} s "
                   f"(load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
+        if args.build_only:
+            args.keep = True
+            return
         with open(os.path.join(fdp, "header.json")) as handle:
             header = json.load(handle)
         results["header"] = {k: header[k] for k in ("shape", "nnz", "dtype", "index_dtype")}
@@ -483,21 +527,29 @@ def binary_main(args):
 
         dump_svmlight_file(X, y, small, zero_based=False)
         n_rows = header["shape"][0]
-        for solver in args.solvers.split(","):
-            for where in args.where.split(","):
-                r = run_child("train", small=small, fdp=fdp, solver=solver, where=where,
-                              epochs=args.epochs, batch=args.batch, fine=False)
-                steps = int(args.epochs * n_rows / args.batch)
-                r["steps"] = steps
-                r["s_per_epoch"] = r["seconds"][0] * n_rows / (steps * args.batch)
-                results[f"{solver}_{where}"] = r
-                print(f"{solver} {where:6s}: {steps} steps in {r['seconds'][0]:.1f} s "
-                      f"(cpu {r['cpu']:.1f} s) = {r['s_per_epoch']:.0f} s/epoch; read "
-                      f"{r['read_bytes'] / 2**30:.2f} GiB from disk "
-                      f"({r['read_bytes'] / 1e6 / r['seconds'][0]:.0f} MB/s); peak RSS "
-                      f"{_gib(r['peak']):.2f} GiB (anon +{_gib(r['anon_growth']):.2f} GiB, "
-                      f"file pages {_gib(r['file_peak']):.2f} GiB); load average "
-                      f"{r['loadavg']:.1f}", flush=True)
+        runs = [(api, solver, where, advice) for api in args.api.split(",")
+                for solver in args.solvers.split(",") for where in args.where.split(",")
+                for advice in args.advice.split(",")]
+        for api, solver, where, advice in runs:
+            r = run_child("train", small=small, fdp=fdp, solver=solver, where=where,
+                          epochs=args.epochs, batch=args.batch, fine=False, api=api,
+                          repeat=args.train_repeat, advice=advice)
+            steps = int(args.epochs * n_rows / args.batch)
+            r["steps"] = steps
+            per_epoch = [t * n_rows / (steps * args.batch) for t in r["seconds"]]
+            r["s_per_epoch"] = per_epoch
+            results[f"{api}_{solver}_{where}_{advice}"] = r
+            times = " then ".join(f"{t:.1f}" for t in r["seconds"])
+            print(f"{api} {solver} {where} ({advice}): {steps} steps in {times} s "
+                  f"(cpu {r['cpu']:.1f} s in all) = "
+                  f"{' then '.join(f'{t:.0f}' for t in per_epoch)} s/epoch; read "
+                  f"{r['read_bytes'] / 2**30:.2f} GiB from disk "
+                  f"({r['read_bytes'] / 1e6 / sum(r['seconds']):.0f} MB/s); peak RSS "
+                  f"{_gib(r['peak']):.2f} GiB (anon +{_gib(r['anon_growth']):.2f} GiB, "
+                  f"file pages {_gib(r['file_peak']):.2f} GiB); load average "
+                  f"{r['loadavg']:.1f}"
+                  + (f"; of which the row-norm scan {r['scan_seconds']} s" if r["scan_seconds"]
+                     else ""), flush=True)
     finally:
         if args.json:
             with open(args.json, "w") as handle:

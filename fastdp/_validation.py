@@ -102,8 +102,13 @@ def _row_blocks(indptr, max_entries=None):
     max_entries = _BLOCK_ENTRIES if max_entries is None else max_entries
     n_rows = indptr.shape[0] - 1
     r0 = 0
+    largest = np.iinfo(indptr.dtype).max
     while r0 < n_rows:
-        r1 = int(np.searchsorted(indptr, int(indptr[r0]) + max_entries, side="right")) - 1
+        key = int(indptr[r0]) + max_entries
+        # a key of indptr's own dtype: with a Python int, numpy casts all of an int32
+        # indptr to int64 on every call (O(n) per block, quadratic over X)
+        key = indptr.dtype.type(key) if key <= largest else key
+        r1 = int(np.searchsorted(indptr, key, side="right")) - 1
         r1 = min(max(r1, r0 + 1), n_rows)
         yield r0, r1
         r0 = r1
