@@ -24,6 +24,7 @@ from fastdp.exceptions import LibsvmParseError, ValidationError
 from fastdp.io import convert_libsvm, iter_libsvm_chunks, load_libsvm, open_binary
 from fastdp.io._growable import GrowableArray, widen_to_int64
 
+from _validation_lookups import patch_validation
 from test_datasets import LIBSVM_FILES, assert_same_as_sklearn
 
 
@@ -452,7 +453,7 @@ def _old_scaled_sq_norms(X, bound):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("bound", [1.0, 0.3])
 def test_chunked_row_norms_are_bit_identical(monkeypatch, dtype, bound):
-    monkeypatch.setattr(_validation, "_BLOCK_ENTRIES", 37)
+    patch_validation(monkeypatch, "_BLOCK_ENTRIES", 37)
     rng = np.random.default_rng(0)
     X = sp.random(500, 80, density=0.2, format="csr", random_state=rng, dtype=dtype)
     X.data = (rng.standard_normal(X.nnz) * 10.0 ** rng.integers(-3, 3, X.nnz)).astype(dtype)
@@ -468,7 +469,7 @@ def test_validation_blocks_bound_temporaries(monkeypatch):
     """The norm check of float32 data allocates one block of float64 at a time."""
     import tracemalloc
 
-    monkeypatch.setattr(_validation, "_BLOCK_ENTRIES", 1 << 16)
+    patch_validation(monkeypatch, "_BLOCK_ENTRIES", 1 << 16)
     rng = np.random.default_rng(1)
     X = sp.random(20000, 500, density=0.1, format="csr", random_state=rng, dtype=np.float32)
     tracemalloc.start()
@@ -489,8 +490,8 @@ def test_mapped_data_is_validated_from_the_stored_metadata(binary, monkeypatch):
         raise AssertionError("scanned X")
 
     for name in ("_csr_is_canonical", "_reject_non_finite_csr", "_check_csr_arrays"):
-        monkeypatch.setattr(_validation, name, no_scan)
-    monkeypatch.setattr(_validation, "_csr_sq_norms", no_scan)
+        patch_validation(monkeypatch, name, no_scan)
+    patch_validation(monkeypatch, "_csr_sq_norms", no_scan)
     assert _validation.check_X(X) is X
     assert _validation.check_sparse_structure(X) is X
     _validation.structure_token(X)

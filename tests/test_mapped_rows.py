@@ -18,6 +18,8 @@ from fastdp.exceptions import ValidationError
 from fastdp.linear_model import DPLogisticRegression, DPRidge
 from fastdp.preprocessing import RowMap
 
+from _validation_lookups import patch_validation
+
 
 def _data(dtype, n=400, d=60, seed=0):
     rng = np.random.default_rng(seed)
@@ -161,7 +163,7 @@ def _count_calls(monkeypatch, name):
         calls.append(name)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(_validation, name, counted)
+    patch_validation(monkeypatch, name, counted)
     return calls
 
 
