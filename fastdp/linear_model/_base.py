@@ -1,87 +1,20 @@
-"""scikit-learn estimators for differentially private linear models.
-
-:class:`DPRidge`, :class:`DPLogisticRegression` and :class:`DPLinearSVC`
-minimise the 1/N-averaged, L2-regularised objective
-
-    P(theta) = (1/N) sum_i loss(x_i^T theta, y_i) + (alpha/2) ||theta||^2
-
-over rows mapped by :class:`~fastdp.preprocessing.RowMap` (bounded to norm
-<= 1, plus a constant intercept column), with a differentially private solver
-chosen by ``solver=`` (``"auto"``: DP-SGD with the defaults of
-:mod:`fastdp.defaults`; the exact optimum at ``epsilon=np.inf``), and release
-``coef_`` and ``intercept_`` only.
-
-=================  ==========================  =====================  ========================
-``solver``         algorithm (spec)            losses                 noise parameter, event
-=================  ==========================  =====================  ========================
-``"dpscd"``        dual DP-SCD (000, Alg. 1)   squared/logistic/hinge sigma; sampled Gaussian
-``"seq_dpscd"``    seqDP-SCD (000, Alg. 3)     squared/logistic/hinge sigma; sampled Gaussian
-``"dpsgd"``        DP-SGD (000, section 2.6)   squared/logistic/hinge sigma; sampled Gaussian
-``"sgd"``          SGD, not private            squared/logistic/hinge none (epsilon=inf only)
-``"output"``       output perturbation (CMS11) logistic               scale; pure epsilon
-``"objective"``    objective perturbation      logistic               scale; pure epsilon
-``"dp_gd_laplace"`` DP-GD, Laplace (002)       squared/logistic       per-step epsilon; pure
-``"dp_heavy_ball"`` DP heavy ball (002)        squared/logistic       per-step epsilon; pure
-``"dp_nesterov"``  DP Nesterov (002)           squared/logistic       per-step epsilon; pure
-``"dp_masg"``      multistage DP-MASG (002)    squared/logistic       per-step epsilon; pure
-``"dp_blsgd"``     DP-SGD + noisy line search  squared/logistic/hinge sigma; Gaussian + SVT
-                   (003)
-``"dp_blsgd_       DP-BLSGD with CHEB budget   squared/logistic/hinge rho cap; zCDP filter
-adaptive"``        adaptation (003)
-``"dp_blsgd_ac"``  DP-BLSGD-AC (003)           squared/logistic/hinge rho cap; zCDP filter
-``"dp_blgd"``      full-batch DP-BLGD (003)    squared/logistic/hinge rho cap; zCDP filter
-``"dpagd"``        DP-AGD baseline (003)       squared/logistic/hinge rho cap; zCDP filter
-=================  ==========================  =====================  ========================
-
-The four adaptive solvers decide during the run how many private queries they
-make; their planned event is a privacy filter (``PrivacyFilterEvent.zcdp``):
-the run stops before any query that would exceed the cap, so it is rho-zCDP
-under add/remove adjacency, and the ledger is charged the cap.
-
-Solver-specific settings go in ``solver_options`` (each solver lists the
-keys it accepts in its ``options`` attribute, see
-:func:`fastdp.solvers.registry.get_estimator_solver`).
-
-Privacy
--------
-* Private: the training examples ``(x_i, y_i)``.  The number of examples N and
-  the number of features are treated as public (they fix the sampling rate
-  and the default delta).
-* Adjacency: add/remove one example for ``sampler="poisson"`` (the default,
-  and the only sampler whose accounting is exact); replace-one for
-  ``"fixed"`` (sampling without replacement) and ``"shuffle"`` (the paper's
-  per-epoch shuffle, accounted *without* amplification, since no tight
-  analysis exists; the Poisson what-if is reported separately, labelled).
-* Requirement: every row the solver sees has L2 norm <= 1.  The estimators
-  make it so with a per-example map of public parameters
-  (:class:`~fastdp.preprocessing.RowMap`: normalise or clip each row, append
-  the intercept column, scale), which costs no privacy and is applied again
-  at prediction; ``normalize=False`` instead refuses rows above 1.
-* Released: ``coef_`` (and ``solver_result_.v``, the noisy transcript that the
-  same event covers).  DP-SCD's dual variables alpha are not released: their
-  noisy coordinates would reveal which examples each batch sampled.  ``history_`` (when ``record_history=True``) reads the data and is a
-  **non-private** diagnostic.
-* Spent: the noise multiplier is calibrated so that the chosen accountant's
-  epsilon for the exact event that runs is at most ``epsilon`` at ``delta``.
-  ``epsilon_`` is that accountant's epsilon for the event that ran, never the
-  target.  A ``ledger`` is charged before anything is trained; a fit that would
-  exceed the ledger's budget raises :class:`~fastdp.exceptions.BudgetExceededError`
-  and trains nothing.
+"""Shared machinery of the DP linear estimators: parameters, checks, solver
+choice, privacy planning and ledger charge, fitting, and the classifier base.
 """
 
 import dataclasses
 import math
 import numbers
-import os
 import time
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from fastdp._mapped_rows import rows_for_solver
 from fastdp._validation import (
     check_batch_size,
     check_labels,
@@ -94,7 +27,7 @@ from fastdp._validation import (
 )
 from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
-from fastdp._mapped_rows import rows_for_solver
+from fastdp.linear_model._run_size import _check_run_size
 from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.calibration import calibrate
@@ -102,7 +35,6 @@ from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
 from fastdp.solvers.registry import EstimatorSolver, get_estimator_solver
 from fastdp.solvers.settings import SolverProblem
 
-__all__ = ["DPRidge", "DPLogisticRegression", "DPLinearSVC"]
 
 _DEFAULT_BATCH_SIZE = 1000
 _DEFAULT_EPOCHS = 10
@@ -128,38 +60,6 @@ def default_delta(n_samples):
 
 def _overrides_noise_for_budget(solver):
     return type(solver).noise_for_budget is not EstimatorSolver.noise_for_budget
-
-
-MAX_STEPS = 10**9
-"""Largest number of mini-batch steps a fit may ask for (about a day of kernel time)."""
-
-
-def _available_memory():
-    """Physical memory in bytes (None when the platform does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def _check_run_size(n_samples, n_features, n_outputs, config):
-    """Refuse, before any budget is reserved, runs that cannot finish or cannot be allocated.
-
-    Public quantities only: the number of steps ``epochs n / L`` and the size of
-    the dense model vectors (a few per feature and output).
-    """
-    epochs, batch = float(config["epochs"]), float(config["batch_size"])
-    if not math.isfinite(epochs) or epochs * n_samples / batch > MAX_STEPS:
-        raise ValidationError(
-            f"epochs={config['epochs']!r} with n={n_samples} and batch size {batch:g} asks for "
-            f"more than {MAX_STEPS:.0e} steps; use fewer epochs.")
-    needed = 6 * 8 * n_features * n_outputs  # coef, noise state, scratch: a few float64 vectors
-    memory = _available_memory()
-    if memory is not None and needed > memory:
-        raise ValidationError(
-            f"{n_features} features x {n_outputs} outputs need about {needed / 2**30:.1f} GiB of "
-            f"dense model vectors, more than this machine's {memory / 2**30:.1f} GiB; check the "
-            "column indices of the data (a LIBSVM file with a huge feature index?).")
 
 
 class _DPLinearModel(BaseEstimator):
@@ -646,155 +546,6 @@ class _DPLinearModel(BaseEstimator):
                 f"epsilon={eps}, delta={self.delta_:.3g}, time={self.fit_time_:.3f}s")
 
 
-_PARAMETERS_DOC = """
-    Parameters
-    ----------
-    epsilon : float, default=1.0
-        Target privacy budget (> 0) of the whole fit.  ``np.inf`` trains
-        without privacy and returns the exact minimiser of the objective
-        (``solver="exact"``).
-    delta : float or None, default=None
-        Target delta in (0, 1); ``None`` means ``min(1e-5, 1/(10 N))``.
-    alpha : float or "auto", default="auto"
-        L2 strength lambda of the 1/N-averaged objective (as in ``SGDRegressor``).
-        ``"auto"`` is ``0.1/N`` (scikit-learn's ``C=10``), or for output and
-        objective perturbation a rule of (N, d, epsilon) (see :mod:`fastdp.defaults`).
-    solver : str, default="auto"
-        ``"auto"``: DP-SGD (multinomial for more than two classes) with the
-        documented defaults of :mod:`fastdp.defaults` when private, the exact
-        optimum when ``epsilon=np.inf``.  Others: ``"dpscd"`` (dual DP-SCD),
-        ``"seq_dpscd"``, ``"dpsgd"``, ``"output"``, ``"objective"``, the
-        accelerated and line-search solvers listed in
-        :data:`fastdp.solvers.registry.ESTIMATOR_SOLVER_NAMES`.
-    batch_size : int or None, default=None
-        Expected mini-batch size L (``None``: the solver's default: the DP-SGD
-        rule, else ``min(1000, N)``).
-    clip : float or "auto", default="auto"
-        Bound C on each update (DP-SCD: each coordinate step; DP-SGD: each
-        per-example gradient).  ``"auto"``: for DP-SGD 0.3 with the logistic
-        loss (binary or multinomial) and 1 with the hinge and squared losses
-        (see :mod:`fastdp.defaults`), else the solver's rule
-        of public quantities (DP-SCD: ``lam N / L``, capped at 1 for classifiers).
-    epochs : float or "auto", default="auto"
-        Passes over the data; ``T = floor(epochs N / L)`` steps.  ``"auto"``:
-        the DP-SGD rule (5 to 80 epochs, growing with epsilon), else 10.
-    sampler : {"poisson", "fixed", "shuffle"} or None, default=None
-        Mini-batch sampler; each is accounted for by its own event.  ``None``
-        picks the solver's default (``"poisson"``: add/remove adjacency, exact
-        accounting; ``"fixed"`` for seqDP-SCD).
-    accountant : {"rdp", "pld", "moments"} or accountant, default="rdp"
-        Accountant used to calibrate the noise and to report ``epsilon_``.
-    noise_multiplier : float or None, default=None
-        Bypass calibration and use this noise parameter (``epsilon_`` is then
-        computed for it).
-    solver_options : dict or None, default=None
-        Solver-specific settings (e.g. ``{"learning_rate": 2.0}`` for DP-SGD,
-        ``{"box_eps": 1e-4}`` for DP-SCD); unknown keys are rejected.
-    normalize : {"auto", True, "clip", False}, default="auto"
-        How each row is bounded to L2 norm <= 1, the bound the privacy proofs
-        need: ``True`` (``"normalize"``) rescales every row to norm 1,
-        ``"clip"`` scales down only rows above 1, ``False`` (``"reject"``)
-        refuses data with a row above 1.  ``"auto"`` normalises for the
-        classifiers (the sign of a score does not depend on a row's scale) and
-        clips for :class:`DPRidge` (keeps the linear model on small rows).
-        Per example, with public parameters: costs no privacy.  The same map
-        is applied by ``predict``, ``decision_function``, ``predict_proba``
-        and ``score``.
-    fit_intercept : bool, default=True
-        Learn an intercept, privately, in the same mechanism: each row gets a
-        constant column ``intercept_scaling`` and the augmented row is scaled
-        by ``1/sqrt(1 + intercept_scaling^2)`` so that its norm stays <= 1
-        (:class:`~fastdp.preprocessing.RowMap`).  The intercept is one more
-        coefficient of a row within the bound: the sensitivity, the event and
-        the epsilon are unchanged.  It is regularised like the weights.
-    intercept_scaling : float, default=0.5
-        The public value c of the constant column (> 0).  A larger c learns
-        the intercept faster but shrinks the features by ``1/sqrt(1 + c^2)``
-        (less signal against the same noise); 0.5 measured best on the
-        development sets (docs/defaults.md).
-    ledger : fastdp.privacy.ledger.PrivacyLedger or None
-        Charged with the fit's event before training; refuses fits over budget.
-    record_history : bool, default=False
-        Record per-epoch objectives in ``history_`` (non-private diagnostics).
-    callback : callable or None, default=None
-        Called after every epoch with a dict of the released state (``epoch``,
-        ``n_iter``, ``coef``); for solvers that support it (DP-SCD, DP-SGD).
-        It sees only what the mechanism releases, so it costs no privacy.
-    lazy_noise : bool, default=True
-        Lazy (exact) noise in the kernel; ``False`` uses the eager path.
-    num_threads : int or None, default=None
-        OpenMP threads; results are identical for any value.
-    random_state : int, numpy Generator or None, default=None
-        Seed of the sampling and noise streams.
-    verbose : int, default=0
-        Show a per-epoch progress bar (on a terminal; one plain line per epoch
-        on stderr otherwise, for logs) and print a privacy report after fitting.
-    engine : LocalWorkers, RayWorkers or None, default=None
-        ``None``: train on this machine.  An engine of
-        :mod:`fastdp.distributed.data_parallel` (e.g.
-        ``RayWorkers(address="auto", n_workers=4)``) trains data-parallel:
-        ``fit`` cuts the rows into ``engine.n_shards`` shards (default
-        ``n_workers``, at most one per block) of whole sampling blocks, the
-        workers return clipped partial sums and one noise draw per step is
-        added here.  DP-SGD (multinomial for K > 2 classes) and dual DP-SCD;
-        lots from the block-keyed Poisson sampler.  Same event, ``epsilon_``
-        and ledger charge as without an engine; the coefficients equal those
-        of the one-machine fit with ``sampler=BlockPoissonSampler(...)`` (bit
-        for bit with one shard, within 1e-12 relative otherwise).  The engine
-        is copied for each fit and is not saved by ``save_model`` (stored as
-        ``null``).  See docs/distributed.md.
-"""
-
-_ATTRIBUTES_DOC = """
-    Attributes
-    ----------
-    coef_ : ndarray
-        Weights acting on the bounded rows ``b(x)`` (see ``normalize``).
-    intercept_ : float or ndarray
-        The privately learnt intercept (0 with ``fit_intercept=False``).
-    row_map_ : fastdp.preprocessing.RowMap
-        The per-example map applied in ``fit`` and in prediction.
-    solver_, alpha_, batch_size_, epochs_, learning_rate_ : the resolved settings.
-    noise_multiplier_, epsilon_, delta_ : float
-        Noise parameter used (its meaning in ``noise_name_``); epsilon computed
-        by the accountant for the event of the whole fit (never the target);
-        delta.  After scikit-learn's ``GridSearchCV``, ``best_estimator_.epsilon_``
-        is *one* fit's epsilon, not the search's: use
-        :mod:`fastdp.model_selection` for an accounted search.
-    privacy_event_ : fastdp.privacy.events.DpEvent
-        The event of the whole fit (all one-vs-rest fits composed).
-    privacy_report_ : EpsilonReport or None
-    n_iter_ : int
-        Mini-batch iterations T (of one fit).
-    history_ : list of dict or None
-"""
-
-
-class DPRidge(RegressorMixin, _DPLinearModel):
-    __doc__ = """Ridge regression trained with differential privacy (DP-SGD by default).
-
-    Minimises ``(1/N) sum_i (m(x_i)^T theta - y_i)^2 / 2 + (alpha/2) ||theta||^2``
-    over the mapped rows ``m(x)`` (bounded rows plus the intercept column).
-    DP-SGD clips each per-example gradient and DP-SCD each dual step, which
-    bounds the sensitivity whatever the targets, so targets need no bound;
-    still, centre and scale them with public knowledge for good utility.
-    """ + _PARAMETERS_DOC + _ATTRIBUTES_DOC
-
-    _loss = "squared"
-    _task = "regression"
-    _default_bound = "clip"
-
-    def _shape_coef(self, coef):
-        return np.asarray(coef, dtype=np.float64).reshape(-1)
-
-    def _shape_intercept(self, intercept):
-        return float(np.asarray(intercept).reshape(-1)[0])
-
-    def predict(self, X):
-        """Predict ``b(X) @ coef_ + intercept_`` (rows bounded as in ``fit``)."""
-        return np.asarray(self._bounded_scores(X)).ravel() + self.intercept_
-
-
 class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
     _task = "classification"
 
@@ -812,53 +563,3 @@ class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
         """
         scores = np.asarray(self._bounded_scores(X)) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
-
-
-class DPLogisticRegression(_DPLinearClassifier):
-    __doc__ = """Logistic regression (two or more classes) trained with differential privacy.
-
-    Two classes: minimises ``(1/N) sum_i log(1 + exp(-y_i m(x_i)^T theta)) +
-    (alpha/2)||theta||^2`` (labels mapped to -1/+1; ``classes_[1]`` is +1).
-    K > 2 classes: the multinomial (softmax) loss, trained by DP-SGD with the
-    whole K x d per-example gradient clipped as one vector (one mechanism,
-    the same event as two classes), or the exact optimum at ``epsilon=np.inf``;
-    other solvers fit K one-vs-rest models whose events are composed in one
-    (``privacy_event_``) and charged once.  ``classes_`` is the set of labels
-    seen in ``y`` (as in every scikit-learn classifier; it is not protected).
-    """ + _PARAMETERS_DOC + _ATTRIBUTES_DOC
-
-    _loss = "logistic"
-
-    def predict_proba(self, X):
-        """Class probabilities: sigmoid (two classes), softmax (multinomial), or
-        normalised one-vs-rest sigmoids."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            p1 = 0.5 * (1.0 + np.tanh(0.5 * scores))
-            return np.column_stack([1.0 - p1, p1])
-        if self.multi_class_ == "multinomial":
-            scores = scores - scores.max(axis=1, keepdims=True)
-            p = np.exp(scores)
-        else:
-            p = 0.5 * (1.0 + np.tanh(0.5 * scores))
-        return p / p.sum(axis=1, keepdims=True)
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-
-class DPLinearSVC(_DPLinearClassifier):
-    __doc__ = """Linear SVM (hinge loss) trained with differential privacy.
-
-    Minimises ``(1/N) sum_i max(0, 1 - y_i m(x_i)^T theta) + (alpha/2)||theta||^2``;
-    K > 2 classes: K one-vs-rest models, their events composed in one.
-    The hinge loss is not smooth, so spec 000's convergence theory does not
-    cover it; the privacy guarantee does.
-    """ + _PARAMETERS_DOC + _ATTRIBUTES_DOC
-
-    _loss = "hinge"
