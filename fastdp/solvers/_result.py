@@ -7,30 +7,52 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["SolverResult", "DetailsView"]
+__all__ = ["SolverResult", "DetailsView", "FLATTEN"]
+
+
+#: Metadata of a details field that holds an optional sub-record (a dataclass or
+#: None): the view shows the sub-record's fields in its place, or nothing for None.
+FLATTEN = {"flatten": True}
+
+
+def _view_fields(details):
+    """``(name, holder)`` of every key of the view of ``details``, in field order."""
+    for f in dataclasses.fields(details):
+        if f.metadata.get("flatten"):
+            part = getattr(details, f.name)
+            if part is not None:
+                yield from _view_fields(part)
+        else:
+            yield f.name, details
 
 
 class DetailsView(Mapping):
     """A read-only mapping of a typed details dataclass: field name -> value.
 
     What ``SolverResult.extra`` is for a family that reports typed
-    ``details`` (so readers of ``result.extra["key"]`` keep working).
+    ``details`` (so readers of ``result.extra["key"]`` keep working).  A field
+    declared with ``metadata=FLATTEN`` holds an optional sub-record (e.g. what
+    a privacy filter consumed, present only under that filter): its fields
+    appear in its place, and none when it is None.
     """
 
     def __init__(self, details):
         self._details = details
-        self._names = tuple(f.name for f in dataclasses.fields(details))
+        self._holders = {}
+        for name, holder in _view_fields(details):
+            if name in self._holders:
+                raise ValueError(f"two fields of {type(details).__name__} are named {name!r}")
+            self._holders[name] = holder
 
     def __getitem__(self, key):
-        if key not in self._names:
-            raise KeyError(key)
-        return getattr(self._details, key)
+        holder = self._holders[key]
+        return getattr(holder, key)
 
     def __iter__(self):
-        return iter(self._names)
+        return iter(self._holders)
 
     def __len__(self):
-        return len(self._names)
+        return len(self._holders)
 
     def __repr__(self):
         return f"DetailsView({self._details!r})"
@@ -96,7 +118,8 @@ class SolverResult:
     details : dataclass or None
         The family-specific part of the result, typed (a small frozen
         dataclass per family, e.g.
-        :class:`~fastdp.solvers.accelerated.settings.AcceleratedDetails`);
+        :class:`~fastdp.solvers.accelerated.settings.AcceleratedDetails`,
+        :class:`~fastdp.solvers.line_search.adaptive.AdaptiveDetails`);
         None for the families that still report a free ``extra`` dict.
     extra : mapping
         Algorithm-specific details (e.g. ``sigma_prime``, ``seq_sensitivity``);
@@ -132,6 +155,11 @@ class SolverResult:
             if self.extra and not isinstance(self.extra, DetailsView):
                 raise ValueError("a SolverResult has typed details or a free extra dict, not both")
             self.extra = DetailsView(self.details)
+
+    def with_details(self, **parts):
+        """This result with ``parts`` (fields of its typed ``details``) replaced: a new
+        result of the same run (the details are frozen)."""
+        return dataclasses.replace(self, details=dataclasses.replace(self.details, **parts))
 
     @property
     def private(self):

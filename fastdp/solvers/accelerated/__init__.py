@@ -53,7 +53,7 @@ Privacy
 * Noise convention: ``"paper"`` (default) draws scale b, as the proof
   needs; ``"reference_code"`` draws b/√2 like the authors' code (spec 002,
   section 7, A1): its event, and so its ε, is that of the smaller noise,
-  about 1.41-1.66 for a nominal ε = 1.  ``result.extra["noise_convention"]``
+  about 1.41-1.66 for a nominal ε = 1.  ``result.details.noise_convention``
   says which ran.
 
 Randomness: one ``numpy.random.Generator`` from ``random_state``, split into

@@ -31,14 +31,15 @@ _RUN_DOC = """    problem : gradient oracle
     random_state : int, Generator or None
     callback : callable (k, x_k), optional
     record_iterates : bool
-        Keep x_1..x_T in ``result.extra["iterates"]``.
+        Keep x_1..x_T in ``result.details.iterates``.
 
     Returns
     -------
     SolverResult
         ``coef`` = x_T; ``event`` = the Laplace event of the scales drawn;
-        ``extra`` holds the schedules, T' (``horizon``), the per-step ε and
-        their sum ``epsilon_pure``, and ``noise_convention``.
+        ``details`` (an :class:`~fastdp.solvers.accelerated.settings.AcceleratedDetails`;
+        ``extra`` is its read-only view) holds the schedules, T' (``horizon``),
+        the per-step ε and their sum ``epsilon_pure``, and ``noise_convention``.
 """
 
 

@@ -60,16 +60,23 @@ Privacy
   (``PrivacyFilterEvent.zcdp(ρ)``, planned before the run) and
   ``result.extra["rho_consumed"] ≤ ρ`` what was used.
 * :func:`dp_blsgd_fixed` is not adaptive: its event is known before the run.
+* Every run reports typed details (:class:`AdaptiveDetails`,
+  :class:`AgdDetails`, :class:`FixedSplitDetails`; :class:`FilterReport` under
+  a zCDP filter) in ``result.details``; ``result.extra`` is their read-only view.
 * Not covered: ``record_history=True`` objectives (they read all data; a
   non-private diagnostic).
 """
 
-from fastdp.solvers.line_search.adaptive import dp_blgd, dp_blsgd
-from fastdp.solvers.line_search.agd import dp_agd, zcdp_rho_for
+from fastdp.solvers.line_search.adaptive import AdaptiveDetails, dp_blgd, dp_blsgd
+from fastdp.solvers.line_search.agd import AgdDetails, RunningBudgetReport, dp_agd, zcdp_rho_for
 from fastdp.solvers.line_search.estimator import ESTIMATOR_SOLVERS
-from fastdp.solvers.line_search.fixed_split import dp_blsgd_fixed, fixed_split_event
+from fastdp.solvers.line_search.fixed_split import (
+    FixedSplitDetails,
+    dp_blsgd_fixed,
+    fixed_split_event,
+)
 from fastdp.solvers.line_search.oracle import GlmBatchOracle
-from fastdp.solvers.line_search.releases import average_releases
+from fastdp.solvers.line_search.releases import FilterReport, average_releases
 from fastdp.solvers.line_search.settings import BlsgdSettings
 
 __all__ = [
@@ -83,4 +90,9 @@ __all__ = [
     "zcdp_rho_for",
     "GlmBatchOracle",
     "ESTIMATOR_SOLVERS",
+    "AdaptiveDetails",
+    "AgdDetails",
+    "FixedSplitDetails",
+    "FilterReport",
+    "RunningBudgetReport",
 ]

@@ -7,7 +7,9 @@ filter (:class:`~fastdp.privacy.filters.ZcdpFilter`).  See
 :mod:`fastdp.solvers.line_search` for the privacy model.
 """
 
+import dataclasses
 import math
+from typing import Any, Optional
 
 from fastdp._validation import check_privacy_params, check_random_state
 from fastdp.exceptions import ValidationError
@@ -15,6 +17,7 @@ from fastdp.privacy.events import NonPrivateEvent
 from fastdp.privacy.filters import RdpBudgetFilter, ZcdpFilter
 from fastdp.privacy.zcdp import rho_for_epsilon
 from fastdp.sampling import PoissonSampler
+from fastdp.solvers._result import FLATTEN
 from fastdp.solvers.line_search.adapt import (
     INCREASE_EPS,
     INCREASE_RHO,
@@ -25,6 +28,7 @@ from fastdp.solvers.line_search.adapt import (
 from fastdp.solvers.line_search.releases import (
     add_gaussian,
     average_releases,
+    FilterReport,
     draw_batch,
     filter_report,
     gradient_event,
@@ -42,7 +46,79 @@ from fastdp.solvers.line_search.search import (
 )
 from fastdp.solvers.line_search.settings import BlsgdSettings
 
-__all__ = ["dp_blsgd", "dp_blgd", "run_adaptive"]
+__all__ = ["dp_blsgd", "dp_blgd", "run_adaptive", "AdaptiveDetails"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptiveDetails:
+    """What a :func:`run_adaptive` run (DP-BLSGD, DP-BLSGD-AC, DP-BLGD) reports beyond the
+    common result fields (``result.extra`` is their read-only view).
+
+    The counts of evaluated examples, the realised batch sizes and the number
+    of noise draws reveal batch sizes: they are in ``result.diagnostics``
+    (non-private), not here.
+
+    Attributes
+    ----------
+    etas : list of float
+        The accepted step of every iteration (0 when none was).
+    eta0_trace, rho_grad_trace, budget_bt_trace, c_grad_trace : list of float
+        η0, ρ_grad, the line-search budget and C_grad at the end of every iteration.
+    cheb : dict
+        CHEB's decisions: counts of ``"rho_grad"``, ``"line_search"``, ``"none"``.
+    n_gradient_calls, n_line_searches, n_refinements : int
+        Gradient releases, noisy line searches and GradAvg re-releases.
+    epsilon_spent : float
+        The filter's ε of the calls that ran (``inf`` in the noise-free mode).
+    best_order : float
+        The Rényi order of ``epsilon_spent`` (NaN in the noise-free mode).
+    epsilon_target, delta : float or None
+        The (ε, δ) the run was asked for (None under an estimator's zCDP cap).
+    is_guarantee : bool
+        Whether ``epsilon_spent`` is a guarantee of the filter's analysis.
+    rho_grad, budget_bt : float
+        Final gradient budget and line-search budget (ε_BT or ρ_BT).
+    noise : str
+        The line search's noise (``"laplace"`` or ``"gaussian"``).
+    c_grad, c_obj : float
+        Final clipping bounds of gradients and objective values.
+    eta0 : float
+        Final initial step η0.
+    theta_bar : float
+        Running mean angle of CHEB.
+    settings : dict
+        The run's :class:`~fastdp.solvers.line_search.settings.BlsgdSettings` fields.
+    remaining_budget : ndarray or float
+        What the filter had left (per Rényi order for the RDP filter).
+    filter : FilterReport or None
+        Under a zCDP filter, what was consumed against the cap (shown in
+        ``extra`` as its own keys ``budget_filter``, ``rho_cap``, ...).
+    """
+
+    etas: list
+    eta0_trace: list
+    rho_grad_trace: list
+    budget_bt_trace: list
+    c_grad_trace: list
+    cheb: dict
+    n_gradient_calls: int
+    n_line_searches: int
+    n_refinements: int
+    epsilon_spent: float
+    best_order: float
+    epsilon_target: Optional[float]
+    delta: Optional[float]
+    is_guarantee: bool
+    rho_grad: float
+    budget_bt: float
+    noise: str
+    c_grad: float
+    c_obj: float
+    eta0: float
+    theta_bar: float
+    settings: dict
+    remaining_budget: Any
+    filter: Optional[FilterReport] = dataclasses.field(default=None, metadata=FLATTEN)
 
 
 def dp_blsgd(X, y, *, epsilon, delta, loss="logistic", random_state=None, record_history=False,
@@ -88,7 +164,8 @@ def dp_blsgd(X, y, *, epsilon, delta, loss="logistic", random_state=None, record
     Returns
     -------
     SolverResult
-        ``extra`` holds: ``epsilon_spent``, ``best_order``, ``etas`` (accepted
+        ``details`` is an :class:`AdaptiveDetails`; ``extra``, their read-only view,
+        holds: ``epsilon_spent``, ``best_order``, ``etas`` (accepted
         step per iteration, 0 if none), ``eta0_trace``, ``rho_grad``/
         ``budget_bt`` final values and per-iteration traces, CHEB branch
         counts, ``c_grad``/``c_obj`` (AC), ``n_gradient_calls``,
@@ -266,16 +343,19 @@ def run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, nu
                                                         else budget.epsilon_spent())))
 
     event = NonPrivateEvent() if noise_free else budget.event()
-    extra = dict(log)
-    extra.update(
+    # evaluation counts, batch sizes and noise draws reveal |B|: non-private diagnostics
+    diagnostics = {key: log.pop(key) for key in ("gradient_evaluations",
+                                                 "objective_evaluations", "n_noise_draws",
+                                                 "batch_sizes")}
+    details = AdaptiveDetails(
+        **log,
         epsilon_spent=(math.inf if noise_free else budget.epsilon_spent()),
         best_order=(math.nan if noise_free else budget.best_order()),
         epsilon_target=epsilon, delta=delta, is_guarantee=(not noise_free and budget.is_guarantee),
         rho_grad=rho_grad, budget_bt=budget_bt, noise=cfg.noise, c_grad=c_grad, c_obj=c_obj,
         eta0=steps.eta0, theta_bar=angles.theta_bar, settings=dict(vars(cfg)),
-        remaining_budget=budget.rem.copy())
-    if isinstance(budget, ZcdpFilter):
-        extra.update(filter_report(budget))
+        remaining_budget=budget.rem.copy(),
+        filter=(filter_report(budget) if isinstance(budget, ZcdpFilter) else None))
     return line_search_result(w, algorithm=algorithm, loss=loss, mu=cfg.mu, n_iter=t, q=q, n=n,
-                   rho=rho_grad, c_grad=c_grad, event=event, history=history, extra=extra,
-                   num_threads=num_threads)
+                   rho=rho_grad, c_grad=c_grad, event=event, history=history,
+                   details=details, extra=diagnostics, num_threads=num_threads)

@@ -6,7 +6,9 @@
 zCDP filter).
 """
 
+import dataclasses
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -15,7 +17,9 @@ from fastdp._validation import check_privacy_params, check_random_state
 from fastdp.privacy.events import ExponentialMechanismEvent
 from fastdp.privacy.filters import RunningZcdpBudget
 from fastdp.privacy.zcdp import bun_steinke_rho
+from fastdp.solvers._result import FLATTEN
 from fastdp.solvers.line_search.releases import (
+    FilterReport,
     add_gaussian,
     average_releases,
     gradient_event,
@@ -26,7 +30,55 @@ from fastdp.solvers.line_search.releases import (
 )
 from fastdp.solvers.line_search.settings import MAX_CANDIDATES, _choice, _integer, _real
 
-__all__ = ["dp_agd", "dp_agd_core", "check_agd_settings", "zcdp_rho_for"]
+__all__ = ["dp_agd", "dp_agd_core", "check_agd_settings", "zcdp_rho_for", "AgdDetails",
+           "RunningBudgetReport"]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunningBudgetReport:
+    """What :func:`dp_agd`'s running zCDP budget had and has left (public).
+
+    Attributes
+    ----------
+    rho_total : float
+        The total ρ of (ε, δ).
+    rho_left : float
+        ρ not spent when the run stopped.
+    """
+
+    rho_total: float
+    rho_left: float
+
+
+@dataclasses.dataclass(frozen=True)
+class AgdDetails:
+    """What a DP-AGD run reports beyond the common result fields (``result.extra`` is
+    their read-only view).
+
+    Attributes
+    ----------
+    etas : list of float
+        The chosen step of every iteration (0 when the last selection chose none).
+    rho_grad : float
+        Final gradient budget ρ_grad (after the GradAvg increases).
+    n_refinements : int
+        GradAvg re-releases.
+    epsilon_nmax : float
+        ε of one report-noisy-min step selection.
+    budget : RunningBudgetReport or None
+        :func:`dp_agd`'s running budget (shown in ``extra`` as ``rho_total``, ``rho_left``).
+    filter : FilterReport or None
+        Under a zCDP filter (the estimator solver ``"dpagd"``), what was
+        consumed against the cap (shown in ``extra`` as ``budget_filter``,
+        ``rho_cap``, ...).
+    """
+
+    etas: list
+    rho_grad: float
+    n_refinements: int
+    epsilon_nmax: float
+    budget: Optional[RunningBudgetReport] = dataclasses.field(default=None, metadata=FLATTEN)
+    filter: Optional[FilterReport] = dataclasses.field(default=None, metadata=FLATTEN)
 
 
 zcdp_rho_for = bun_steinke_rho
@@ -73,8 +125,8 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
                        step_update_factor=step_update_factor, init=init, init_scale=init_scale,
                        max_iter=max_iter, random_state=random_state,
                        record_history=record_history, num_threads=num_threads)
-    res.extra.update(rho_total=budget.rho_cap, rho_left=budget.left)
-    return res
+    return res.with_details(budget=RunningBudgetReport(rho_total=budget.rho_cap,
+                                                       rho_left=budget.left))
 
 
 def check_agd_settings(*, mu, c_grad, c_obj, n_candidates, step_max, gamma,
@@ -167,8 +219,8 @@ def dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, 
                                 eta=step))
         if stop:
             break
-    extra = dict(etas=etas_log, rho_grad=rho_grad, n_refinements=n_refinements,
-                 epsilon_nmax=eps_nmax, n_noise_draws=0)
+    details = AgdDetails(etas=etas_log, rho_grad=rho_grad, n_refinements=n_refinements,
+                         epsilon_nmax=eps_nmax)
     return line_search_result(w, algorithm="dp_agd", loss=loss, mu=mu, n_iter=t, q=1.0, n=n, rho=rho_grad,
-                   c_grad=c_grad, event=budget.event(), history=history,
-                   extra=extra, num_threads=num_threads)
+                   c_grad=c_grad, event=budget.event(), history=history, details=details,
+                   extra=dict(n_noise_draws=0), num_threads=num_threads)

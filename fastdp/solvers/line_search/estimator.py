@@ -332,8 +332,7 @@ class DpAgdEstimatorSolver(_FilteredEstimatorSolver):
                           loss=problem.loss, random_state=rng,
                           record_history=settings.record_history, num_threads=num_threads,
                           **loop)
-        res.extra.update(filter_report(zcdp_filter))
-        return res
+        return res.with_details(filter=filter_report(zcdp_filter))
 
 
 # "line_search" is the same solver under the generic name.

@@ -12,7 +12,9 @@ their privacy filter.  The objective values read all the data and are a
 non-private diagnostic.
 """
 
+import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,7 +27,7 @@ from fastdp.solvers.glm_oracle import GlmOracle
 
 __all__ = ["prepare_oracle", "initial_point", "draw_batch", "gradient_event", "add_gaussian",
            "average_releases", "noisy_gradient", "objective_values", "filter_report",
-           "line_search_result"]
+           "FilterReport", "line_search_result"]
 
 
 def prepare_oracle(X, y, loss, num_threads=1):
@@ -98,10 +100,38 @@ def objective_values(oracle, w, mu):
     return mean, mean + 0.5 * mu * float(np.dot(w, w))
 
 
+@dataclasses.dataclass(frozen=True)
+class FilterReport:
+    """What a zCDP-filtered run consumed against its cap (all public: functions of the
+    transcript); a part of the typed details of the runs under a
+    :class:`~fastdp.privacy.filters.ZcdpFilter`.
+
+    Attributes
+    ----------
+    budget_filter : str
+        ``"zcdp"``.
+    rho_cap : float
+        The cap ρ; the run is ρ-zCDP.
+    rho_consumed : float
+        ρ of the calls that ran (≤ ``rho_cap``).
+    epsilon_cap : float
+        ε of the cap at the filter's δ (NaN when the filter has no δ).
+    consumed_event : DpEvent
+        The composition of the calls that ran.
+    """
+
+    budget_filter: str
+    rho_cap: float
+    rho_consumed: float
+    epsilon_cap: float
+    consumed_event: Any
+
+
 def filter_report(budget):
-    """What a zCDP-filtered run consumed against its cap (all public: functions of the transcript)."""
-    return dict(budget_filter="zcdp", rho_cap=budget.rho_cap, rho_consumed=budget.rho_spent,
-                epsilon_cap=budget.epsilon_cap(), consumed_event=budget.consumed_event())
+    """The :class:`FilterReport` of the zCDP filter ``budget`` after its run."""
+    return FilterReport(budget_filter="zcdp", rho_cap=budget.rho_cap,
+                        rho_consumed=budget.rho_spent, epsilon_cap=budget.epsilon_cap(),
+                        consumed_event=budget.consumed_event())
 
 
 _NON_PRIVATE_KEYS = ("n_noise_draws", "batch_sizes", "gradient_evaluations",
