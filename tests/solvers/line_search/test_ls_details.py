@@ -11,7 +11,6 @@ against closed forms (Bun & Steinke's ρ of (ε, δ)) and the run's own event.
 import dataclasses
 import math
 
-import numpy as np
 import pytest
 
 from fastdp.linear_model import DPLogisticRegression
@@ -26,15 +25,6 @@ ADAPTIVE_KEYS = ["etas", "eta0_trace", "rho_grad_trace", "budget_bt_trace", "c_g
                  "settings", "remaining_budget"]
 FILTER_KEYS = ["budget_filter", "rho_cap", "rho_consumed", "epsilon_cap", "consumed_event"]
 AGD_KEYS = ["etas", "rho_grad", "n_refinements", "epsilon_nmax"]
-
-
-@pytest.fixture(scope="module")
-def problem():
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(600, 6))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = np.where(X @ rng.normal(size=6) > 0, 1.0, -1.0)
-    return X, y
 
 
 def bun_steinke(epsilon, delta):

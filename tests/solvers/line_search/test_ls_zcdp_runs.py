@@ -14,15 +14,6 @@ from fastdp.privacy.zcdp import zcdp_of
 from fastdp.solvers import line_search as LS
 
 
-@pytest.fixture(scope="module")
-def problem():
-    rng = np.random.default_rng(7)
-    X = rng.normal(size=(1500, 6))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    y = np.where(X @ rng.normal(size=6) > 0, 1.0, -1.0)
-    return X, y
-
-
 @pytest.mark.parametrize("fn,kw", [(LS.dp_blsgd, {}), (LS.dp_blsgd, dict(adaptive_clipping=True)),
                                    (LS.dp_blgd, {}), (LS.dp_blsgd, dict(noise="gaussian"))])
 def test_filtered_function_runs(problem, fn, kw):
