@@ -24,7 +24,7 @@ def _runs(result):
 
 
 def test_quick_units_match_the_in_memory_grid_and_resume(small, tmp_path, monkeypatch):
-    monkeypatch.setattr(seed004, "load_problem", lambda name, data_home=None: small)
+    monkeypatch.setattr(seed004.units, "load_problem", lambda name, data_home=None: small)
     lines = []
     path = seed004.reproduce(tmp_path / "a", quick=True, datasets=("syn",), log=lines.append)
     assert path.exists() and "## syn" in path.read_text()
@@ -62,7 +62,7 @@ def test_quick_units_match_the_in_memory_grid_and_resume(small, tmp_path, monkey
 
 
 def test_budget_leaves_the_lowest_priority_runs_as_skipped(small, tmp_path, monkeypatch):
-    monkeypatch.setattr(seed004, "load_problem", lambda name, data_home=None: small)
+    monkeypatch.setattr(seed004.units, "load_problem", lambda name, data_home=None: small)
     assert seed004.reproduce(tmp_path, quick=True, datasets=("syn",), budget_min=0,
                              log=None) is None
     assert runner.read_units(tmp_path / seed004.CHECKPOINT_NAME, runner.unit_key) == {}
