@@ -1,9 +1,46 @@
 """The ledger's hash chain: records, their verification and their replay into entries.
 
-Private helpers of :mod:`fastdp.privacy.ledger` (the format is described
-there): a ledger file is an append-only list of records, each carrying the
-SHA-256 of the previous one; :func:`_replay` verifies the chain and folds it
-into the budget and the effective entries.
+Private helpers of :mod:`fastdp.privacy.ledger`: a ledger file is an
+append-only list of records, each carrying the SHA-256 of the previous one;
+:func:`_replay` verifies the chain and folds it into the budget and the
+effective entries.  How the file is written and locked:
+:mod:`fastdp.privacy._ledger_files`.
+
+Tamper evidence
+---------------
+The file is an append-only log of *records* linked by a SHA-256 hash chain:
+every record stores the hash of the previous one (``prev``) and its own hash
+(``hash``, over its canonical JSON without ``hash``), and the file stores the
+hash of the last one (``head``).  The first record states the budget; a
+budget change is a record of its own, made only when the ledger is re-opened
+with ``change_budget=True``.  Reading verifies the whole chain, and that the
+budget in the file's header is the one the chain ends with, so a hand edit
+(an entry removed or altered, a count set to 0, the budget raised from 5 to
+1000, the last entries cut off) is refused with a
+:class:`~fastdp.exceptions.ValidationError` naming the file, as is any
+damaged or foreign content.  This is evidence against accidents and casual
+edits, not a security boundary: anyone who can write the file can also
+recompute the hashes.  Protect the file (and its directory) with permissions
+or append-only storage where that matters.
+
+File format (``"format": "fastdp.privacy_ledger"``, ``"version": 3``)::
+
+    {"format": ..., "version": 3, "epsilon": 1.0, "delta": 1e-05,
+     "accountant": "rdp", "accountant_options": {},
+     "records": [
+       {"seq": 0, "type": "open", "epsilon": 1.0, "delta": 1e-05, "accountant": "rdp",
+        "accountant_options": {}, "nonce": "9c0e...", "timestamp": 1763700000.1,
+        "prev": "000...0", "hash": "5d41..."},
+       {"seq": 1, "type": "charge", "event": {...event_to_dict...}, "label": "fit 1",
+        "timestamp": ..., "prev": "5d41...", "hash": "..."},
+       {"seq": 2, "type": "reserve", "id": "3f2a...", "event": {...}, "label": "fit 2", ...},
+       {"seq": 3, "type": "commit", "id": "3f2a...", "timestamp": ..., ...},
+       {"seq": 4, "type": "budget", "epsilon": 2.0, ..., "timestamp": ..., ...}],
+     "head": "<hash of the last record>"}
+
+``cancel`` records remove a pending reservation.  Files of versions 1 and 2
+(no chain) are refused with a message: if their content is trusted,
+:meth:`PrivacyLedger.upgrade` converts them once.
 """
 
 from __future__ import annotations

@@ -1,7 +1,34 @@
 """The ledger file on disk: atomic replacement, the inter-process lock, safe reading.
 
-Private helpers of :mod:`fastdp.privacy.ledger`; the file format and its
-guarantees are described there.
+Private helpers of :mod:`fastdp.privacy.ledger`; the record format and the hash
+chain are in :mod:`fastdp.privacy._ledger_chain`.
+
+What a file-backed ledger guarantees
+------------------------------------
+With ``path`` the ledger lives in a JSON file (format:
+:mod:`fastdp.privacy._ledger_chain`) that is replaced atomically on every
+charge: the new content goes to a temporary file in the same directory, which
+is flushed and ``fsync``-ed and then renamed over the ledger with
+``os.replace`` (and the directory is ``fsync``-ed), so a crash at any point
+leaves either the previous or the new ledger, never a torn one. A crash can
+leave a stray ``.<name>.*.tmp`` file beside the ledger; it is never read and
+may be deleted. The file keeps the permission bits it had (a new file is
+created with mode 0600).
+
+The path is resolved (``os.path.realpath``) before every use, so every name
+of one file (through symbolic links, relative paths, ...) reaches the same
+file and the same lock, and a symbolic link stays a link.  A ledger file with
+several *hard* links is refused: replacing it under one name would leave the
+other names on the old content, splitting one budget in two.
+
+Several processes may share one ledger file: every charge takes an exclusive
+POSIX ``flock`` on the side file ``<real path>.lock``, re-reads the ledger
+from disk, checks the budget, appends and writes, then unlocks.  So concurrent
+charges are serialised and can never jointly exceed the budget, and no charge
+is lost.  Reading takes no lock and writes nothing (the atomic replacement
+means a reader sees either the old or the new file), so a ledger in a
+read-only directory can be inspected.  (On platforms without ``fcntl`` the
+ledger works but does not lock, and says so with a warning.)
 """
 
 from __future__ import annotations

@@ -25,65 +25,20 @@ lists such reservations.
 
 Persistence
 -----------
-With ``path`` the ledger lives in a JSON file (format below) that is replaced
-atomically on every charge: the new content goes to a temporary file in the
-same directory, which is flushed and ``fsync``-ed and then renamed over the
-ledger with ``os.replace`` (and the directory is ``fsync``-ed), so a crash at
-any point leaves either the previous or the new ledger, never a torn one.  A
-crash can leave a stray ``.<name>.*.tmp`` file beside the ledger; it is never
-read and may be deleted.  The file keeps the permission bits it had (a new
-file is created with mode 0600).
+With ``path`` the ledger lives in a JSON file, replaced atomically on every
+charge (a crash leaves the previous or the new ledger, never a torn one) under
+an exclusive lock shared by every process that charges it, so concurrent
+charges never jointly exceed the budget and no charge is lost; reading takes no
+lock.  The details (``os.replace`` and ``fsync``, the resolved path, the
+``flock`` side file, hard links) are in :mod:`fastdp.privacy._ledger_files`.
 
-The path is resolved (``os.path.realpath``) before every use, so every name
-of one file (through symbolic links, relative paths, ...) reaches the same
-file and the same lock, and a symbolic link stays a link.  A ledger file with
-several *hard* links is refused: replacing it under one name would leave the
-other names on the old content, splitting one budget in two.
-
-Several processes may share one ledger file: every charge takes an exclusive
-POSIX ``flock`` on the side file ``<real path>.lock``, re-reads the ledger
-from disk, checks the budget, appends and writes, then unlocks.  So concurrent
-charges are serialised and can never jointly exceed the budget, and no charge
-is lost.  Reading takes no lock and writes nothing (the atomic replacement
-means a reader sees either the old or the new file), so a ledger in a
-read-only directory can be inspected.  (On platforms without ``fcntl`` the
-ledger works but does not lock, and says so with a warning.)
-
-Tamper evidence
----------------
-The file is an append-only log of *records* linked by a SHA-256 hash chain:
-every record stores the hash of the previous one (``prev``) and its own hash
-(``hash``, over its canonical JSON without ``hash``), and the file stores the
-hash of the last one (``head``).  The first record states the budget; a
-budget change is a record of its own, made only when the ledger is re-opened
-with ``change_budget=True``.  Reading verifies the whole chain, and that the
-budget in the file's header is the one the chain ends with, so a hand edit
-(an entry removed or altered, a count set to 0, the budget raised from 5 to
-1000, the last entries cut off) is refused with a
-:class:`~fastdp.exceptions.ValidationError` naming the file, as is any
-damaged or foreign content.  This is evidence against accidents and casual
-edits, not a security boundary: anyone who can write the file can also
-recompute the hashes.  Protect the file (and its directory) with permissions
-or append-only storage where that matters.
-
-File format (``"format": "fastdp.privacy_ledger"``, ``"version": 3``)::
-
-    {"format": ..., "version": 3, "epsilon": 1.0, "delta": 1e-05,
-     "accountant": "rdp", "accountant_options": {},
-     "records": [
-       {"seq": 0, "type": "open", "epsilon": 1.0, "delta": 1e-05, "accountant": "rdp",
-        "accountant_options": {}, "nonce": "9c0e...", "timestamp": 1763700000.1,
-        "prev": "000...0", "hash": "5d41..."},
-       {"seq": 1, "type": "charge", "event": {...event_to_dict...}, "label": "fit 1",
-        "timestamp": ..., "prev": "5d41...", "hash": "..."},
-       {"seq": 2, "type": "reserve", "id": "3f2a...", "event": {...}, "label": "fit 2", ...},
-       {"seq": 3, "type": "commit", "id": "3f2a...", "timestamp": ..., ...},
-       {"seq": 4, "type": "budget", "epsilon": 2.0, ..., "timestamp": ..., ...}],
-     "head": "<hash of the last record>"}
-
-``cancel`` records remove a pending reservation.  Files of versions 1 and 2
-(no chain) are refused with a message: if their content is trusted,
-:meth:`PrivacyLedger.upgrade` converts them once.
+The file is an append-only log of records linked by a SHA-256 hash chain;
+reading verifies it, so a hand edit (an entry removed, the budget raised, the
+last entries cut off) is refused with a
+:class:`~fastdp.exceptions.ValidationError` naming the file.  Evidence against
+accidents and casual edits, not a security boundary.  The chain and the file
+format (version 3; versions 1 and 2 are converted once by
+:meth:`PrivacyLedger.upgrade`) are in :mod:`fastdp.privacy._ledger_chain`.
 
 Releases without a guarantee
 ----------------------------
