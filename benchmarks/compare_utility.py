@@ -723,7 +723,7 @@ def run_fastdp(args):
                    "metric": metric_of(task)}
             k = key_of(rec)
             if k in res and res[k].get("status") in ("ok", "unsupported", "error") \
-                    and not args.refresh_fastdp:
+                    and not args.refresh_fastdp and not _refresh(args, kind, k):
                 return res[k]
             if time.monotonic() > deadline:
                 return None
@@ -771,6 +771,16 @@ def run_fastdp(args):
     save_cache(FASTDP_JSON, cache, merge=not args.refresh_fastdp)
 
 
+def _refresh(args, kind, key):
+    """True the first time this process meets a cached record of a ``--refresh-kinds`` kind."""
+    kinds = args.refresh_kinds or ()
+    seen = args.__dict__.setdefault("_refreshed", set())
+    if kind not in kinds or key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def run_accounted_search(ms, name, task, Est, data, args, res, seeds, deadline=math.inf):
     """fastdp.model_selection, when present: a search whose selection is itself accounted.
 
@@ -786,7 +796,7 @@ def run_accounted_search(ms, name, task, Est, data, args, res, seeds, deadline=m
                    "kind": "accounted", "config": {"api": cands[:1]}, "seed": seed,
                    "metric": metric_of(task)}
             k = key_of(rec)
-            if k in res and not args.refresh_fastdp:
+            if k in res and not args.refresh_fastdp and not _refresh(args, "accounted", k):
                 continue
             if time.monotonic() > deadline:
                 return
@@ -1254,6 +1264,10 @@ def main(argv=None):
     ap.add_argument("--eps", type=lambda s: [float(x) for x in s.split(",")], default=None)
     ap.add_argument("--refresh-peers", action="store_true", help="re-run the cached peer fits")
     ap.add_argument("--refresh-fastdp", action="store_true", help="re-run the cached fastdp fits")
+    ap.add_argument("--refresh-kinds", type=lambda s: s.split(","), default=None,
+                    help="re-run only the cached fastdp records of these kinds (default, "
+                         "default_raw, default_raw_norm, grid, accounted): after a change of "
+                         "the default rule, whose explicit grid points it does not change")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite docs/utility.md and the PNGs from the JSON caches")
     ap.add_argument("--no-report", action="store_true")

@@ -362,11 +362,14 @@ class _DPLinearModel(BaseEstimator):
                 f"{type(self).__name__}; it supports {list(solver.losses)}.")
         return name, solver, multinomial
 
-    def _solver_config(self, name, solver, n_samples, n_features, private):
-        """The resolved settings (``config``) of the run: every ``"auto"`` made concrete."""
+    def _solver_config(self, name, solver, n_samples, n_features, private, n_classes=2):
+        """The resolved settings (``config``) of the run: every ``"auto"`` made concrete.
+
+        ``n_classes`` (public) is K of a multinomial fit, 2 otherwise."""
         options = {} if self.solver_options is None else dict(self.solver_options)
         solver.check_options(options)
-        rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf, self._loss) \
+        rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf,
+                              "multinomial" if n_classes > 2 else self._loss, n_classes) \
             if name in ("dpsgd", "sgd") else None
         if self.batch_size is not None:
             batch_size = check_batch_size(self.batch_size, n_samples)
@@ -443,7 +446,8 @@ class _DPLinearModel(BaseEstimator):
         name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
         n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
         config, rule = self._solver_config(name, solver, n_samples,
-                                           X.shape[1] + int(row_map.fit_intercept), private)
+                                           X.shape[1] + int(row_map.fit_intercept), private,
+                                           n_classes if multinomial else 2)
         if self.callback is not None and not solver.supports_callback:
             raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
         if self.callback is not None and n_fits > 1:
