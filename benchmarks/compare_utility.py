@@ -558,6 +558,11 @@ def load_cache(path):
     return {"meta": {}, "results": {}}
 
 
+#: keys of the records this process computed (they win over the file when merging;
+#: the file wins over this process's stale copies of the others)
+TOUCHED = set()
+
+
 def save_cache(path, cache, merge=False):
     """Write the cache; ``merge``: first take the records another process wrote meanwhile."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -565,11 +570,16 @@ def save_cache(path, cache, merge=False):
         try:
             disk = json.loads(path.read_text())
             # in place: callers hold references to cache["results"] and keep adding to it
-            merged = {**disk.get("results", {}), **cache["results"]}
+            merged = {**cache["results"], **disk.get("results", {}),
+                      **{k: cache["results"][k] for k in TOUCHED if k in cache["results"]}}
             cache["results"].clear()
             cache["results"].update(merged)
-            for k, v in disk.get("meta", {}).get("wall_s", {}).items():
-                cache["meta"].setdefault("wall_s", {}).setdefault(k, v)
+            for k, v in disk.get("meta", {}).items():
+                if k == "wall_s":
+                    for kk, vv in v.items():
+                        cache["meta"].setdefault("wall_s", {}).setdefault(kk, vv)
+                else:
+                    cache["meta"].setdefault(k, v)
         except (OSError, ValueError):
             pass
     tmp = path.with_suffix(f".{os.getpid()}.tmp")   # one per process: runs may overlap
@@ -736,7 +746,8 @@ def run_fastdp(args):
                 multi = task == "multiclass"
                 rec.update(status="unsupported" if multi else "error", score=None, note=msg)
             res[k] = rec
-            if len(res) % 10 == 0:
+            TOUCHED.add(k)
+            if len(TOUCHED) % 5 == 0:
                 save_cache(FASTDP_JSON, cache, merge=not args.refresh_fastdp)
             print(f"  fastdp {name} eps={eps} {label} seed={seed}: {rec.get('score')}"
                   f"{' ' + rec.get('note', '') if rec['status'] != 'ok' else ''}", flush=True)
@@ -816,6 +827,8 @@ def run_accounted_search(ms, name, task, Est, data, args, res, seeds, deadline=m
             except Exception as exc:  # noqa: BLE001
                 rec.update(status="error", score=None, note=f"{type(exc).__name__}: {exc}"[:400])
             res[k] = rec
+            TOUCHED.add(k)
+            save_cache(FASTDP_JSON, {"meta": {}, "results": res}, merge=True)
             print(f"  fastdp {name} eps={eps} accounted search seed={seed}: {rec.get('score')}"
                   f"{' ' + rec.get('note', '') if rec['status'] != 'ok' else ''}", flush=True)
 

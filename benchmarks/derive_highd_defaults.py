@@ -206,7 +206,7 @@ def grid(kind, eps, n, d, n_classes=2):
             out.append((f"mc,L={L},m={m:g}",
                         dict(solver="dpsgd", batch_size=L, clip=0.3, epochs=E,
                              solver_options={"learning_rate": m * 0.3 * eps * L / E / 0.3})))
-    elif kind == "mcrule":
+    elif kind in ("mcrule", "mcpair"):
         # candidate multiclass rules (K = number of classes, public), with ablations:
         # "pair": lot 128 K (a class pair sees 2/K of each lot: 128 K keeps the binary
         #         rule's lot of 256 per pair) and the H-rule at eps / (2 sqrt(ln K))
@@ -221,6 +221,8 @@ def grid(kind, eps, n, d, n_classes=2):
                                ("pair", min(128 * K, max(1, n // 4)), eps / kappa),
                                ("lot", min(128 * K, max(1, n // 4)), eps),
                                ("kappa", min(256, max(1, n // 4)), eps / kappa)):
+            if kind == "mcpair" and name not in ("old", "pair"):
+                continue          # "mcpair": the rule against the old one only (held out)
             E = float(min(80, max(5, round(20.0 * e_eff))))
             step = min(0.3 * e_eff * L / E, 8.0 if name == "old" else 0.5 * K * 8.0)
             out.append((name, dict(solver="dpsgd", batch_size=L, clip=0.3, epochs=E,
@@ -316,6 +318,33 @@ def summary(args):
             print(f"| {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
 
 
+def mc_table(args):
+    """The multiclass table of docs/defaults.md: old rule, the rule and its halves (rev mc3)."""
+    rows = {}
+    for line in OUT.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("rev") == (args.rev or "mc3") and r["acc"] is not None:
+            rows.setdefault((r["task"], r["label"]), {}).setdefault(r["eps"], []).append(r["acc"])
+    names = {"old": "before (binary-shaped)", "pair": "**the rule**", "lot": "lot half only",
+             "kappa": "ε/κ half only"}
+    eps_all = [0.1, 0.5, 1.0, 2.0, 8.0]
+    print("| task | K | role | rule | " + " | ".join(f"ε = {e:g}" for e in eps_all) + " |")
+    print("|---|---|---|---|" + "---|" * len(eps_all))
+    for task, K, role in (("synth.k10", 10, "development"), ("n20.multi", 20, "development"),
+                          ("n20.k5", 5, "held out"), ("n20.k10", 10, "held out"),
+                          ("abalone.sex", 3, "held out")):
+        for label in ("old", "pair", "lot", "kappa"):
+            got = rows.get((task, label))
+            if not got:
+                continue
+            cells = []
+            for e in eps_all:
+                v = got.get(e)
+                cells.append("—" if not v else f"{np.median(v):.1f}" +
+                             ("" if len(v) == 3 else f" ({len(v)})"))
+            print(f"| {task} | {K} | {role} | {names[label]} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","), default=["n20.oddeven"])
@@ -326,7 +355,10 @@ def main(argv=None):
     ap.add_argument("--rev", default="", help="tag of the code state (e.g. 'rule2')")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--mc-table", action="store_true", help="print the multiclass table")
     args = ap.parse_args(argv)
+    if args.mc_table:
+        return mc_table(args)
     if args.summary:
         if args.rev == "":
             args.rev = None

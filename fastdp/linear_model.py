@@ -92,7 +92,7 @@ from fastdp._validation import (
     check_sparse_structure,
     check_X,
 )
-from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
+from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha, solver_defaults
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
 from fastdp._mapped_rows import rows_for_solver
 from fastdp.preprocessing import RowMap
@@ -371,6 +371,7 @@ class _DPLinearModel(BaseEstimator):
         rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf,
                               "multinomial" if n_classes > 2 else self._loss, n_classes) \
             if name in ("dpsgd", "sgd") else None
+        family = solver_defaults(name, self._loss, self.epsilon if private else math.inf)
         if self.batch_size is not None:
             batch_size = check_batch_size(self.batch_size, n_samples)
         elif rule is not None:
@@ -378,7 +379,7 @@ class _DPLinearModel(BaseEstimator):
         else:
             batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
         if isinstance(self.epochs, str):
-            epochs = rule["epochs"] if rule is not None else _DEFAULT_EPOCHS
+            epochs = rule["epochs"] if rule is not None else family.get("epochs", _DEFAULT_EPOCHS)
         else:
             epochs = self.epochs
         if not isinstance(self.alpha, str):
@@ -395,7 +396,7 @@ class _DPLinearModel(BaseEstimator):
             "lam": alpha,
             "batch_size": int(batch_size),
             "epochs": epochs,
-            "clip": self.clip,
+            "clip": family.get("clip", self.clip) if isinstance(self.clip, str) else self.clip,
             "sampler": solver.default_sampler if self.sampler is None else self.sampler,
             "lazy_noise": self.lazy_noise,
             "num_threads": self.num_threads,
@@ -460,7 +461,7 @@ class _DPLinearModel(BaseEstimator):
         config["loss"] = loss
         if multinomial:
             config["n_classes"] = int(n_classes)
-        if isinstance(self.clip, str):
+        if isinstance(config["clip"], str):
             config["clip"] = (rule["clip"] if rule is not None else
                               float(solver.default_clip(n_samples, config, loss)))
         # every public setting the run reads, before any noise is calibrated or budget reserved
