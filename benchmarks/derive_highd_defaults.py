@@ -330,7 +330,8 @@ def mc_table(args):
     eps_all = [0.1, 0.5, 1.0, 2.0, 8.0]
     print("| task | K | role | rule | " + " | ".join(f"ε = {e:g}" for e in eps_all) + " |")
     print("|---|---|---|---|" + "---|" * len(eps_all))
-    for task, K, role in (("synth.k10", 10, "development"), ("n20.multi", 20, "development"),
+    for task, K, role in (("synth.k4", 4, "development"), ("synth.k10", 10, "development"),
+                          ("n20.multi", 20, "development"),
                           ("n20.k5", 5, "held out"), ("n20.k10", 10, "held out"),
                           ("abalone.sex", 3, "held out")):
         for label in ("old", "pair", "lot", "kappa"):

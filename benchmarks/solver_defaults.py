@@ -178,6 +178,7 @@ def _best_seed0(task, solver, eps, rev, labels):
 def summary(args):
     recs = [r for r in _records() if args.rev is None or r.get("rev", "") in args.rev.split(",")]
     tasks = [t for t in args.tasks if any(r["task"] == t for r in recs)]
+    compact = []
     for solver in args.solvers:
         rows = []
         for task in tasks:
@@ -196,6 +197,9 @@ def summary(args):
             rows.append((task, cell))
         if not any(v[0] is not None for _, c in rows for v in c.values()):
             continue
+        if args.compact:
+            compact.append((solver, rows))
+            continue
         print(f"\n### {solver}\n")
         print("| data | row | " + " | ".join(f"ε={e:g}" for e in args.eps) + " |")
         print("|---|---|" + "---|" * len(args.eps))
@@ -209,6 +213,19 @@ def summary(args):
         if args.configs:
             for task, cell in rows:
                 print(f"* {task}: " + "; ".join(f"ε={e:g} `{cell[e][3]}`" for e in args.eps))
+    if compact:
+        # one table: "old default → new default (tuned)" per solver and data set
+        def f(v):
+            return "—" if v is None else f"{v:.1f}"
+        print("| solver | data | " + " | ".join(f"ε = {e:g}" for e in args.eps) + " |")
+        print("|---|---|" + "---|" * len(args.eps))
+        for solver, rows in compact:
+            for task, cell in rows:
+                if all(cell[e][1] is None for e in args.eps):
+                    continue
+                print(f"| `{solver}` | {task} | " + " | ".join(
+                    f"{f(cell[e][0])} → **{f(cell[e][1])}** ({f(cell[e][2])})" for e in args.eps)
+                    + " |")
 
 
 def main(argv=None):
@@ -223,6 +240,8 @@ def main(argv=None):
     ap.add_argument("--rev", default="")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--configs", action="store_true", help="list the selected tuned settings")
+    ap.add_argument("--compact", action="store_true",
+                    help="one table: old default -> rule (tuned) per solver and data set")
     args = ap.parse_args(argv)
     if args.summary:
         args.rev = args.rev or None
