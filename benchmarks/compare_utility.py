@@ -1149,8 +1149,9 @@ OBSERVATIONS = [
     "20-class news20 accounted search; fastdp's tuned grid points set every DP-SGD setting "
     "explicitly and the peers do not use fastdp's rule, so those rows are from the earlier run. "
     "The 30 news20 default scores were restored from the run's log (the process was stopped "
-    "before its cache write; at ε ≤ 2 the raw-row ones equal `benchmarks/derive_highd_defaults.py`'s "
-    "records of the same fits bit for bit), so their records lack σ and the CPU time.",
+    "before its cache write; at ε ≤ 2 the raw-row ones equal "
+    "`benchmarks/derive_highd_defaults.py`'s records of the same fits bit for bit), so their "
+    "records lack σ and the CPU time.",
     "Every peer's *default* is far below its tuned row: Opacus's tutorial-like lr 0.1 underfits "
     "(flat in ε, 1–13 points below its tuned row; on w8a it is the majority class), snapml's "
     "1000-epoch default loses up to 48 points at ε ≤ 1, diffprivlib's C = 1 loses 2–16 points at "
@@ -1169,7 +1170,8 @@ OBSERVATIONS = [
     "1 / 2 / 8: each candidate trains at about 0.64 ε on 80% of the rows, and the defaults are "
     "already at the best tuned row there; on cpusmall it loses more at ε ≤ 2 and is above at "
     "ε = 8, and on 20-class news20 (now searching around the multiclass rule) it is 2–15 points "
-    "below the defaults at every ε. It is 0.0–4.6 points (cpusmall: 0.2–0.4 R²) above the previous search "
+    "below the defaults at every ε. It is 0.0–4.6 points (cpusmall: 0.2–0.4 R²) above the "
+    "previous search "
     "(alpha × epochs, 10 expected candidates) at every ε ≥ 1.",
 ]
 
