@@ -52,6 +52,11 @@ TASKS = {
     "n20.halves": ("news20", "halves", None, "held out"),
     "n20.halves.2k": ("news20", "halves", 2000, "held out"),
     "n20.multi": ("news20", "multi", None, "held out"),
+    "n20.k5": ("news20", "k5", None, "multiclass held out"),
+    "n20.k10": ("news20", "k10", None, "multiclass held out"),
+    "abalone.sex": ("abalone", "sex", None, "multiclass held out"),
+    "synth.k10": ("synthetic", "k10", None, "multiclass development"),
+    "synth.k4": ("synthetic", "k4", None, "multiclass development"),
     "a9a": ("a9a", None, None, "low-d"),
     "phishing": ("phishing", None, None, "low-d"),
     "mushrooms": ("mushrooms", None, None, "low-d"),
@@ -91,9 +96,30 @@ def _load_source(source):
     return X, z["y"]
 
 
+def _synthetic(n_classes, n=25000, d=100, seed=0):
+    """A Gaussian mixture: K class means of norm 3 on random directions, N(0, I_d) noise."""
+    rng = np.random.default_rng(1000 + n_classes)
+    means = rng.standard_normal((n_classes, d))
+    means *= 3.0 / np.linalg.norm(means, axis=1, keepdims=True)
+    y = rng.integers(0, n_classes, n)
+    X = means[y] + rng.standard_normal((n, d))
+    return sp.csr_matrix(X), y.astype(float) + 1.0
+
+
 def load_task(name):
     """(Xtr, ytr, Xte, yte): raw rows, fixed split, labels of the task."""
     source, labels, n_sub, _ = TASKS[name]
+    if source == "synthetic":
+        X, y = _synthetic(int(labels[1:]))
+        tr, te = _split(X.shape[0])
+        return X[tr], y[tr], X[te], y[te]
+    if source == "abalone":
+        from fastdp.datasets import load_dataset
+
+        A, _ = load_dataset("abalone", data_home=DATA_HOME)
+        X, y = sp.csr_matrix(A[:, 3:]), np.argmax(A[:, :3], axis=1).astype(float)
+        tr, te = _split(X.shape[0])
+        return X[tr], y[tr], X[te], y[te]
     got = _load_source(source)
     if len(got) == 4:
         return got
@@ -104,13 +130,17 @@ def load_task(name):
         ytr, yte = np.where(ytr % 2 == 1, 1.0, -1.0), np.where(yte % 2 == 1, 1.0, -1.0)
     elif labels == "halves":
         ytr, yte = np.where(ytr <= 10, 1.0, -1.0), np.where(yte <= 10, 1.0, -1.0)
+    elif labels in ("k5", "k10"):
+        K = int(labels[1:])
+        ktr, kte = ytr <= K, yte <= K
+        Xtr, ytr, Xte, yte = Xtr[ktr], ytr[ktr], Xte[kte], yte[kte]
     if n_sub is not None:
         keep = np.sort(np.random.default_rng(1).permutation(Xtr.shape[0])[:n_sub])
         Xtr, ytr = Xtr[keep], ytr[keep]
     return Xtr, ytr, Xte, yte
 
 
-def grid(kind, eps, n, d):
+def grid(kind, eps, n, d, n_classes=2):
     """[(label, kwargs)] of a named grid at ``eps`` (public quantities only)."""
     from fastdp.defaults import dpsgd_defaults
 
@@ -168,6 +198,35 @@ def grid(kind, eps, n, d):
         out.append(("C.3 L=1024", dict(solver="dpsgd", clip=0.3, batch_size=min(1024, n // 4),
                                        epochs=E, solver_options={
                                            "learning_rate": s * min(1024, n // 4) / L / 0.3})))
+    elif kind == "mc":
+        # multiclass: the lot and the step (multiplier m of 0.3 eps L / E, uncapped)
+        E = dpsgd_defaults(n, eps, "logistic")["epochs"]
+        for L, m in itertools.product([256, 1024, 4096], [0.25, 0.5, 1.0]):
+            L = min(L, max(1, n // 4))
+            out.append((f"mc,L={L},m={m:g}",
+                        dict(solver="dpsgd", batch_size=L, clip=0.3, epochs=E,
+                             solver_options={"learning_rate": m * 0.3 * eps * L / E / 0.3})))
+    elif kind in ("mcrule", "mcpair"):
+        # candidate multiclass rules (K = number of classes, public), with ablations:
+        # "pair": lot 128 K (a class pair sees 2/K of each lot: 128 K keeps the binary
+        #         rule's lot of 256 per pair) and the H-rule at eps / (2 sqrt(ln K))
+        #         (a pair's margin noise is sqrt(2) x, the argmax over K scores
+        #         sqrt(2 ln K) x, that of the binary problem);
+        # "lot": the lot only; "kappa": the effective epsilon only.
+        # "old": the rule before the multiclass rule (binary lot 256 and epsilon), spelled out.
+        K = int(n_classes)
+        kappa = 2.0 * math.sqrt(math.log(K))
+        out = []           # the estimator default is the "pair" rule once adopted
+        for name, L, e_eff in (("old", min(256, max(1, n // 4)), eps),
+                               ("pair", min(128 * K, max(1, n // 4)), eps / kappa),
+                               ("lot", min(128 * K, max(1, n // 4)), eps),
+                               ("kappa", min(256, max(1, n // 4)), eps / kappa)):
+            if kind == "mcpair" and name not in ("old", "pair"):
+                continue          # "mcpair": the rule against the old one only (held out)
+            E = float(min(80, max(5, round(20.0 * e_eff))))
+            step = min(0.3 * e_eff * L / E, 8.0 if name == "old" else 0.5 * K * 8.0)
+            out.append((name, dict(solver="dpsgd", batch_size=L, clip=0.3, epochs=E,
+                                   solver_options={"learning_rate": step / 0.3})))
     elif kind == "dpscd":
         for B, E, a in itertools.product([100, 1000], [20, 50], [0.1, 1.0]):
             out.append((f"scd,B={B},E={E},alpha={a:g}/n",
@@ -201,7 +260,7 @@ def run(args):
             Xtr, ytr, Xte, yte = load_task(task)
             n, d = Xtr.shape
             for eps in args.eps:
-                for label, kw in grid(args.grid, eps, n, d):
+                for label, kw in grid(args.grid, eps, n, d, len(np.unique(ytr))):
                     for seed in args.seeds:
                         if (task, eps, label, seed, rev) in done:
                             continue
@@ -259,6 +318,34 @@ def summary(args):
             print(f"| {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
 
 
+def mc_table(args):
+    """The multiclass table of docs/defaults.md: old rule, the rule and its halves (rev mc3)."""
+    rows = {}
+    for line in OUT.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("rev") == (args.rev or "mc3") and r["acc"] is not None:
+            rows.setdefault((r["task"], r["label"]), {}).setdefault(r["eps"], []).append(r["acc"])
+    names = {"old": "before (binary-shaped)", "pair": "**the rule**", "lot": "lot half only",
+             "kappa": "ε/κ half only"}
+    eps_all = [0.1, 0.5, 1.0, 2.0, 8.0]
+    print("| task | K | role | rule | " + " | ".join(f"ε = {e:g}" for e in eps_all) + " |")
+    print("|---|---|---|---|" + "---|" * len(eps_all))
+    for task, K, role in (("synth.k4", 4, "development"), ("synth.k10", 10, "development"),
+                          ("n20.multi", 20, "development"),
+                          ("n20.k5", 5, "held out"), ("n20.k10", 10, "held out"),
+                          ("abalone.sex", 3, "held out")):
+        for label in ("old", "pair", "lot", "kappa"):
+            got = rows.get((task, label))
+            if not got:
+                continue
+            cells = []
+            for e in eps_all:
+                v = got.get(e)
+                cells.append("—" if not v else f"{np.median(v):.1f}" +
+                             ("" if len(v) == 3 else f" ({len(v)})"))
+            print(f"| {task} | {K} | {role} | {names[label]} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","), default=["n20.oddeven"])
@@ -269,7 +356,10 @@ def main(argv=None):
     ap.add_argument("--rev", default="", help="tag of the code state (e.g. 'rule2')")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--mc-table", action="store_true", help="print the multiclass table")
     args = ap.parse_args(argv)
+    if args.mc_table:
+        return mc_table(args)
     if args.summary:
         if args.rev == "":
             args.rev = None

@@ -88,7 +88,7 @@ def _runs_default_rule(estimator):
             and hasattr(estimator, "_loss"))
 
 
-def rule_grid(estimator, n_samples, n_features, epsilon):
+def rule_grid(estimator, n_samples, n_features, epsilon, n_classes=2):
     """The settings around the default rule for a candidate at ``epsilon``.
 
     Public quantities only: ``n_samples`` (rows of the training part), the
@@ -96,6 +96,8 @@ def rule_grid(estimator, n_samples, n_features, epsilon):
     (``n_features`` is accepted for rules that read d). Factor 1 sets nothing (the
     estimator resolves its own default, bit for bit the default fit at that
     budget); the others set the DP-SGD step to the rule's times the factor.
+    ``n_classes`` (the public label set's size) selects the multiclass rule
+    of a multinomial fit (K >= 3 with the logistic loss).
 
     Returns
     -------
@@ -104,7 +106,9 @@ def rule_grid(estimator, n_samples, n_features, epsilon):
     """
     from fastdp.defaults import default_alpha, dpsgd_defaults
 
-    rule = dpsgd_defaults(n_samples, epsilon, estimator._loss)
+    multinomial = estimator._loss == "logistic" and int(n_classes) > 2
+    rule = dpsgd_defaults(n_samples, epsilon, "multinomial" if multinomial else estimator._loss,
+                          int(n_classes))
     alpha = estimator.get_params(deep=False).get("alpha", "auto")
     alpha = default_alpha(n_samples) if isinstance(alpha, str) else float(alpha)
     eta = min(rule["learning_rate"], 0.5 / alpha)   # as the estimator resolves it
@@ -285,15 +289,16 @@ class DPHyperparameterSearch(BaseEstimator):
     def _score_sigma(self, eps_c, delta):
         return math.sqrt(2.0 * math.log(1.25 / delta)) / (self.score_share * eps_c)
 
-    def _grid_at(self, grid, eps_c, shape):
+    def _grid_at(self, grid, eps_c, shape, labels=None):
         """The public settings of the candidates at ``eps_c`` (``grid`` None: around the rule)."""
-        return rule_grid(self.estimator, shape[0], shape[1], eps_c) if grid is None else grid
+        K = 2 if labels is None else len(labels)
+        return rule_grid(self.estimator, shape[0], shape[1], eps_c, K) if grid is None else grid
 
     def _plan(self, eps_c, delta, grid, reps, shape, labels, cache):
         """The search's event when every candidate is trained at (eps_c, delta)."""
         sigma = self._score_sigma(eps_c, delta)
         events = []
-        for i, params in enumerate(self._grid_at(grid, eps_c, shape)):
+        for i, params in enumerate(self._grid_at(grid, eps_c, shape, labels)):
             key = (i, eps_c)
             if key not in cache:
                 est = clone(self.estimator).set_params(**params, epsilon=eps_c, delta=delta,
@@ -398,7 +403,8 @@ class DPHyperparameterSearch(BaseEstimator):
         cache = {}
         eps_c, total, event, sigma = self._calibrate(epsilon, delta, grid, reps,
                                                      (train_idx.size, d), labels, cache)
-        grid = self._grid_at(grid, eps_c, (train_idx.size, d))   # public: (n_train, d, eps_c)
+        # public: (n_train, d, eps_c, the label set)
+        grid = self._grid_at(grid, eps_c, (train_idx.size, d), labels)
         planned = {i: cache[(i, eps_c)] for i in range(len(grid))}
         reservation = None
         if self.ledger is not None:

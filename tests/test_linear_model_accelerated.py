@@ -28,7 +28,7 @@ def _data(n=1500, d=8, seed=0, task="binary"):
 def test_pure_accountant_spends_exactly_the_budget(solver):
     X, y = _data()
     model = DPLogisticRegression(solver=solver, epsilon=0.8, alpha=0.01, sampler="fixed", fit_intercept=False, normalize=False,
-                                 batch_size=300, epochs=4, accountant="pure",
+                                 batch_size=300, epochs=4, accountant="pure", clip=1.0,
                                  random_state=0).fit(X, y)
     assert model.epsilon_ == pytest.approx(0.8, rel=1e-12) and model.epsilon_ <= 0.8 + 1e-12
     assert model.noise_name_ == "schedule_epsilon"

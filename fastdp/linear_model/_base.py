@@ -25,7 +25,7 @@ from fastdp._validation import (
     check_sparse_structure,
     check_X,
 )
-from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha
+from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha, solver_defaults
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
 from fastdp.linear_model._run_size import _check_run_size
 from fastdp.preprocessing import RowMap
@@ -262,12 +262,16 @@ class _DPLinearModel(BaseEstimator):
                 f"{type(self).__name__}; it supports {list(solver.losses)}.")
         return name, solver, multinomial
 
-    def _solver_config(self, name, solver, n_samples, n_features, private):
-        """The resolved settings (``config``) of the run: every ``"auto"`` made concrete."""
+    def _solver_config(self, name, solver, n_samples, n_features, private, n_classes=2):
+        """The resolved settings (``config``) of the run: every ``"auto"`` made concrete.
+
+        ``n_classes`` (public) is K of a multinomial fit, 2 otherwise."""
         options = {} if self.solver_options is None else dict(self.solver_options)
         solver.check_options(options)
-        rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf, self._loss) \
+        rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf,
+                              "multinomial" if n_classes > 2 else self._loss, n_classes) \
             if name in ("dpsgd", "sgd") else None
+        family = solver_defaults(name, self._loss, self.epsilon if private else math.inf)
         if self.batch_size is not None:
             batch_size = check_batch_size(self.batch_size, n_samples)
         elif rule is not None:
@@ -275,7 +279,7 @@ class _DPLinearModel(BaseEstimator):
         else:
             batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
         if isinstance(self.epochs, str):
-            epochs = rule["epochs"] if rule is not None else _DEFAULT_EPOCHS
+            epochs = rule["epochs"] if rule is not None else family.get("epochs", _DEFAULT_EPOCHS)
         else:
             epochs = self.epochs
         if not isinstance(self.alpha, str):
@@ -292,7 +296,7 @@ class _DPLinearModel(BaseEstimator):
             "lam": alpha,
             "batch_size": int(batch_size),
             "epochs": epochs,
-            "clip": self.clip,
+            "clip": family.get("clip", self.clip) if isinstance(self.clip, str) else self.clip,
             "sampler": solver.default_sampler if self.sampler is None else self.sampler,
             "lazy_noise": self.lazy_noise,
             "num_threads": self.num_threads,
@@ -343,7 +347,8 @@ class _DPLinearModel(BaseEstimator):
         name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
         n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
         config, rule = self._solver_config(name, solver, n_samples,
-                                           X.shape[1] + int(row_map.fit_intercept), private)
+                                           X.shape[1] + int(row_map.fit_intercept), private,
+                                           n_classes if multinomial else 2)
         if self.callback is not None and not solver.supports_callback:
             raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
         if self.callback is not None and n_fits > 1:
@@ -356,7 +361,7 @@ class _DPLinearModel(BaseEstimator):
         config["loss"] = loss
         if multinomial:
             config["n_classes"] = int(n_classes)
-        if isinstance(self.clip, str):
+        if isinstance(config["clip"], str):
             config["clip"] = (rule["clip"] if rule is not None else
                               float(solver.default_clip(n_samples, config, loss)))
         # every public setting the run reads, before any noise is calibrated or budget reserved

@@ -281,7 +281,8 @@ def _fit(source, est, engine, started, label_classes=None):
                 f"solver={est.solver!r} would need one-vs-rest fits, which it does not run.")
         n_classes = n_labels if multinomial else 0
         width = d + int(row_map.fit_intercept)
-        config, rule = est._solver_config(name, solver, n, width, private)
+        config, rule = est._solver_config(name, solver, n, width, private,
+                                          n_labels if multinomial else 2)
         sampler = (est.sampler if isinstance(est.sampler, BlockPoissonSampler) else
                    BlockPoissonSampler(batch_size=config["batch_size"],
                                        block_size=source.block_size))
