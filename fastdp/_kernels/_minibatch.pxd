@@ -12,9 +12,11 @@ run the same steps (see their module docstrings)::
 
 They differ only in step 2 and in the gradient scattered in step 3, which a
 :data:`StepModel` selects (``K == 1``: a GLM's coefficient, ``K >= 2``: the
-softmax residual).  :func:`run_steps` is that loop; the entry points check
-their arguments (:func:`check_step_arguments`), set up a :data:`StepRule`
-(:func:`step_rule`) and call it inside ``nogil``.
+softmax residual).  :func:`run_steps` is that loop; an entry point runs its
+own checks (loss code, class indices, row map), fills a :data:`StepModel` and
+calls :func:`run_step_kernel`, which checks the rest
+(:func:`check_step_arguments`), sets up a :data:`StepRule` (:func:`step_rule`)
+and runs the loop inside ``nogil``.
 
 Rows are read through the CSR view of ``_csr.pxd``, row map included (the
 estimators' mapped rows, ``fastdp._mapped_rows.MappedRows``): a mapped value
@@ -41,7 +43,7 @@ from fastdp._kernels._glm cimport (
     ClippedLoss, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
     check_all_rows, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
     check_threads, collect_pending, column_splits_of, every_column, gate_begin, gate_end,
-    gradient_coefficient, lazy_noise_scratch, raise_invalid, row_span, scatter_rows,
+    gate_slot, gradient_coefficient, lazy_noise_scratch, raise_invalid, row_span, scatter_rows,
     structure_proven, thread_columns,
 )
 
@@ -417,34 +419,40 @@ cdef inline StepRule step_rule(str caller, Py_ssize_t n_steps, Py_ssize_t m, Py_
     return rule
 
 
-cdef inline int check_step_arguments(str caller, Py_ssize_t n_data, const index_t[::1] indices,
-                                     const index_t[::1] indptr, Py_ssize_t n_labels,
-                                     str labels_meaning, const double[::1] sq_norms,
-                                     Py_ssize_t m, Py_ssize_t n_last, str last_meaning,
+cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data,
+                                     const index_t[::1] indices, const index_t[::1] indptr,
+                                     Py_ssize_t n_labels, const double[::1] sq_norms,
+                                     Py_ssize_t m, Py_ssize_t n_last,
                                      const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
-                                     str buffer_name, Py_ssize_t n_buffer, Py_ssize_t per_row,
-                                     str buffer_meaning, double clip, double rho, double kappa,
+                                     Py_ssize_t n_buffer, double clip, double rho, double kappa,
                                      double noise_std, bint lazy, int num_threads,
                                      object check_structure, object token_class,
                                      int64_t stored_columns) except -1:
     """The checks every step kernel runs (its own come before): the CSR arrays, one label
     and (when clipping) one valid squared norm per row, ``last_noised`` (>= m in lazy noisy
-    mode), the batches and a buffer of ``per_row`` numbers per row of the largest one,
+    mode), the batches and a buffer of K numbers per row of the largest one,
     ``0 < rho <= 1``, ``kappa > 0``, ``clip > 0``, ``noise_std >= 0``, the thread count, and,
     unless ``check_structure`` proves it, the CSR structure (stored columns below
-    ``stored_columns``)."""
+    ``stored_columns``).  The messages name the arguments of the GLM kernel (K == 1) or of
+    the multinomial one."""
     cdef int64_t n_rows, largest
+    cdef bint glm = K == 1
     check_csr(caller, n_data, indices, indptr)
     n_rows = indptr.shape[0] - 1
-    check_length(caller, "y", n_labels, n_rows, labels_meaning)
+    check_length(caller, "y", n_labels, n_rows,
+                 "one label per row of X" if glm else "one class index per row of X")
     if clip < INFINITY:
         check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
                      "one squared norm per row of X")
         check_sq_norms(caller, sq_norms)
     if lazy:
-        check_min_length(caller, "last_noised", n_last, m, last_meaning)
+        check_min_length(caller, "last_noised", n_last, m,
+                         "one per coefficient of w, in lazy noisy mode" if glm
+                         else "one per feature (row of w), in lazy noisy mode")
     largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
-    check_min_length(caller, buffer_name, n_buffer, largest * per_row, buffer_meaning)
+    check_min_length(caller, "coef_buffer" if glm else "residual_buffer", n_buffer, largest * K,
+                     "one per row of the largest batch" if glm
+                     else "K per row of the largest batch")
     if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or not noise_std >= 0.0:
         raise_invalid(f"{caller}: need 0 < rho <= 1, kappa > 0, clip > 0 (inf for none) and "
                       f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
@@ -454,3 +462,48 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t n_data, const index_
                             stored_columns):
         check_all_rows(caller, indices, indptr, stored_columns, "w")
     return 0
+
+
+cdef inline int64_t run_step_kernel(
+        str caller, const StepModel* model, const real_t[::1] data, const index_t[::1] indices,
+        const index_t[::1] indptr, Py_ssize_t n_labels, const double[::1] sq_norms, double* w,
+        Py_ssize_t m, const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
+        double[::1] buffer, int32_t[::1] last_noised, double clip, double rho, double kappa,
+        double noise_std, bint lazy_noise, object bit_generator, int num_threads,
+        Py_ssize_t parallel_min_rows, object column_splits, str what, object check_structure,
+        object token_class, const double[::1] row_scale, const double[::1] row_shrink,
+        double tail_value, int64_t tail_column, int64_t stored_columns,
+        ParallelGate* gates) except -1:
+    """An entry point's common part: check its arguments (:func:`check_step_arguments`),
+    set up the rule, read X through its row map (:func:`mapped_view`) and run the steps
+    without the GIL (:func:`run_steps`), with the entry point's timing gate for
+    ``num_threads`` (in ``gates``); returns the draws.  ``what`` names m in messages."""
+    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
+    cdef int64_t n_draws
+    cdef LazyNoise pending                          # lazy-noise bookkeeping
+    cdef bitgen_t* rng                              # NULL without noise
+    cdef StepRule rule
+    cdef CsrView[real_t, index_t] X
+    cdef ParallelGate gate
+    check_step_arguments(caller, model.K, data.shape[0], indices, indptr, n_labels, sq_norms,
+                         m, last_noised.shape[0], batch_ptr, batch_idx, buffer.shape[0], clip,
+                         rho, kappa, noise_std, lazy_noise and noise_std > 0.0, num_threads,
+                         check_structure, token_class, stored_columns)
+    if n_steps <= 0:
+        return 0
+    if n_steps >= 2**31 - 1:
+        raise_invalid(f"{caller}: at most 2**31 - 2 steps per call; split the batches over "
+                      f"several calls.")
+    keep = []                                       # arrays the rule points to
+    rule = step_rule(caller, n_steps, m, model.K, rho, kappa, noise_std, lazy_noise,
+                     bit_generator, num_threads, parallel_min_rows, column_splits, what,
+                     last_noised, &pending, &rng, keep)
+    X = mapped_view(data, indices, indptr, row_scale, row_shrink, tail_value, tail_column)
+    gate = gates[gate_slot(num_threads)]
+    with nogil:
+        n_draws = run_steps(model, &X, w, m, &batch_ptr[0],
+                            &batch_idx[0] if batch_idx.shape[0] > 0 else NULL, n_steps,
+                            &buffer[0] if buffer.shape[0] > 0 else NULL, &pending, rng, &gate,
+                            &rule)
+    gates[gate_slot(num_threads)] = gate
+    return n_draws

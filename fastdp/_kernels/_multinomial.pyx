@@ -64,16 +64,14 @@ bits as the written-out mapped rows without the copy.
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
-from numpy.random cimport bitgen_t
 
 from fastdp._kernels._csr cimport CsrView, index_t, real_t
 from fastdp._kernels._glm cimport (
-    GATE_SLOTS, LazyNoise, ParallelGate, RowBatch, check_csr, check_length, check_row_map,
-    check_rows, every_column, gate_slot, gates_reset, raise_invalid, structure_proven,
+    GATE_SLOTS, ParallelGate, RowBatch, check_csr, check_length, check_row_map, check_rows,
+    every_column, gates_reset, raise_invalid, structure_proven,
 )
 from fastdp._kernels._minibatch cimport (
-    SoftmaxLoss, StepModel, StepRule, check_step_arguments, mapped_view, run_steps,
-    scatter_residuals, softmax_residual, step_rule,
+    SoftmaxLoss, StepModel, mapped_view, run_step_kernel, scatter_residuals, softmax_residual,
 )
 
 import numpy as np
@@ -172,47 +170,23 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     """
 
     cdef str caller = "run_multinomial_sgd"
-    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
-    cdef Py_ssize_t m = w.shape[0]
     cdef Py_ssize_t K = w.shape[1]
-    cdef int64_t n_draws
-    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
     cdef int64_t stored_columns = check_row_map(
         caller, row_scale.shape[0] if row_scale is not None else -1,
         row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
-        indptr.shape[0] - 1, m)
+        indptr.shape[0] - 1, w.shape[0])
     check_csr(caller, data.shape[0], indices, indptr)
     _check_classes(caller, y, K, indptr.shape[0] - 1)
-    check_step_arguments(caller, data.shape[0], indices, indptr, y.shape[0],
-                         "one class index per row of X", sq_norms, m, last_noised.shape[0],
-                         "one per feature (row of w), in lazy noisy mode", batch_ptr, batch_idx,
-                         "residual_buffer", residual_buffer.shape[0], K,
-                         "K per row of the largest batch", clip, rho, kappa, noise_std,
-                         lazy_noise and noise_std > 0.0, num_threads, check_structure,
-                         _StructureToken, stored_columns)
-    if n_steps <= 0:
-        return 0
-    if n_steps >= 2**31 - 1:
-        raise_invalid("run_multinomial_sgd: at most 2**31 - 2 steps per call; split the batches "
-                      "over several calls.")
-    keep = []                                       # arrays the rule points to
-    cdef LazyNoise pending                          # lazy-noise bookkeeping
-    cdef bitgen_t* rng                              # NULL without noise
-    cdef StepRule rule = step_rule(caller, n_steps, m, K, rho, kappa, noise_std, lazy_noise,
-                                   bit_generator, num_threads, parallel_min_rows, column_splits,
-                                   "w.shape[0]", last_noised, &pending, &rng, keep)
-    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale, row_shrink,
-                                                  tail_value, tail_column)
     cdef StepModel model                            # the classes, the clip, labels and norms
     model.K = K
     model.softmax = softmax_loss(K, clip, y, sq_norms)
-    with nogil:
-        n_draws = run_steps(&model, &X, &w[0, 0] if m > 0 else NULL, m, &batch_ptr[0],
-                            &batch_idx[0] if batch_idx.shape[0] > 0 else NULL, n_steps,
-                            &residual_buffer[0] if residual_buffer.shape[0] > 0 else NULL,
-                            &pending, rng, &gate, &rule)
-    _gates[gate_slot(num_threads)] = gate
-    return n_draws
+    return run_step_kernel(caller, &model, data, indices, indptr, y.shape[0], sq_norms,
+                           &w[0, 0] if w.shape[0] > 0 else NULL, w.shape[0], batch_ptr,
+                           batch_idx, residual_buffer, last_noised, clip, rho, kappa, noise_std,
+                           lazy_noise, bit_generator, num_threads, parallel_min_rows,
+                           column_splits, "w.shape[0]", check_structure, _StructureToken,
+                           row_scale, row_shrink, tail_value, tail_column, stored_columns,
+                           _gates)
 
 
 def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,

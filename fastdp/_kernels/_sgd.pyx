@@ -71,17 +71,12 @@ multinomial kernel (:mod:`fastdp._kernels._multinomial`).
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
-from numpy.random cimport bitgen_t
 
-from fastdp._kernels._csr cimport CsrView, index_t, real_t
+from fastdp._kernels._csr cimport index_t, real_t
 from fastdp._kernels._glm cimport (
-    GATE_SLOTS, LazyNoise, ParallelGate, check_loss_code, check_row_map, gate_slot, gate_state,
-    gates_reset, raise_invalid,
+    GATE_SLOTS, ParallelGate, check_loss_code, check_row_map, gate_slot, gate_state, gates_reset,
 )
-from fastdp._kernels._minibatch cimport (
-    StepModel, StepRule, check_step_arguments, mapped_view, pending_noise_scale_array, run_steps,
-    step_rule,
-)
+from fastdp._kernels._minibatch cimport StepModel, pending_noise_scale_array, run_step_kernel
 
 from fastdp._validation import _StructureToken
 
@@ -176,35 +171,11 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     """
 
     cdef str caller = "run_sgd"
-    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
-    cdef Py_ssize_t m = w.shape[0]
-    cdef int64_t n_draws
-    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
     cdef int64_t stored_columns = check_row_map(
         caller, row_scale.shape[0] if row_scale is not None else -1,
         row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
         indptr.shape[0] - 1, w.shape[0])
     check_loss_code(caller, loss)
-    check_step_arguments(caller, data.shape[0], indices, indptr, y.shape[0],
-                         "one label per row of X", sq_norms, m, last_noised.shape[0],
-                         "one per coefficient of w, in lazy noisy mode", batch_ptr, batch_idx,
-                         "coef_buffer", coef_buffer.shape[0], 1,
-                         "one per row of the largest batch", clip, rho, kappa, noise_std,
-                         lazy_noise and noise_std > 0.0, num_threads, check_structure,
-                         _StructureToken, stored_columns)
-    if n_steps <= 0:
-        return 0
-    if n_steps >= 2**31 - 1:
-        raise_invalid("run_sgd: at most 2**31 - 2 steps per call; split the batches over "
-                      "several calls.")
-    keep = []                                       # arrays the rule points to
-    cdef LazyNoise pending                          # lazy-noise bookkeeping
-    cdef bitgen_t* rng                              # NULL without noise
-    cdef StepRule rule = step_rule(caller, n_steps, m, 1, rho, kappa, noise_std, lazy_noise,
-                                   bit_generator, num_threads, parallel_min_rows, column_splits,
-                                   "len(w)", last_noised, &pending, &rng, keep)
-    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale, row_shrink,
-                                                  tail_value, tail_column)
     cdef StepModel model                            # the loss, the clip, labels and norms
     model.K = 1
     model.glm.loss = loss
@@ -212,13 +183,12 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     model.glm.clipping = clip < INFINITY
     model.glm.y = &y[0] if y.shape[0] > 0 else NULL
     model.glm.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
-    with nogil:
-        n_draws = run_steps(&model, &X, &w[0] if m > 0 else NULL, m, &batch_ptr[0],
-                            &batch_idx[0] if batch_idx.shape[0] > 0 else NULL, n_steps,
-                            &coef_buffer[0] if coef_buffer.shape[0] > 0 else NULL, &pending,
-                            rng, &gate, &rule)
-    _gates[gate_slot(num_threads)] = gate
-    return n_draws
+    return run_step_kernel(caller, &model, data, indices, indptr, y.shape[0], sq_norms,
+                           &w[0] if w.shape[0] > 0 else NULL, w.shape[0], batch_ptr, batch_idx,
+                           coef_buffer, last_noised, clip, rho, kappa, noise_std, lazy_noise,
+                           bit_generator, num_threads, parallel_min_rows, column_splits,
+                           "len(w)", check_structure, _StructureToken, row_scale, row_shrink,
+                           tail_value, tail_column, stored_columns, _gates)
 
 
 def _parallel_gate_state(int num_threads):
