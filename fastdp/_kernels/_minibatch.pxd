@@ -256,24 +256,33 @@ cdef inline int64_t add_pending_noise(bitgen_t* rng, const LazyNoise* pending, i
     return n_owing * K
 
 
-cdef inline void prefetch_example(const StepModel* model, const CsrView[real_t, index_t]* X,
-                                  RowBatch batch, int64_t q) noexcept nogil:
-    """Cache hints for the serial path at batch position q: the row pointers 8 rows
-    ahead, the row, its label and its norm 4 rows ahead."""
-    cdef int64_t j
+cdef inline int64_t prefetch_ahead(const CsrView[real_t, index_t]* X, RowBatch batch,
+                                   int64_t q) noexcept nogil:
+    """Cache hints for a serial pass at batch position q: the row pointers 8 rows ahead,
+    the whole row 4 ahead; returns that row's number (-1 past the batch's end), whose
+    per-row data the caller may hint too."""
     if q + 8 < batch.count:
         FASTDP_PREFETCH(&X.indptr[batch.rows[q + 8]])
-    if q + 4 < batch.count:
-        j = batch.rows[q + 4]
-        prefetch_row(X, j)
-        if model.K == 1:
-            FASTDP_PREFETCH(&model.glm.y[j])
-            if model.glm.clipping:
-                FASTDP_PREFETCH(&model.glm.sq_norms[j])
-        else:
-            FASTDP_PREFETCH(&model.softmax.labels[j])
-            if model.softmax.clipping:
-                FASTDP_PREFETCH(&model.softmax.sq_norms[j])
+    if q + 4 >= batch.count:
+        return -1
+    prefetch_row(X, batch.rows[q + 4])
+    return batch.rows[q + 4]
+
+
+cdef inline void prefetch_example(const StepModel* model, const CsrView[real_t, index_t]* X,
+                                  RowBatch batch, int64_t q) noexcept nogil:
+    """:func:`prefetch_ahead`, and the label and norm of the row 4 ahead."""
+    cdef int64_t j = prefetch_ahead(X, batch, q)
+    if j < 0:
+        return
+    if model.K == 1:
+        FASTDP_PREFETCH(&model.glm.y[j])
+        if model.glm.clipping:
+            FASTDP_PREFETCH(&model.glm.sq_norms[j])
+    else:
+        FASTDP_PREFETCH(&model.softmax.labels[j])
+        if model.softmax.clipping:
+            FASTDP_PREFETCH(&model.softmax.sq_norms[j])
 
 
 cdef inline int64_t run_steps(const StepModel* model, const CsrView[real_t, index_t]* X,

@@ -126,23 +126,15 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     last_noised : int32 scratch of length M (lazy mode), overwritten.
     clip : C > 0 (``inf``: no clipping), bound on the Frobenius norm of each
         per-example gradient.
-    rho : decay factor in (0, 1].
-    kappa : step factor eta / L > 0.
     noise_std : std of the Gaussian added to each coordinate of the clipped
         gradient sum (sigma C).
-    lazy_noise : draw the noise lazily (see the module docstring).
-    bit_generator : numpy ``BitGenerator`` (its lock held by the caller);
-        ignored when ``noise_std == 0``.
-    num_threads : OpenMP threads for the residuals and the scatter.
-    parallel_min_rows : smallest batch processed in parallel.
-    column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
-        Column ranges of the threads in the scatter (default: equal ranges).
+    rho, kappa, lazy_noise, bit_generator, num_threads, parallel_min_rows, column_splits
+        As :func:`fastdp._kernels._sgd.run_sgd` (the threads compute residuals
+        instead of margins; M = ``w.shape[0]``).
     check_structure : True or a structure token, default=True
-        The CSR structure of X is checked (one sequential pass over
-        ``indices``: row pointers non-decreasing, column indices strictly
-        increasing within ``[0, M)``, M = ``w.shape[0]``) unless this is
-        ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
-        ``check_X`` output); ``False`` checks too.
+        As :func:`fastdp._kernels._sgd.run_sgd`: unless this is
+        ``fastdp._validation.structure_token(X)`` for these arrays, one pass
+        checks the CSR structure (every column index < M).
     row_scale, row_shrink, tail_value, tail_column : optional row map
         Read the rows of X through a row map instead of as stored, exactly as
         :func:`fastdp._kernels._sgd.run_sgd` does (``_csr.pxd: csr_set_row_map``):
@@ -153,20 +145,15 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     Returns
     -------
     n_draws : int
-        Standard normal draws taken from ``bit_generator``.
+        The draws taken from ``bit_generator`` (standard normals).
 
     Raises
     ------
     ValidationError
-        Always checked: the CSR arrays, the lengths of y and (when clipping)
-        sq_norms (N; when clipping also every entry >= 0 and not NaN, which
-        would turn the clipping off), every label in ``[0, K)`` (O(N)),
-        ``K >= 2``, last_noised (>= M in lazy noisy mode), residual_buffer
-        (>= K times the largest batch), the batches, ``0 < rho <= 1``,
-        ``kappa > 0``, ``clip > 0``, ``noise_std >= 0`` (not NaN),
-        ``num_threads <= 1024``, column_splits, the bit generator; and, unless
-        ``check_structure`` is a token for these arrays, the CSR structure
-        (every column index < M).
+        What :func:`fastdp._kernels._sgd.run_sgd` checks (with residual_buffer:
+        >= K times the largest batch; the structure: every column index < M),
+        and ``K >= 2`` and every label in ``[0, K)`` (O(N)) instead of the loss
+        code.
     """
 
     cdef str caller = "run_multinomial_sgd"

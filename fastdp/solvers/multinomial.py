@@ -368,11 +368,8 @@ def multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size=1,
     Returns
     -------
     SolverResult
-        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
-
-    Notes
-    -----
-    Privacy: none.  The result reveals the training data.
+        That of :func:`dp_multinomial_sgd` without noise (``noise_multiplier = 0``,
+        ``event = NonPrivateEvent()``); it reveals the training data.
     """
     return _run(X, y, algorithm="multinomial_sgd", n_classes=n_classes, lam=lam, epochs=epochs,
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip,

@@ -392,11 +392,8 @@ def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle",
     Returns
     -------
     SolverResult
-        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
-
-    Notes
-    -----
-    Privacy: none.  The result reveals the training data.
+        No noise (``noise_multiplier = 0``) and no privacy (``event =
+        NonPrivateEvent()``): the coefficients reveal the training data.
     """
     smp = get_sampler(sampler, check_batch_size(batch_size))
     return _run(

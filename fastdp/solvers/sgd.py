@@ -261,11 +261,9 @@ def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING
     Returns
     -------
     SolverResult
-        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
-
-    Notes
-    -----
-    Privacy: none.  The result reveals the training data.
+        As :func:`dpsgd` returns it, with ``noise_multiplier = 0`` and
+        ``event = NonPrivateEvent()``: no privacy, the result reveals the
+        training data.
     """
     return _run(X, y, algorithm="sgd", loss=loss, lam=lam, epochs=epochs,
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip, noise_multiplier=0.0,
