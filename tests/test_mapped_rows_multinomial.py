@@ -19,12 +19,12 @@ from fastdp._kernels import _multinomial, _scd
 from fastdp._mapped_rows import MappedRows
 from fastdp._validation import check_X
 from fastdp.exceptions import ValidationError
-from fastdp.linear_model import DPLogisticRegression
 from fastdp.preprocessing import RowMap
 from fastdp.solvers import multinomial
 from fastdp.solvers.multinomial import dp_multinomial_sgd
 
 from test_mapped_rows import _reference, _same_bits  # noqa: E402  (tests/ is on sys.path)
+from test_mapped_rows_products import fit_both_ways  # noqa: E402
 
 K = 4
 
@@ -138,11 +138,6 @@ def test_solver_function_gives_the_bits_of_the_written_out_matrix(dtype, threads
     assert got.diagnostics == want.diagnostics
 
 
-def _fit(X, y, **params):
-    return DPLogisticRegression(epsilon=2.0, epochs=2, batch_size=50, random_state=0,
-                                **params).fit(X, y)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("normalize, fit_intercept", [
     ("auto", True), (True, False), ("clip", True),
@@ -151,36 +146,11 @@ def _fit(X, y, **params):
 def test_estimator_fit_reads_mapped_rows_without_a_copy(monkeypatch, dtype, normalize,
                                                         fit_intercept, solver):
     X, y = _data(dtype, np.int32)
-    params = dict(normalize=normalize, fit_intercept=fit_intercept, solver=solver)
-    solver_class = multinomial.MultinomialDPSGDEstimatorSolver
-    with monkeypatch.context() as patch:               # the copy path, as before
-        patch.setattr(solver_class, "reads_row_map", False)
-        want = _fit(X, y, **params)
-
-    def no_copy(self):
-        raise AssertionError("the mapped rows were written out")
-
-    monkeypatch.setattr(MappedRows, "tocsr", no_copy)
-    got = _fit(X, y, **params)
-    assert got.solver_ == want.solver_ and got.coef_.shape == (K, X.shape[1])
-    assert _same_bits(got.coef_, want.coef_)
-    assert _same_bits(got.intercept_, want.intercept_)
-    assert got.epsilon_ == want.epsilon_
+    got, want = fit_both_ways(monkeypatch, multinomial.MultinomialDPSGDEstimatorSolver, X, y,
+                              epsilon=2.0, epochs=2, batch_size=50, random_state=0,
+                              normalize=normalize, fit_intercept=fit_intercept, solver=solver)
+    assert got.coef_.shape == (K, X.shape[1])
     assert np.array_equal(got.predict(X), want.predict(X))
-
-
-def test_record_history_still_writes_the_mapped_rows_out(monkeypatch):
-    X, y = _data(np.float64, np.int32)
-    calls = []
-    original = MappedRows.tocsr
-
-    def counted(self):
-        calls.append(1)
-        return original(self)
-
-    monkeypatch.setattr(MappedRows, "tocsr", counted)
-    fitted = _fit(X, y, solver="dpsgd", record_history=True)
-    assert len(calls) == 1 and len(fitted.history_) == 2
 
 
 def test_kernel_refuses_a_malformed_row_map():

@@ -36,8 +36,8 @@ from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
 from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_set_row_map, csr_view, index_t, prefetch_row,
-    real_t, row_value,
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, mapped_view, prefetch_row, real_t,
+    row_value,
 )
 from fastdp._kernels._glm cimport (
     ClippedLoss, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
@@ -363,20 +363,6 @@ cdef inline int64_t run_steps(const StepModel* model, const CsrView[real_t, inde
 # ---------------------------------------------------------------------------
 # set-up and checks of an entry point
 # ---------------------------------------------------------------------------
-
-cdef inline CsrView[real_t, index_t] mapped_view(
-        const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
-        const double[::1] row_scale, const double[::1] row_shrink, double tail_value,
-        int64_t tail_column) noexcept:
-    """The view of checked CSR arrays read through an optional row map (``row_scale``,
-    ``row_shrink``: None for none; ``tail_column`` -1 for no appended entry), checked by
-    ``_glm.pxd: check_row_map``."""
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
-    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
-                    &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
-                    tail_value, tail_column)
-    return X
-
 
 cdef inline object pending_noise_scale_array(double rho, Py_ssize_t n_steps):
     """``sqrt(h(p))`` for p = 0..n_steps, ``h(p) = sum_{i<p} rho^(2i)`` (closed form),

@@ -65,13 +65,13 @@ bits as the written-out mapped rows without the copy.
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
-from fastdp._kernels._csr cimport CsrView, index_t, real_t
+from fastdp._kernels._csr cimport CsrView, index_t, mapped_view, real_t
 from fastdp._kernels._glm cimport (
     GATE_SLOTS, ParallelGate, RowBatch, check_csr, check_length, check_row_map, check_rows,
     every_column, gates_reset, raise_invalid, structure_proven,
 )
 from fastdp._kernels._minibatch cimport (
-    SoftmaxLoss, StepModel, mapped_view, run_step_kernel, scatter_residuals, softmax_residual,
+    SoftmaxLoss, StepModel, run_step_kernel, scatter_residuals, softmax_residual,
 )
 
 import numpy as np
