@@ -53,8 +53,9 @@ def _rows(rng, n_rows, d, k):
     return columns, values
 
 
-def generate(n, d, k, dtype, seed=0, chunk_rows=20_000):
-    """A CSR matrix of n rows with k entries each, built in place, and labels +-1.
+def generate(n, d, k, dtype, seed=0, chunk_rows=20_000, classes=2):
+    """A CSR matrix of n rows with k entries each, built in place, and labels +-1
+    (``classes > 2``: class indices 0..classes-1, uniform).
 
     Peak memory: the matrix plus one chunk of rows (``chunk_rows * k`` entries) of
     temporaries.
@@ -74,6 +75,8 @@ def generate(n, d, k, dtype, seed=0, chunk_rows=20_000):
         data[r0 * k:r1 * k] = values.ravel()
         indices[r0 * k:r1 * k] = columns.ravel()
     y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    if classes > 2:
+        y = rng.integers(0, classes, size=n).astype(np.float64)
     X = sp.csr_matrix((n, d), dtype=dtype)
     X.data, X.indices, X.indptr = data, indices, indptr  # no copy, no index downcast
     return X, y
@@ -120,7 +123,8 @@ def child(args):
     from fastdp.linear_model import DPLogisticRegression
 
     baseline = status("VmRSS")
-    report = {"dtype": args.dtype, "solver": args.solver, "normalize": args.normalize}
+    report = {"dtype": args.dtype, "solver": args.solver, "normalize": args.normalize,
+              "classes": args.classes}
     normalize = {"auto": "auto", "true": True, "false": False, "clip": "clip"}[args.normalize]
     if args.fdp:
         names = ("data.npy", "indices.npy", "indptr.npy")
@@ -143,7 +147,7 @@ def child(args):
             raise SystemExit(f"fastdp train failed with code {code}")
         report.update(source="fdp")
     else:
-        X, y = generate(args.n, args.d, args.k, np.dtype(args.dtype))
+        X, y = generate(args.n, args.d, args.k, np.dtype(args.dtype), classes=args.classes)
         n, d = X.shape
         x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
         before = status("VmRSS")
@@ -181,6 +185,8 @@ def main():
     c.add_argument("--normalize", default="auto", choices=("auto", "true", "false", "clip"))
     c.add_argument("--epochs", type=float, default=1.0)
     c.add_argument("--fdp", default=None, help="train on this binary dataset with the CLI")
+    c.add_argument("--classes", type=int, default=2,
+                   help="more than 2: multiclass labels (multinomial DP-SGD)")
     w = sub.add_parser("write-svm")
     w.add_argument("path")
     w.add_argument("--n", type=int, default=200_000)

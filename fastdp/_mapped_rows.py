@@ -42,7 +42,7 @@ from fastdp._validation import (
     register_verified_csr,
 )
 
-__all__ = ["MappedRows", "is_mapped_rows", "rows_for_solver"]
+__all__ = ["MappedRows", "TransposedMappedRows", "is_mapped_rows", "rows_for_solver"]
 
 
 class MappedRows:
@@ -210,6 +210,34 @@ class MappedRows:
             start = stop
         return MappedRows(self.csr, self.row_scale, self.tail_value, shrink)
 
+    # ------------------------------------------------------------------ products
+    def __matmul__(self, other):
+        """``M @ other`` for the mapped matrix M, one block of rows at a time (no copy of X).
+
+        Bit for bit ``self.tocsr() @ other``: every row's sum is scipy's, over the
+        same values in the same order (each block is written out, multiplied and
+        dropped).  ``other``: a vector of length ``shape[1]`` or a matrix with
+        ``shape[1]`` rows; returns an ndarray.
+        """
+        other = np.asarray(other)
+        if other.ndim not in (1, 2) or other.shape[0] != self.shape[1]:
+            raise ValueError(f"MappedRows of shape {self.shape} @ array of shape {other.shape}: "
+                             f"dimension mismatch.")
+        out = None
+        for r0, r1 in _row_blocks(self.csr.indptr):
+            part = np.asarray(self._block_csr(r0, r1) @ other)
+            if out is None:
+                out = np.empty((self.shape[0],) + other.shape[1:], dtype=part.dtype)
+            out[r0:r1] = part
+        if out is None:                                  # no rows
+            out = np.zeros((0,) + other.shape[1:], dtype=np.result_type(self.dtype, other))
+        return out
+
+    @property
+    def T(self):
+        """The transpose, for products ``M.T @ a`` (:class:`TransposedMappedRows`)."""
+        return TransposedMappedRows(self)
+
     # ------------------------------------------------------------------ copy
     def tocsr(self):
         """The mapped matrix, written out once (in blocks of rows; no other O(nnz) temporary).
@@ -252,6 +280,37 @@ class MappedRows:
         return out
 
 
+class TransposedMappedRows:
+    """``M.T`` of mapped rows M, for the products ``M.T @ a`` of the per-epoch diagnostics.
+
+    Parameters
+    ----------
+    rows : MappedRows
+    """
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.shape = rows.shape[::-1]
+        self.dtype = rows.dtype
+
+    def __matmul__(self, other):
+        """``M.T @ a`` for a vector a (one entry per row of M), bit for bit
+        ``M.tocsr().T @ a``: the products ``m_ij a_i`` are added to column j in row
+        order and storage order, as scipy's transposed product adds them
+        (``np.add.at`` is unbuffered and goes in order), a block of rows at a time."""
+        other = np.asarray(other)
+        if other.ndim != 1 or other.shape[0] != self.shape[1]:
+            raise ValueError(f"transposed MappedRows of shape {self.shape} @ array of shape "
+                             f"{other.shape}: dimension mismatch.")
+        dtype = np.result_type(self.dtype, other.dtype)
+        out = np.zeros(self.shape[0], dtype=dtype)
+        for r0, r1 in _row_blocks(self.rows.csr.indptr):
+            data, indices, indptr = self.rows._block_values(r0, r1)
+            weights = np.repeat(other[r0:r1].astype(dtype), np.diff(indptr))
+            np.add.at(out, indices, data.astype(dtype) * weights)
+        return out
+
+
 def rows_for_solver(Xm, solver, config):
     """What ``solver.run`` gets: ``Xm`` itself when the solver reads mapped rows on the fly
     (``solver.reads_row_map``, no per-epoch history), else the mapped matrix written out once.
@@ -262,12 +321,14 @@ def rows_for_solver(Xm, solver, config):
         The estimator's mapped rows (:meth:`fastdp.preprocessing.RowMap.map_rows`).
     solver : fastdp.solvers.registry.EstimatorSolver
     config : dict
-        The resolved settings (``record_history`` reads X with scipy products; a
-        block-keyed sampler runs the data-parallel step loop on a CSR matrix).
+        The resolved settings (a block-keyed sampler runs the data-parallel step
+        loop on a CSR matrix).  ``record_history`` reads ``Xm`` too: its
+        per-epoch objectives take the products ``Xm @ theta`` and ``Xm.T @ alpha``
+        block by block (:meth:`MappedRows.__matmul__`, :class:`TransposedMappedRows`).
     """
     if not is_mapped_rows(Xm):
         return Xm
-    if (getattr(solver, "reads_row_map", False) and not config.get("record_history", False)
+    if (getattr(solver, "reads_row_map", False)
             and not getattr(config.get("sampler"), "keyed", False)):
         return Xm
     return Xm.tocsr()

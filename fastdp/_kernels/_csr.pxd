@@ -123,6 +123,20 @@ cdef inline void csr_set_row_map(CsrView[real_t, index_t]* X, const double* row_
     X.tail_column = tail_column
 
 
+cdef inline CsrView[real_t, index_t] mapped_view(
+        const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+        const double[::1] row_scale, const double[::1] row_shrink, double tail_value,
+        int64_t tail_column) noexcept:
+    """The view of CSR arrays read through an optional row map (``row_scale``,
+    ``row_shrink``: None for none; ``tail_column`` -1 for no appended entry); the entry
+    points check the map first (``_glm.pxd: check_row_map``)."""
+    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
+                    &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
+                    tail_value, tail_column)
+    return X
+
+
 cdef inline real_t map_value(real_t x, real_t scale, double shrink) noexcept nogil:
     """``(real)((double)(real)(x * scale) * shrink)``: the two roundings of the
     materialised map (a factor of 1 changes no bit)."""

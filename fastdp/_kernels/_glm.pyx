@@ -56,7 +56,7 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
 from fastdp._kernels._csr cimport (
-    CsrView, csr_row, csr_view, index_t, prefetch_row, real_t, row_dot,
+    CsrView, csr_row, csr_view, index_t, mapped_view, prefetch_row, real_t, row_dot,
 )
 
 import numpy as np
@@ -107,6 +107,16 @@ cdef int _check_arrays(str caller, const real_t[::1] data, const index_t[::1] in
     return 0
 
 
+cdef inline int64_t _row_map_columns(str caller, const double[::1] row_scale,
+                                     const double[::1] row_shrink, int64_t tail_column,
+                                     Py_ssize_t n_rows, Py_ssize_t n_columns) except -2:
+    """``check_row_map`` of an entry point's optional row map: the columns the stored
+    entries must stay below."""
+    return check_row_map(caller, row_scale.shape[0] if row_scale is not None else -1,
+                         row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
+                         n_rows, n_columns)
+
+
 cdef void _scatter(const CsrView[real_t, index_t]* X, RowBatch batch, const double* coefs,
                    double* out, int nt, const int64_t* splits) noexcept nogil:
     """``out += sum_q coefs[q] x_{rows[q]}``, the columns split among ``nt`` threads."""
@@ -120,7 +130,8 @@ cdef void _scatter(const CsrView[real_t, index_t]* X, RowBatch batch, const doub
 
 def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
             const int64_t[::1] rows, const double[::1] theta, double[::1] out, num_threads=1, *,
-            check_structure=True):
+            check_structure=True, const double[::1] row_scale=None,
+            const double[::1] row_shrink=None, double tail_value=0.0, int64_t tail_column=-1):
     """``out[k] = x_{rows[k]}^T theta`` for every k (overwrites ``out``).
 
     Parameters
@@ -135,6 +146,10 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         The CSR structure of the rows read is checked (one pass over their
         column indices) unless this is ``fastdp._validation.structure_token(X)``
         for these arrays; ``False`` checks too.
+    row_scale, row_shrink, tail_value, tail_column : optional row map
+        Read the rows through a row map (the estimators' mapped rows,
+        ``fastdp._mapped_rows.MappedRows.kernel_map``), as ``_sgd.run_sgd``
+        does: the bits of the written-out rows, without the copy.
 
     Raises
     ------
@@ -144,14 +159,17 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     """
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t q                   # position in rows
+    cdef int64_t stored = _row_map_columns("margins", row_scale, row_shrink, tail_column,
+                                           indptr.shape[0] - 1, theta.shape[0])
     check_length("margins", "out", out.shape[0], count, "one entry per row number in rows")
-    _check_arrays("margins", data, indices, indptr, rows, check_structure, theta.shape[0], "theta")
+    _check_arrays("margins", data, indices, indptr, rows, check_structure, stored, "theta")
     if count == 0:
         return
     cdef int requested = _threads("margins", num_threads, count)
     cdef ParallelGate* gate = &_gates[_KIND_MARGINS][gate_slot(requested)]
     cdef int path = gate_begin(gate, requested > 1)
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale,
+                                                  row_shrink, tail_value, tail_column)
     cdef const double* theta_ = &theta[0] if theta.shape[0] > 0 else NULL
     with nogil:
         if path == 1:
@@ -261,7 +279,9 @@ def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index
 def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
                      const index_t[::1] indptr, const int64_t[::1] rows,
                      const double[::1] weights, double[::1] out, num_threads=1, *,
-                     check_structure=True):
+                     check_structure=True, const double[::1] row_scale=None,
+                     const double[::1] row_shrink=None, double tail_value=0.0,
+                     int64_t tail_column=-1):
     """``out += sum_k weights[k] x_{rows[k]}`` (i.e. ``X_rows^T weights``); returns None.
 
     The scatter half of a gradient, for callers that already have the
@@ -276,22 +296,21 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     out : float64 accumulator of length n_features (added to).
     num_threads : int, default=1
         Same bits for any value.
-    check_structure : True or a structure token, default=True
-        The CSR structure of the rows read is checked (one pass over their
-        column indices) unless this is ``fastdp._validation.structure_token(X)``
-        for these arrays; ``False`` checks too.
+    check_structure, row_scale, row_shrink, tail_value, tail_column
+        As :func:`margins` (the structure check, the optional row map).
 
     Raises
     ------
     ValidationError
-        If an argument could make the kernel read or write out of bounds
-        (see the module docstring, "Checks").
+        As :func:`margins`.
     """
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t n_columns = out.shape[0]
+    cdef int64_t stored = _row_map_columns("weighted_row_sum", row_scale, row_shrink,
+                                           tail_column, indptr.shape[0] - 1, n_columns)
     check_length("weighted_row_sum", "weights", weights.shape[0], count,
                  "one entry per row number in rows")
-    _check_arrays("weighted_row_sum", data, indices, indptr, rows, check_structure, n_columns,
+    _check_arrays("weighted_row_sum", data, indices, indptr, rows, check_structure, stored,
                   "out")
     if count == 0:
         return
@@ -301,7 +320,8 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     cdef int nt = requested if path == 1 else 1
     splits_arr = column_splits_of("weighted_row_sum", None, nt, n_columns, "len(out)")
     cdef const int64_t[::1] splits = splits_arr
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale,
+                                                  row_shrink, tail_value, tail_column)
     cdef RowBatch batch
     batch.rows = &rows[0]
     batch.count = count

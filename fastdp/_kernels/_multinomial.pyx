@@ -55,137 +55,44 @@ the scatter into ``w`` is split by columns, each column receiving its
 updates in batch order; every draw happens in the sequential part.  Results
 are bit-identical for any thread count and either path of the timing gate
 (``_glm.pxd: ParallelGate``).
-"""
-from cython.parallel cimport prange
-from libc.math cimport INFINITY, exp, sqrt
-from libc.stdint cimport int32_t, int64_t
-from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
-from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_view, index_t, prefetch_row, real_t,
-)
+The step loop is the one of :mod:`fastdp._kernels._sgd`, written once in
+``_minibatch.pxd`` (``run_steps``, with the softmax residual as the
+per-example gradient); rows may be read through the estimators' row map
+(``row_scale``, ``row_shrink``, ``tail_value``, ``tail_column``), the same
+bits as the written-out mapped rows without the copy.
+"""
+from libc.math cimport INFINITY
+from libc.stdint cimport int32_t, int64_t
+
+from fastdp._kernels._csr cimport CsrView, index_t, mapped_view, real_t
 from fastdp._kernels._glm cimport (
-    GATE_SLOTS, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
-    check_all_rows, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
-    check_rows, check_threads, collect_pending, column_splits_of, every_column, gate_begin,
-    gate_end,
-    gate_slot, gates_reset, lazy_noise_scratch, raise_invalid, row_span, structure_proven,
-    thread_columns,
+    GATE_SLOTS, ParallelGate, RowBatch, check_csr, check_length, check_row_map, check_rows,
+    every_column, gates_reset, raise_invalid, structure_proven,
+)
+from fastdp._kernels._minibatch cimport (
+    SoftmaxLoss, StepModel, run_step_kernel, scatter_residuals, softmax_residual,
 )
 
 import numpy as np
 
 from fastdp._validation import _StructureToken
 
-from fastdp._kernels._sgd import pending_noise_scales
-
 # Serial-or-parallel choice for batches (speed only), one per thread count.
 cdef ParallelGate _gates[GATE_SLOTS]
 gates_reset(_gates, GATE_SLOTS)
 
-cdef double _FOLD_BELOW = 1e-100
 
-
-ctypedef struct SoftmaxLoss:
-    # What the clipped residual of an example needs.
-    Py_ssize_t K              # number of classes
-    double clip               # C, the bound on each example's gradient (Frobenius norm)
-    bint clipping             # clip < inf
-    const int64_t* labels     # class index of each row
-    const double* sq_norms    # squared row norms (read only when clipping)
-
-
-cdef inline void _scale(double* w, Py_ssize_t size, double a) noexcept nogil:
-    """w *= a (folds the scale of Theta = a w into w)."""
-    cdef Py_ssize_t i
-    for i in range(size):
-        w[i] = w[i] * a
-
-
-cdef inline void _residual(const SoftmaxLoss* s, const CsrView[real_t, index_t]* X, int64_t j,
-                           const double* w, double a, double* r) noexcept nogil:
-    """Clipped residual r (K) of row j: ``g_j = r x_j^T`` clipped to Frobenius norm C.
-
-    ``r = softmax(a W^T x_j) - e_label``, then ``r *= min(1, C / (||r|| ||x_j||))``
-    (``||x_j||^2`` from ``sq_norms``); a product, so a zero row gives no division by 0.
-    """
-    cdef CsrRow[real_t, index_t] row = csr_row(X, j)
-    cdef Py_ssize_t K = s.K
-    cdef int64_t label = s.labels[j]
-    cdef index_t p                      # position within the row
-    cdef Py_ssize_t c, base             # class, offset of the row's column in w
-    cdef double x                       # a stored value
-    cdef double top                     # largest score
-    cdef double total                   # sum of the exponentials
-    cdef double rest                    # their sum over the classes other than the label
-    cdef double norm2                   # ||r||^2
-    cdef double g                       # ||g_j|| = ||r|| ||x_j||, then the clip factor
-    for c in range(K):
-        r[c] = 0.0
-    for p in range(row.nnz):
-        x = <double>row.values[p]
-        base = <Py_ssize_t>row.columns[p] * K
-        for c in range(K):
-            r[c] = r[c] + x * w[base + c]
-    top = r[0]
-    for c in range(1, K):
-        if r[c] > top:
-            top = r[c]
-    total = 0.0
-    for c in range(K):
-        r[c] = exp(a * (r[c] - top))          # a > 0: the shift keeps every exponent <= 0
-        total = total + r[c]
-    r[label] = 0.0
-    rest = 0.0
-    for c in range(K):
-        rest = rest + r[c]                    # sum over k != label, without cancellation
-    norm2 = 0.0
-    for c in range(K):
-        r[c] = r[c] / total
-        norm2 = norm2 + r[c] * r[c]
-    r[label] = -rest / total
-    norm2 = norm2 + r[label] * r[label]
-    if s.clipping:
-        g = sqrt(norm2 * s.sq_norms[j])
-        if g > s.clip:
-            g = s.clip / g
-            for c in range(K):
-                r[c] = r[c] * g
-
-
-cdef inline void _scatter(const CsrView[real_t, index_t]* X, RowBatch batch, const double* R,
-                          Py_ssize_t K, double scale, double* w,
-                          ColumnRange columns) noexcept nogil:
-    """``w[c, :] += scale * x_{rows[q], c} * R[q, :]`` for q = 0..count-1 (in this order),
-    for the columns c of ``columns``.
-
-    Each column receives its updates in the same order whichever range it
-    falls in, so splitting the columns among threads changes no bit.
-    """
-    cdef int64_t q, j                   # position in the batch, row number
-    cdef index_t k, k0, k1              # storage positions of the row's entries in range
-    cdef Py_ssize_t c, base             # class, offset of column indices[k] in w
-    cdef double z                       # scale * x
-    cdef const double* rq               # the residual of row q
-    for q in range(batch.count):
-        j = batch.rows[q]
-        rq = &R[q * K]
-        row_span(X, j, columns, &k0, &k1)
-        for k in range(k0, k1):
-            z = scale * <double>X.data[k]
-            base = <Py_ssize_t>X.indices[k] * K
-            for c in range(K):
-                w[base + c] = w[base + c] + z * rq[c]
-
-
-cdef inline void _add_column_noise(bitgen_t* rng, double* wcol, Py_ssize_t K, double scale,
-                                   double* normals) noexcept nogil:
-    """``wcol[k] += scale * z_k`` for K fresh standard normals (drawn in order k = 0..K-1)."""
-    cdef Py_ssize_t c
-    random_standard_normal_fill(rng, K, normals)
-    for c in range(K):
-        wcol[c] = wcol[c] + scale * normals[c]
+cdef inline SoftmaxLoss softmax_loss(Py_ssize_t K, double clip, const int64_t[::1] y,
+                                     const double[::1] sq_norms) noexcept:
+    """The :data:`SoftmaxLoss` of K classes, clip C, labels ``y`` and squared norms."""
+    cdef SoftmaxLoss s
+    s.K = K
+    s.clip = clip
+    s.clipping = clip < INFINITY
+    s.labels = &y[0] if y.shape[0] > 0 else NULL
+    s.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    return s
 
 
 def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
@@ -196,7 +103,9 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
                         double clip, double rho, double kappa, double noise_std,
                         bint lazy_noise, object bit_generator, int num_threads,
                         Py_ssize_t parallel_min_rows, const int64_t[::1] column_splits=None, *,
-                        check_structure=True):
+                        check_structure=True, const double[::1] row_scale=None,
+                        const double[::1] row_shrink=None, double tail_value=0.0,
+                        int64_t tail_column=-1):
     """Run ``len(batch_ptr) - 1`` multinomial (DP-)SGD steps in place on ``w`` (= Theta^T).
 
     The safe way in is :mod:`fastdp.solvers.multinomial`, which validates X
@@ -217,160 +126,68 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     last_noised : int32 scratch of length M (lazy mode), overwritten.
     clip : C > 0 (``inf``: no clipping), bound on the Frobenius norm of each
         per-example gradient.
-    rho : decay factor in (0, 1].
-    kappa : step factor eta / L > 0.
     noise_std : std of the Gaussian added to each coordinate of the clipped
         gradient sum (sigma C).
-    lazy_noise : draw the noise lazily (see the module docstring).
-    bit_generator : numpy ``BitGenerator`` (its lock held by the caller);
-        ignored when ``noise_std == 0``.
-    num_threads : OpenMP threads for the residuals and the scatter.
-    parallel_min_rows : smallest batch processed in parallel.
-    column_splits : int64, length ``num_threads + 1`` from 0 to M, optional
-        Column ranges of the threads in the scatter (default: equal ranges).
+    rho, kappa, lazy_noise, bit_generator, num_threads, parallel_min_rows, column_splits
+        As :func:`fastdp._kernels._sgd.run_sgd` (the threads compute residuals
+        instead of margins; M = ``w.shape[0]``).
     check_structure : True or a structure token, default=True
-        The CSR structure of X is checked (one sequential pass over
-        ``indices``: row pointers non-decreasing, column indices strictly
-        increasing within ``[0, M)``, M = ``w.shape[0]``) unless this is
-        ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
-        ``check_X`` output); ``False`` checks too.
+        As :func:`fastdp._kernels._sgd.run_sgd`: unless this is
+        ``fastdp._validation.structure_token(X)`` for these arrays, one pass
+        checks the CSR structure (every column index < M).
+    row_scale, row_shrink, tail_value, tail_column : optional row map
+        Read the rows of X through a row map instead of as stored, exactly as
+        :func:`fastdp._kernels._sgd.run_sgd` does (``_csr.pxd: csr_set_row_map``):
+        the same bits as a run on the materialised rows
+        (``fastdp._mapped_rows.MappedRows.tocsr``), without the copy; ``sq_norms``
+        are then the mapped rows'.
 
     Returns
     -------
     n_draws : int
-        Standard normal draws taken from ``bit_generator``.
+        The draws taken from ``bit_generator`` (standard normals).
 
     Raises
     ------
     ValidationError
-        Always checked: the CSR arrays, the lengths of y and (when clipping)
-        sq_norms (N; when clipping also every entry >= 0 and not NaN, which
-        would turn the clipping off), every label in ``[0, K)`` (O(N)),
-        ``K >= 2``, last_noised (>= M in lazy noisy mode), residual_buffer
-        (>= K times the largest batch), the batches, ``0 < rho <= 1``,
-        ``kappa > 0``, ``clip > 0``, ``noise_std >= 0`` (not NaN),
-        ``num_threads <= 1024``, column_splits, the bit generator; and, unless
-        ``check_structure`` is a token for these arrays, the CSR structure
-        (every column index < M).
+        What :func:`fastdp._kernels._sgd.run_sgd` checks (with residual_buffer:
+        >= K times the largest batch; the structure: every column index < M),
+        and ``K >= 2`` and every label in ``[0, K)`` (O(N)) instead of the loss
+        code.
     """
 
-    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
-    cdef Py_ssize_t m = w.shape[0]
+    cdef str caller = "run_multinomial_sgd"
     cdef Py_ssize_t K = w.shape[1]
-    cdef int nt = num_threads if num_threads > 0 else 1
-    cdef bint noisy = noise_std > 0.0
-    cdef bint lazy = lazy_noise and noisy           # noise drawn lazily
-    cdef bitgen_t* rng = NULL
-    cdef int64_t n_draws = 0
-    cdef int64_t t, c, i                            # step, column, position in the owing list
-    cdef int64_t n_owing                            # columns of a batch that owe noise
-    cdef Py_ssize_t q                               # position in the batch
-    cdef int tid                                    # OpenMP thread
-    cdef int32_t owed                               # steps of noise a column owes
-    cdef double a = 1.0                             # Theta = a w
-    cdef double step_std = kappa * noise_std        # std of one step's noise, in Theta units
-    cdef RowBatch batch                             # the rows of step t
-    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
-    cdef bint eligible                              # the batch may take the parallel path
-    cdef int path                                   # 1: parallel, 0: serial
-
-    _check_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
-                     residual_buffer, last_noised, clip, rho, kappa, noise_std, lazy,
-                     num_threads, check_structure)
-    if n_steps <= 0:
-        return 0
-    if n_steps >= 2**31 - 1:
-        raise_invalid("run_multinomial_sgd: at most 2**31 - 2 steps per call; split the batches "
-                      "over several calls.")
-    # noise_scale[p]: std (Theta units) of the noise of p pending steps
-    scale_arr = step_std * pending_noise_scales(rho, n_steps)
-    cdef const double[::1] noise_scale = scale_arr
-    splits_arr = column_splits_of("run_multinomial_sgd", column_splits, nt, m, "w.shape[0]")
-    cdef const int64_t[::1] splits = splits_arr     # the threads' column ranges
-    scratch = []
-    cdef LazyNoise pending = lazy_noise_scratch(last_noised, m if lazy else 0, K, scratch)
-    if noisy:
-        rng = bit_generator_of("run_multinomial_sgd", bit_generator)
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
-    cdef SoftmaxLoss s
-    s.K = K
-    s.clip = clip
-    s.clipping = clip < INFINITY
-    s.labels = &y[0] if y.shape[0] > 0 else NULL
-    s.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
-    cdef double* w_ = &w[0, 0] if m > 0 else NULL   # Theta^T, row c = column c of Theta
-    cdef const int64_t* rows = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
-    cdef double* residuals = &residual_buffer[0] if residual_buffer.shape[0] > 0 else NULL
-
-    with nogil:
-        if lazy:
-            for c in range(m):
-                pending.last[c] = 0
-        for t in range(1, n_steps + 1):
-            batch.rows = rows + batch_ptr[t - 1]
-            batch.count = batch_ptr[t] - batch_ptr[t - 1]
-            # 1. lazy noise: bring every column the batch reads up to step t-1
-            if lazy and batch.count > 0:
-                n_owing = collect_pending(&X, batch, <int32_t>(t - 1), &pending)
-                for i in range(n_owing):
-                    if i + 8 < n_owing:
-                        FASTDP_PREFETCH(&w_[pending.columns[i + 8] * K])
-                    _add_column_noise(rng, &w_[pending.columns[i] * K], K,
-                                      noise_scale[pending.owed[i]] / a, pending.normals)
-                n_draws += n_owing * K
-            # 2. clipped residuals from the same Theta = a w
-            eligible = nt > 1 and batch.count >= parallel_min_rows
-            path = gate_begin(&gate, eligible)
-            if path == 1:
-                for q in prange(batch.count, num_threads=nt, schedule="static"):
-                    _residual(&s, &X, batch.rows[q], w_, a, &residuals[q * K])
-            else:
-                for q in range(batch.count):
-                    if q + 4 < batch.count:
-                        prefetch_row(&X, batch.rows[q + 4])
-                    _residual(&s, &X, batch.rows[q], w_, a, &residuals[q * K])
-            # 3. decay, then the sparse gradient step in w units
-            a = a * rho
-            if batch.count > 0:
-                if path == 1:
-                    for tid in prange(nt, num_threads=nt, schedule="static"):
-                        _scatter(&X, batch, residuals, K, -kappa / a, w_,
-                                 thread_columns(&splits[0], tid))
-                else:
-                    _scatter(&X, batch, residuals, K, -kappa / a, w_, every_column())
-            gate_end(&gate, eligible, path, batch.count)
-            # 4. eager noise on every coordinate
-            if noisy and not lazy:
-                for i in range(m * K):
-                    w_[i] = w_[i] + (step_std / a) * random_standard_normal(rng)
-                n_draws += m * K
-            if a < _FOLD_BELOW:
-                _scale(w_, m * K, a)
-                a = 1.0
-        # final flush: nothing leaves this call with pending noise
-        if lazy:
-            for c in range(m):
-                owed = <int32_t>n_steps - pending.last[c]
-                if owed > 0:
-                    _add_column_noise(rng, &w_[c * K], K, noise_scale[owed] / a, pending.normals)
-                    n_draws += K
-                    pending.last[c] = <int32_t>n_steps
-        if a != 1.0:
-            _scale(w_, m * K, a)
-    _gates[gate_slot(num_threads)] = gate
-    return n_draws
+    cdef int64_t stored_columns = check_row_map(
+        caller, row_scale.shape[0] if row_scale is not None else -1,
+        row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
+        indptr.shape[0] - 1, w.shape[0])
+    check_csr(caller, data.shape[0], indices, indptr)
+    _check_classes(caller, y, K, indptr.shape[0] - 1)
+    cdef StepModel model                            # the classes, the clip, labels and norms
+    model.K = K
+    model.softmax = softmax_loss(K, clip, y, sq_norms)
+    return run_step_kernel(caller, &model, data, indices, indptr, y.shape[0], sq_norms,
+                           &w[0, 0] if w.shape[0] > 0 else NULL, w.shape[0], batch_ptr,
+                           batch_idx, residual_buffer, last_noised, clip, rho, kappa, noise_std,
+                           lazy_noise, bit_generator, num_threads, parallel_min_rows,
+                           column_splits, "w.shape[0]", check_structure, _StructureToken,
+                           row_scale, row_shrink, tail_value, tail_column, stored_columns,
+                           _gates)
 
 
 def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, const int64_t[::1] y,
                          const double[::1] sq_norms, const int64_t[::1] rows,
                          const double[:, ::1] w, double clip, double[:, ::1] out, *,
-                         check_structure=True):
+                         check_structure=True, const double[::1] row_scale=None,
+                         const double[::1] row_shrink=None, double tail_value=0.0,
+                         int64_t tail_column=-1):
     """``out += sum_{i in rows} g_i min(1, C / ||g_i||_F)`` (Theta^T layout); returns None.
 
     ``g_i = (softmax(Theta x_i) - e_{y_i}) x_i^T`` is the K x M gradient of
     example i, clipped as ONE vector, exactly as one step of
-    :func:`run_multinomial_sgd` computes it (the same ``_residual``, at scale
+    :func:`run_multinomial_sgd` computes it (the same ``softmax_residual``, at scale
     ``a = 1``), and ``out`` receives its transpose (feature-major, like ``w``),
     the rows added in the order given.  The data-parallel workers return this
     sum for the rows of their shards (``fastdp.distributed.data_parallel``).
@@ -386,6 +203,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     out : float64 (M, K), C-contiguous accumulator (added to, not reset).
     check_structure : True or a structure token, default=True
         As :func:`run_multinomial_sgd` (only the rows read are scanned).
+    row_scale, row_shrink, tail_value, tail_column : optional row map
+        As :func:`run_multinomial_sgd`.
 
     Raises
     ------
@@ -401,6 +220,10 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t q
     cdef int64_t bad = -1
     cdef bint proven
+    cdef int64_t stored_columns = check_row_map(
+        caller, row_scale.shape[0] if row_scale is not None else -1,
+        row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
+        indptr.shape[0] - 1, m)
     check_csr(caller, data.shape[0], indices, indptr)
     if K < 2 or out.shape[0] != m or out.shape[1] != K:
         raise_invalid(f"{caller}: w has shape ({m}, {K}) and out ({out.shape[0]}, "
@@ -411,9 +234,10 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     if clip < INFINITY:
         check_length(caller, "sq_norms", sq_norms.shape[0], indptr.shape[0] - 1,
                      "one squared norm per row of X")
-    proven = structure_proven(caller, check_structure, _StructureToken, indices, indptr, m)
+    proven = structure_proven(caller, check_structure, _StructureToken, indices, indptr,
+                              stored_columns)
     check_rows(caller, "rows", indices, indptr, &rows[0] if count > 0 else NULL, count,
-               not proven, m, "w")
+               not proven, stored_columns, "w")
     if count == 0:
         return
     with nogil:
@@ -427,37 +251,24 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                       f"squared norm that is negative or NaN.")
     residual_arr = np.empty(count * K, dtype=np.float64)
     cdef double[::1] residuals = residual_arr
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
-    cdef SoftmaxLoss s
-    s.K = K
-    s.clip = clip
-    s.clipping = clip < INFINITY
-    s.labels = &y[0]
-    s.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale, row_shrink,
+                                                  tail_value, tail_column)
+    cdef SoftmaxLoss s = softmax_loss(K, clip, y, sq_norms)
     cdef RowBatch batch
     batch.rows = &rows[0]
     batch.count = count
     with nogil:
         for q in range(count):
-            _residual(&s, &X, rows[q], &w[0, 0] if m > 0 else NULL, 1.0, &residuals[q * K])
-        _scatter(&X, batch, &residuals[0], K, 1.0, &out[0, 0] if m > 0 else NULL,
-                 every_column())
+            softmax_residual(&s, &X, rows[q], &w[0, 0] if m > 0 else NULL, 1.0,
+                             &residuals[q * K])
+        scatter_residuals(&X, batch, &residuals[0], K, 1.0, &out[0, 0] if m > 0 else NULL,
+                          every_column())
 
 
-cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
-                          const index_t[::1] indptr, const int64_t[::1] y,
-                          const double[::1] sq_norms, double[:, ::1] w,
-                          const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
-                          double[::1] residual_buffer, int32_t[::1] last_noised, double clip,
-                          double rho, double kappa, double noise_std, bint lazy,
-                          int num_threads, object check_structure) except -1:
-    """Every check of :func:`run_multinomial_sgd` (see its ``Raises``)."""
-    cdef str caller = "run_multinomial_sgd"
-    cdef int64_t n_rows, largest, K = w.shape[1]
+cdef int _check_classes(str caller, const int64_t[::1] y, int64_t K, int64_t n_rows) except -1:
+    """``K >= 2`` classes, one class index per row, every one in ``[0, K)`` (O(N))."""
     cdef Py_ssize_t i                   # row
     cdef int64_t bad = -1               # first row with a label outside [0, K)
-    check_csr(caller, data.shape[0], indices, indptr)
-    n_rows = indptr.shape[0] - 1
     if K < 2:
         raise_invalid(f"{caller}: w has {K} column(s); it needs one per class, K >= 2 "
                       f"(shape (n_features, n_classes)).")
@@ -470,22 +281,4 @@ cdef int _check_arguments(const real_t[::1] data, const index_t[::1] indices,
     if bad >= 0:
         raise_invalid(f"{caller}: y[{bad}] = {y[bad]} is not a class index in [0, {K}) "
                       f"(K = w.shape[1]).")
-    if clip < INFINITY:
-        check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
-                     "one squared norm per row of X")
-        check_sq_norms(caller, sq_norms)
-    if lazy:
-        check_min_length(caller, "last_noised", last_noised.shape[0], w.shape[0],
-                         "one per feature (row of w), in lazy noisy mode")
-    largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
-    check_min_length(caller, "residual_buffer", residual_buffer.shape[0], largest * K,
-                     "K per row of the largest batch")
-    if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or not noise_std >= 0.0:
-        raise_invalid(f"{caller}: need 0 < rho <= 1, kappa > 0, clip > 0 (inf for none) and "
-                      f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
-                      f"noise_std={noise_std}.")
-    check_threads(caller, num_threads)
-    if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                            w.shape[0]):
-        check_all_rows(caller, indices, indptr, w.shape[0], "w")
     return 0

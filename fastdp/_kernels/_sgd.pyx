@@ -65,25 +65,18 @@ eligible batch takes the parallel or the serial path as a timing gate decides
 (``_glm.pxd: ParallelGate``: the faster path so far, the other re-tried at
 doubling intervals), which keeps a busy machine from making threads slower
 than one; the bits never depend on the path.
+
+The step loop itself is ``_minibatch.pxd: run_steps``, shared with the
+multinomial kernel (:mod:`fastdp._kernels._multinomial`).
 """
-from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
-from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
-from fastdp._kernels._csr cimport (
-    CsrView, FASTDP_PREFETCH, csr_set_row_map, csr_view, index_t, prefetch_row, real_t,
-)
+from fastdp._kernels._csr cimport index_t, real_t
 from fastdp._kernels._glm cimport (
-    GATE_SLOTS, ClippedLoss, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
-    check_all_rows, check_batches, check_csr, check_length, check_loss_code, check_min_length,
-    check_row_map, check_sq_norms, check_threads, collect_pending, column_splits_of, every_column, gate_begin,
-    gate_end, gate_slot, gate_state, gates_reset, gradient_coefficient, lazy_noise_scratch,
-    raise_invalid, scatter_rows, structure_proven, thread_columns,
+    GATE_SLOTS, ParallelGate, check_loss_code, check_row_map, gate_slot, gate_state, gates_reset,
 )
-
-import numpy as np
+from fastdp._kernels._minibatch cimport StepModel, pending_noise_scale_array, run_step_kernel
 
 from fastdp._validation import _StructureToken
 
@@ -93,8 +86,6 @@ from fastdp._validation import _StructureToken
 cdef ParallelGate _gates[GATE_SLOTS]
 gates_reset(_gates, GATE_SLOTS)
 
-cdef double _FOLD_BELOW = 1e-100
-
 
 def pending_noise_scales(double rho, Py_ssize_t n_steps):
     """``sqrt(h(p))`` for p = 0..n_steps, ``h(p) = sum_{i<p} rho^(2i)`` (closed form).
@@ -103,21 +94,7 @@ def pending_noise_scales(double rho, Py_ssize_t n_steps):
     for rho close to 1; ``h(p) = p`` for rho = 1.  Raises ``ValidationError``
     unless ``0 < rho <= 1`` and ``n_steps >= 0``.
     """
-    if not (0.0 < rho <= 1.0) or n_steps < 0:
-        raise_invalid(f"pending_noise_scales: need 0 < rho <= 1 and n_steps >= 0; got "
-                      f"rho={rho}, n_steps={n_steps}.")
-    p = np.arange(n_steps + 1, dtype=np.float64)
-    if rho == 1.0:
-        return np.sqrt(p)
-    u = 2.0 * np.log(rho)
-    return np.sqrt(np.expm1(p * u) / np.expm1(u))
-
-
-cdef inline void _fold(double* w, Py_ssize_t m, double a) noexcept nogil:
-    """w *= a (folds the scale of theta = a w into w)."""
-    cdef Py_ssize_t c
-    for c in range(m):
-        w[c] = w[c] * a
+    return pending_noise_scale_array(rho, n_steps)
 
 
 def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -193,162 +170,25 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         arrays, the CSR structure.
     """
 
-    cdef Py_ssize_t n_steps = batch_ptr.shape[0] - 1
-    cdef Py_ssize_t m = w.shape[0]
-    cdef int nt = num_threads if num_threads > 0 else 1
-    cdef bint noisy = noise_std > 0.0
-    cdef bint lazy = lazy_noise and noisy           # noise drawn lazily
-    cdef bitgen_t* rng = NULL
-    cdef int64_t n_draws = 0
-    cdef int64_t t, c, i                            # step, column, position in the owing list
-    cdef int64_t n_owing                            # columns of a batch that owe noise
-    cdef Py_ssize_t q                               # position in the batch
-    cdef int tid                                    # OpenMP thread
-    cdef int32_t owed                               # steps of noise a column owes
-    cdef double a = 1.0                             # theta = a w
-    cdef double step_std = kappa * noise_std        # std of one step's noise, in theta units
-    cdef RowBatch batch                             # the rows of step t
-    cdef ParallelGate gate = _gates[gate_slot(num_threads)]
-    cdef bint eligible                              # the batch may take the parallel path
-    cdef int path                                   # 1: parallel, 0: serial
-
+    cdef str caller = "run_sgd"
     cdef int64_t stored_columns = check_row_map(
-        "run_sgd", row_scale.shape[0] if row_scale is not None else -1,
+        caller, row_scale.shape[0] if row_scale is not None else -1,
         row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
         indptr.shape[0] - 1, w.shape[0])
-    _check_sgd_arguments(data, indices, indptr, y, sq_norms, w, batch_ptr, batch_idx,
-                         coef_buffer, last_noised, loss, clip, rho, kappa, noise_std, lazy,
-                         num_threads, check_structure, stored_columns)
-    if n_steps <= 0:
-        return 0
-    if n_steps >= 2**31 - 1:
-        raise_invalid("run_sgd: at most 2**31 - 2 steps per call; split the batches over "
-                      "several calls.")
-    # noise_scale[p]: std (theta units) of the noise of p pending steps
-    scale_arr = step_std * pending_noise_scales(rho, n_steps)
-    cdef const double[::1] noise_scale = scale_arr
-    splits_arr = column_splits_of("run_sgd", column_splits, nt, m, "len(w)")
-    cdef const int64_t[::1] splits = splits_arr     # the threads' column ranges
-    scratch = []
-    cdef LazyNoise pending = lazy_noise_scratch(last_noised, m if lazy else 0, m if lazy else 0,
-                                                scratch)
-    if noisy:
-        rng = bit_generator_of("run_sgd", bit_generator)
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
-    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
-                    &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
-                    tail_value, tail_column)
-    cdef ClippedLoss g                              # the loss, the clip, labels and norms
-    g.loss = loss
-    g.clip = clip
-    g.clipping = clip < INFINITY
-    g.y = &y[0] if y.shape[0] > 0 else NULL
-    g.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
-    cdef double* w_ = &w[0] if m > 0 else NULL
-    cdef const int64_t* rows = &batch_idx[0] if batch_idx.shape[0] > 0 else NULL
-    cdef double* coefs = &coef_buffer[0] if coef_buffer.shape[0] > 0 else NULL
-
-    with nogil:
-        if lazy:
-            for c in range(m):
-                pending.last[c] = 0
-        for t in range(1, n_steps + 1):
-            batch.rows = rows + batch_ptr[t - 1]
-            batch.count = batch_ptr[t] - batch_ptr[t - 1]
-            # 1. lazy noise: bring every column the batch reads up to step t-1
-            if lazy and batch.count > 0:
-                n_owing = collect_pending(&X, batch, <int32_t>(t - 1), &pending)
-                # the normals in one run (same stream and order as one draw per
-                # column), then the scattered adds with w prefetched ahead
-                random_standard_normal_fill(rng, n_owing, pending.normals)
-                for i in range(n_owing):
-                    if i + 16 < n_owing:
-                        FASTDP_PREFETCH(&w_[pending.columns[i + 16]])
-                    c = pending.columns[i]
-                    w_[c] = w_[c] + (noise_scale[pending.owed[i]] / a) * pending.normals[i]
-                n_draws += n_owing
-            # 2. margins and clipped coefficients from the same theta = a w
-            eligible = nt > 1 and batch.count >= parallel_min_rows
-            path = gate_begin(&gate, eligible)
-            if path == 1:
-                for q in prange(batch.count, num_threads=nt, schedule="static"):
-                    coefs[q] = gradient_coefficient(&g, &X, batch.rows[q], w_, a)
-            else:
-                for q in range(batch.count):
-                    if q + 8 < batch.count:
-                        FASTDP_PREFETCH(&X.indptr[batch.rows[q + 8]])
-                    if q + 4 < batch.count:
-                        prefetch_row(&X, batch.rows[q + 4])
-                        FASTDP_PREFETCH(&g.y[batch.rows[q + 4]])
-                        if g.clipping:
-                            FASTDP_PREFETCH(&g.sq_norms[batch.rows[q + 4]])
-                    coefs[q] = gradient_coefficient(&g, &X, batch.rows[q], w_, a)
-            # 3. decay, then the sparse gradient step in w units
-            a = a * rho
-            if batch.count > 0:
-                if path == 1:
-                    for tid in prange(nt, num_threads=nt, schedule="static"):
-                        scatter_rows(&X, batch, coefs, -kappa / a, w_, thread_columns(&splits[0], tid))
-                else:
-                    scatter_rows(&X, batch, coefs, -kappa / a, w_, every_column())
-            gate_end(&gate, eligible, path, batch.count)
-            # 4. eager noise on every coordinate
-            if noisy and not lazy:
-                for c in range(m):
-                    w_[c] = w_[c] + (step_std / a) * random_standard_normal(rng)
-                n_draws += m
-            if a < _FOLD_BELOW:
-                _fold(w_, m, a)
-                a = 1.0
-        # final flush: nothing leaves this call with pending noise
-        if lazy:
-            for c in range(m):
-                owed = <int32_t>n_steps - pending.last[c]
-                if owed > 0:
-                    w_[c] = w_[c] + (noise_scale[owed] / a) * random_standard_normal(rng)
-                    n_draws += 1
-                    pending.last[c] = <int32_t>n_steps
-        if a != 1.0:
-            _fold(w_, m, a)
-    _gates[gate_slot(num_threads)] = gate
-    return n_draws
-
-
-cdef int _check_sgd_arguments(const real_t[::1] data, const index_t[::1] indices,
-                              const index_t[::1] indptr, const double[::1] y,
-                              const double[::1] sq_norms, double[::1] w,
-                              const int64_t[::1] batch_ptr, const int64_t[::1] batch_idx,
-                              double[::1] coef_buffer, int32_t[::1] last_noised, int loss,
-                              double clip, double rho, double kappa, double noise_std,
-                              bint lazy, int num_threads, object check_structure,
-                              int64_t stored_columns) except -1:
-    """Every check of :func:`run_sgd` (see its ``Raises``); the stored column indices must
-    lie below ``stored_columns`` (``len(w)``, or the row map's appended column)."""
-    cdef str caller = "run_sgd"
-    cdef int64_t n_rows, largest
-    check_csr(caller, data.shape[0], indices, indptr)
-    n_rows = indptr.shape[0] - 1
-    check_length(caller, "y", y.shape[0], n_rows, "one label per row of X")
-    if clip < INFINITY:
-        check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
-                     "one squared norm per row of X")
-        check_sq_norms(caller, sq_norms)
-    if lazy:
-        check_min_length(caller, "last_noised", last_noised.shape[0], w.shape[0],
-                         "one per coefficient of w, in lazy noisy mode")
-    largest = check_batches(caller, batch_ptr, batch_idx, n_rows)
-    check_min_length(caller, "coef_buffer", coef_buffer.shape[0], largest,
-                     "one per row of the largest batch")
     check_loss_code(caller, loss)
-    if not (0.0 < rho <= 1.0) or not kappa > 0.0 or not clip > 0.0 or not noise_std >= 0.0:
-        raise_invalid(f"{caller}: need 0 < rho <= 1, kappa > 0, clip > 0 (inf for none) and "
-                      f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
-                      f"noise_std={noise_std}.")
-    check_threads(caller, num_threads)
-    if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                            stored_columns):
-        check_all_rows(caller, indices, indptr, stored_columns, "w")
-    return 0
+    cdef StepModel model                            # the loss, the clip, labels and norms
+    model.K = 1
+    model.glm.loss = loss
+    model.glm.clip = clip
+    model.glm.clipping = clip < INFINITY
+    model.glm.y = &y[0] if y.shape[0] > 0 else NULL
+    model.glm.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    return run_step_kernel(caller, &model, data, indices, indptr, y.shape[0], sq_norms,
+                           &w[0] if w.shape[0] > 0 else NULL, w.shape[0], batch_ptr, batch_idx,
+                           coef_buffer, last_noised, clip, rho, kappa, noise_std, lazy_noise,
+                           bit_generator, num_threads, parallel_min_rows, column_splits,
+                           "len(w)", check_structure, _StructureToken, row_scale, row_shrink,
+                           tail_value, tail_column, stored_columns, _gates)
 
 
 def _parallel_gate_state(int num_threads):

@@ -45,23 +45,15 @@ import numpy as np
 from scipy.special import logsumexp
 
 from fastdp._kernels import _multinomial
-from fastdp._kernels._scd import row_squared_norms
-from fastdp._validation import check_batch_size, check_positive, check_X, structure_token
-from fastdp.exceptions import FastDPError, ValidationError
-from fastdp.privacy.events import GaussianEvent
+from fastdp._validation import check_batch_size, check_positive, check_X
+from fastdp.exceptions import ValidationError
 from fastdp.sampling import get_sampler
 from fastdp.solvers._common import (
-    as_csr,
-    balanced_column_splits,
-    check_clip,
-    check_lam,
-    check_noise_multiplier,
-    check_num_threads,
-    epoch_batches,
-    sampled_gaussian_event,
-    start_batches,
+    as_csr, check_clip, check_lam, check_noise_multiplier, check_num_threads, start_batches,
 )
-from fastdp.solvers._result import SolverResult
+from fastdp.solvers._kernel_epochs import (
+    KernelEpochs, check_finite_iterate, gaussian_steps_event, mini_batch_result,
+)
 from fastdp.solvers.registry import EstimatorSolver, NonPrivateEstimatorSolver
 from fastdp.solvers.settings import SolverSettings
 from fastdp.solvers.sgd import decay_and_step
@@ -258,6 +250,7 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
     eta = check_positive("learning_rate", learning_rate)
     num_threads = check_num_threads(num_threads)
     X = as_csr(check_X(X))      # clipping bounds the sensitivity: no row-norm bound needed
+    # (the estimators' mapped rows pass through as they are: the kernel reads their row map)
     n, d = X.shape
     y = check_class_indices(y, n_classes, n)
     L = float(sampler.expected_batch_size(n))
@@ -273,46 +266,25 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
                            callback=callback, n_classes=n_classes)
 
     w = np.zeros((d, n_classes), dtype=np.float64)          # Theta^T, feature-major
-    sq_norms = row_squared_norms(X.data, X.indptr)
-    last_noised = np.zeros(d, dtype=np.int32)
-    residuals = np.zeros(n_classes, dtype=np.float64)
-    column_splits = balanced_column_splits(X, num_threads)
-    bit_generator = noise_rng.bit_generator
+    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng, per_row=n_classes)
     history = [] if record_history else None
-    n_draws = 0
-    done = 0
-    token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
-    for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
-        needed = n_classes * int(np.diff(batch_ptr).max(initial=1))
-        if needed > residuals.shape[0]:
-            residuals = np.zeros(needed, dtype=np.float64)
-        with bit_generator.lock:
-            n_draws += _multinomial.run_multinomial_sgd(
-                X.data, X.indices, X.indptr, y, sq_norms, w, batch_ptr, batch_idx, residuals,
-                last_noised, clip, rho, kappa, noise_std, bool(lazy_noise), bit_generator,
-                num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=token)
-        # Theta is released (flushed) here; checking it is post-processing.
-        if not np.all(np.isfinite(w)):
-            raise FastDPError(
-                f"{algorithm} diverged in epoch {epoch} (non-finite coefficients); lower "
-                f"learning_rate (now {eta:g}) or normalise the rows.")
+    for epoch in run.run(_multinomial.run_multinomial_sgd, sampler, stream, epochs, state=(w,),
+                         params=(clip, rho, kappa, noise_std, bool(lazy_noise)),
+                         parallel_min_rows=_PARALLEL_MIN_ROWS):
+        check_finite_iterate(w, algorithm, epoch, eta)      # Theta is released (flushed) here
         if record_history:
-            history.append({"epoch": epoch, "n_iter": done,
+            history.append({"epoch": epoch, "n_iter": run.n_steps,
                             "primal_objective": multinomial_objective(w.T, X, y, lam)})
         if callback is not None:
             released = w.T.view()
             released.flags.writeable = False
-            callback({"epoch": epoch, "n_iter": done, "coef": released})
+            callback({"epoch": epoch, "n_iter": run.n_steps, "coef": released})
 
-    return SolverResult(
-        coef=np.ascontiguousarray(w.T), alpha=None, v=None, n_iter=int(done), epochs=epochs,
-        algorithm=algorithm, loss="multinomial", lam=lam, noise_multiplier=sigma,
-        sensitivity=clip if private else 0.0, noise_std=noise_std, clip=clip, batch_size=L,
-        sample_rate=float(sampler.sample_rate(n)), sampler=sampler.name,
-        adjacency=sampler.adjacency, event=sampled_gaussian_event(sampler, n, done, sigma),
-        lazy_noise=bool(lazy_noise), diagnostics={"n_noise_draws": int(n_draws)},
-        num_threads=num_threads, history=history,
+    return mini_batch_result(
+        run, sampler=sampler, noise_multiplier=sigma, lazy_noise=lazy_noise,
+        coef=np.ascontiguousarray(w.T), alpha=None, v=None, epochs=epochs, algorithm=algorithm,
+        loss="multinomial", lam=lam, sensitivity=clip if private else 0.0, noise_std=noise_std,
+        clip=clip, history=history,
         details=MultinomialDetails(learning_rate=eta, rho=rho, kappa=kappa, n_classes=n_classes,
                                    dtype=np.dtype(X.dtype).name),
     )
@@ -396,11 +368,8 @@ def multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size=1,
     Returns
     -------
     SolverResult
-        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
-
-    Notes
-    -----
-    Privacy: none.  The result reveals the training data.
+        That of :func:`dp_multinomial_sgd` without noise (``noise_multiplier = 0``,
+        ``event = NonPrivateEvent()``); it reveals the training data.
     """
     return _run(X, y, algorithm="multinomial_sgd", n_classes=n_classes, lam=lam, epochs=epochs,
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip,
@@ -424,6 +393,7 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
     """
 
     supports_callback = True
+    reads_row_map = True  # the kernel reads the estimators' mapped rows without a copy
 
     name = "multinomial_dpsgd"
     losses = ("logistic", "multinomial")
@@ -432,9 +402,7 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
     settings_class = MultinomialSettings
 
     def event(self, n_samples, config, noise):
-        sampler = get_sampler(config["sampler"], config["batch_size"])
-        n_steps = sampler.n_steps(n_samples, config["epochs"])
-        return sampler.event(n_samples, n_steps, GaussianEvent(noise))
+        return gaussian_steps_event(n_samples, config, noise)
 
     def check_params(self, n_samples, config, *, private):
         """The base checks, lam/epochs/clip/sampler, the number of classes and

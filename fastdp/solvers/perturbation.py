@@ -76,7 +76,7 @@ from fastdp.losses import HuberHingeLoss, LogisticLoss, get_loss
 from fastdp.privacy.events import Adjacency, GaussianEvent, PureEvent
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
-from fastdp.solvers._common import as_csr, check_num_threads
+from fastdp.solvers._common import as_csr, check_num_threads, kernel_rows
 from fastdp.solvers.perturbation_settings import (
     DEFAULT_MAX_ITER, DEFAULT_TOL, HuberObjectivePerturbationDetails, ObjectivePerturbationDetails,
     ObjectivePerturbationSettings, OutputPerturbationDetails, OutputPerturbationSettings,
@@ -188,6 +188,8 @@ class _MarginObjective:
     def __init__(self, X, y, reg, linear, loss, num_threads):
         self.X, self.y = X, y
         self.structure = structure_token(X)  # O(1) for check_X output: no O(nnz) kernel scan
+        # the estimators' mapped rows are read through their row map, without a copy
+        *self.arrays, self.row_map = kernel_rows(X)
         self.n, self.m = X.shape
         self.reg = reg
         self.linear = linear
@@ -198,14 +200,13 @@ class _MarginObjective:
         self._curvature = None
 
     def _margin(self, theta, out):
-        _glm.margins(self.X.data, self.X.indices, self.X.indptr, self.rows,
-                     np.ascontiguousarray(theta, dtype=np.float64), out, self.num_threads,
-                     check_structure=self.structure)
+        _glm.margins(*self.arrays, self.rows, np.ascontiguousarray(theta, dtype=np.float64), out,
+                     self.num_threads, check_structure=self.structure, **self.row_map)
         return out
 
     def _row_sum(self, weights, out):
-        _glm.weighted_row_sum(self.X.data, self.X.indices, self.X.indptr, self.rows, weights,
-                              out, self.num_threads, check_structure=self.structure)
+        _glm.weighted_row_sum(*self.arrays, self.rows, weights, out, self.num_threads,
+                              check_structure=self.structure, **self.row_map)
         return out
 
     def value_and_gradient(self, theta):
@@ -523,6 +524,7 @@ class _PerturbationEstimatorSolver(EstimatorSolver):
 
     losses = ("logistic",)
     noise_name = "noise_scale"
+    reads_row_map = True  # the _glm kernels read the estimators' mapped rows without a copy
 
     def _mechanism(self, settings):
         return "laplace"

@@ -60,24 +60,16 @@ import scipy.sparse as sp
 
 from fastdp._kernels import _scd
 from fastdp._validation import (
-    check_batch_size, check_labels, check_positive, check_X, structure_token,
+    check_batch_size, check_labels, check_positive, check_X,
 )
 from fastdp.exceptions import ValidationError
 from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
 from fastdp.sampling import get_sampler
 from fastdp.solvers._common import (
-    balanced_column_splits,
-    check_num_threads,
-    check_run_arguments,
-    epoch_batches,
-    grow_buffer,
-    kernel_rows,
-    kernel_sq_norms,
-    prepare_data,
-    sampled_gaussian_event,
-    split_random_state,
-    start_batches,
+    check_num_threads, check_run_arguments, epoch_batches, prepare_data, sampled_gaussian_event,
+    split_random_state, start_batches,
 )
+from fastdp.solvers._kernel_epochs import KernelEpochs, mini_batch_result
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
 from fastdp.solvers.scd_settings import (
@@ -206,59 +198,26 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     dtype = X.dtype
     alpha = np.zeros(n, dtype=dtype)
     v = np.zeros(m, dtype=dtype)
-    sq_norms = kernel_sq_norms(X)
-    data, indices, indptr, row_map = kernel_rows(X)  # row_map: rows mapped on the fly
-    last_noised = np.zeros(m, dtype=np.int32)
-    zeta_buffer = np.zeros(1, dtype=np.float64)
-    column_splits = balanced_column_splits(X, num_threads)
-    loss_code = loss.code
     lam_n = lam * n
+    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng)
     history = [] if record_history else None
-    n_draws = 0
-    done = 0
-    bit_generator = noise_rng.bit_generator
-    token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
-    for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
-        zeta_buffer = grow_buffer(zeta_buffer, batch_ptr)
-        with bit_generator.lock:
-            n_draws += _scd.run_dual_scd(
-                data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
-                zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,
-                bool(sequential), noise_std if noise_alpha else 0.0, noise_std,
-                bool(lazy_noise), bit_generator,
-                num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=token, **row_map,
-            )
+    params = (loss.code, lam_n, float(sigma_prime), clip, box_eps, bool(sequential),
+              noise_std if noise_alpha else 0.0, noise_std, bool(lazy_noise))
+    for epoch in run.run(_scd.run_dual_scd, sampler, stream, epochs, state=(alpha, v),
+                         params=params, parallel_min_rows=_PARALLEL_MIN_ROWS):
         if record_history:
-            history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, private))
+            history.append(_history_entry(epoch, run.n_steps, alpha, v, X, y, loss, lam,
+                                          private))
         if callback is not None:
-            callback({"epoch": epoch, "n_iter": done, "coef": v / lam_n, "v": v})
+            callback({"epoch": epoch, "n_iter": run.n_steps, "coef": v / lam_n, "v": v})
 
     details = details_class(sigma_prime=float(sigma_prime), box_eps=box_eps,
                             dtype=np.dtype(dtype).name, **extra)
-    return SolverResult(
-        coef=np.asarray(v, dtype=np.float64) / lam_n,
-        alpha=alpha,
-        v=v,
-        n_iter=int(done),
-        epochs=epochs,
-        algorithm=algorithm,
-        loss=loss.name,
-        lam=lam,
-        noise_multiplier=sigma,
-        sensitivity=sensitivity,
-        noise_std=noise_std,
-        clip=clip,
-        batch_size=float(sampler.expected_batch_size(n)),
-        sample_rate=float(sampler.sample_rate(n)),
-        sampler=sampler.name,
-        adjacency=sampler.adjacency,
-        event=sampled_gaussian_event(sampler, n, int(done), sigma),
-        lazy_noise=bool(lazy_noise),
-        diagnostics={"n_noise_draws": int(n_draws)},
-        num_threads=num_threads,
-        history=history,
-        details=details,
+    return mini_batch_result(
+        run, sampler=sampler, noise_multiplier=sigma, lazy_noise=lazy_noise,
+        coef=np.asarray(v, dtype=np.float64) / lam_n, alpha=alpha, v=v, epochs=epochs,
+        algorithm=algorithm, loss=loss.name, lam=lam, sensitivity=sensitivity,
+        noise_std=noise_std, clip=clip, history=history, details=details,
     )
 
 
@@ -433,11 +392,8 @@ def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle",
     Returns
     -------
     SolverResult
-        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
-
-    Notes
-    -----
-    Privacy: none.  The result reveals the training data.
+        No noise (``noise_multiplier = 0``) and no privacy (``event =
+        NonPrivateEvent()``): the coefficients reveal the training data.
     """
     smp = get_sampler(sampler, check_batch_size(batch_size))
     return _run(

@@ -49,24 +49,16 @@ import dataclasses
 import numpy as np
 
 from fastdp._kernels import _sgd
-from fastdp._validation import check_batch_size, check_positive, structure_token
-from fastdp.exceptions import FastDPError, ValidationError
+from fastdp._validation import check_batch_size, check_positive
+from fastdp.exceptions import ValidationError
 from fastdp.losses import primal_objective
-from fastdp.privacy.events import GaussianEvent
 from fastdp.sampling import get_sampler
 from fastdp.solvers._common import (
-    balanced_column_splits,
-    check_num_threads,
-    check_run_arguments,
-    epoch_batches,
-    grow_buffer,
-    kernel_rows,
-    kernel_sq_norms,
-    prepare_data,
-    sampled_gaussian_event,
-    start_batches,
+    check_num_threads, check_run_arguments, prepare_data, start_batches,
 )
-from fastdp.solvers._result import SolverResult
+from fastdp.solvers._kernel_epochs import (
+    KernelEpochs, check_finite_iterate, gaussian_steps_event, mini_batch_result,
+)
 from fastdp.solvers.registry import EstimatorSolver, NonPrivateEstimatorSolver
 from fastdp.solvers.settings import SolverSettings
 
@@ -163,45 +155,22 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
                            algorithm=algorithm, record_history=record_history, callback=callback)
 
     theta = np.zeros(m, dtype=np.float64)
-    sq_norms = kernel_sq_norms(X)
-    data, indices, indptr, row_map = kernel_rows(X)  # row_map: rows mapped on the fly
-    last_noised = np.zeros(m, dtype=np.int32)
-    coef_buffer = np.zeros(1, dtype=np.float64)
-    column_splits = balanced_column_splits(X, num_threads)
-    loss_code = loss.code
-    bit_generator = noise_rng.bit_generator
+    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng)
     history = [] if record_history else None
-    n_draws = 0
-    done = 0
-    token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
-    for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
-        coef_buffer = grow_buffer(coef_buffer, batch_ptr)
-        with bit_generator.lock:
-            n_draws += _sgd.run_sgd(
-                data, indices, indptr, y, sq_norms, theta, batch_ptr, batch_idx,
-                coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
-                bool(lazy_noise), bit_generator, num_threads, _PARALLEL_MIN_ROWS, column_splits,
-                check_structure=token, **row_map)
-        # theta is released (flushed) here; checking it is post-processing.
-        if not np.all(np.isfinite(theta)):
-            raise FastDPError(
-                f"{algorithm} diverged in epoch {epoch} (non-finite coefficients); lower "
-                f"learning_rate (now {eta:g}) or normalise the rows.")
+    for epoch in run.run(_sgd.run_sgd, sampler, stream, epochs, state=(theta,),
+                         params=(loss.code, clip, rho, kappa, noise_std, bool(lazy_noise)),
+                         parallel_min_rows=_PARALLEL_MIN_ROWS):
+        check_finite_iterate(theta, algorithm, epoch, eta)  # theta is released (flushed) here
         if record_history:
-            history.append({"epoch": epoch, "n_iter": done,
+            history.append({"epoch": epoch, "n_iter": run.n_steps,
                             "primal_objective": primal_objective(theta, X, y, loss, lam)})
         if callback is not None:
-            callback({"epoch": epoch, "n_iter": done, "coef": theta})
+            callback({"epoch": epoch, "n_iter": run.n_steps, "coef": theta})
 
-    event = sampled_gaussian_event(sampler, n, done, sigma)
-    return SolverResult(
-        coef=theta, alpha=None, v=None, n_iter=int(done), epochs=epochs, algorithm=algorithm,
-        loss=loss.name, lam=lam, noise_multiplier=sigma, sensitivity=clip if private else 0.0,
-        noise_std=noise_std, clip=clip, batch_size=L, sample_rate=float(sampler.sample_rate(n)),
-        sampler=sampler.name, adjacency=sampler.adjacency, event=event,
-        lazy_noise=bool(lazy_noise), diagnostics={"n_noise_draws": int(n_draws)},
-        num_threads=num_threads,
-        history=history,
+    return mini_batch_result(
+        run, sampler=sampler, noise_multiplier=sigma, lazy_noise=lazy_noise, coef=theta,
+        alpha=None, v=None, epochs=epochs, algorithm=algorithm, loss=loss.name, lam=lam,
+        sensitivity=clip if private else 0.0, noise_std=noise_std, clip=clip, history=history,
         details=SGDDetails(learning_rate=eta, reg=reg, rho=rho, kappa=kappa,
                            dtype=np.dtype(X.dtype).name),
     )
@@ -292,11 +261,9 @@ def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING
     Returns
     -------
     SolverResult
-        ``noise_multiplier = 0`` and ``event = NonPrivateEvent()``.
-
-    Notes
-    -----
-    Privacy: none.  The result reveals the training data.
+        As :func:`dpsgd` returns it, with ``noise_multiplier = 0`` and
+        ``event = NonPrivateEvent()``: no privacy, the result reveals the
+        training data.
     """
     return _run(X, y, algorithm="sgd", loss=loss, lam=lam, epochs=epochs,
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip, noise_multiplier=0.0,
@@ -340,9 +307,7 @@ class DPSGDEstimatorSolver(EstimatorSolver):
         decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)), s.reg)
 
     def event(self, n_samples, config, noise):
-        sampler = get_sampler(config["sampler"], config["batch_size"])
-        n_steps = sampler.n_steps(n_samples, config["epochs"])
-        return sampler.event(n_samples, n_steps, GaussianEvent(noise))
+        return gaussian_steps_event(n_samples, config, noise)
 
     def solve(self, problem, settings, rng):
         """DP-SGD on ``problem`` with typed ``settings`` (sigma = ``settings.noise_parameter``)."""
