@@ -25,7 +25,7 @@ from fastdp.distributed.data_parallel.shards import ShardValidationError
 from fastdp.distributed.data_parallel.worker import ShardWorker
 from fastdp.exceptions import ValidationError
 
-__all__ = ["LocalWorkers", "RayWorkers", "shard_assignment"]
+__all__ = ["LocalWorkers", "RayWorkers", "shard_assignment", "worker_sources"]
 
 
 def shard_assignment(n_shards, n_workers):
@@ -34,6 +34,24 @@ def shard_assignment(n_shards, n_workers):
         raise ValidationError(f"n_workers must be in [1, n_shards = {n_shards}]; got {n_workers}.")
     edges = [(n_shards * w) // n_workers for w in range(n_workers + 1)]
     return [list(range(edges[w], edges[w + 1])) for w in range(n_workers)]
+
+
+def worker_sources(source, assignment):
+    """The source each worker is sent: only its own rows when the loader holds them in memory.
+
+    A loader with a ``part(start, stop)`` method (:class:`~.shards.ArrayRows`)
+    is cut to the worker's rows (views of X's arrays: the driver makes no
+    copy, and a remote worker receives only its shard); other loaders read
+    the rows where the worker runs, and every worker gets the same source.
+    """
+    import dataclasses
+
+    part = getattr(source.loader, "part", None)
+    if part is None:
+        return [source] * len(assignment)
+    specs = source.shards()
+    return [dataclasses.replace(source, loader=part(specs[s[0]].start, specs[s[-1]].stop))
+            for s in assignment]
 
 
 def _count(name, value):
@@ -98,7 +116,7 @@ class _Workers:
 
         The executor keeps its configuration (and ``restarts``) and can run again.
         """
-        for name in ("source", "workers", "setup", "_saved", "_source_ref"):
+        for name in ("source", "workers", "setup", "_saved", "_source_refs"):
             if name in self.__dict__:
                 setattr(self, name, [] if name == "workers" else None)
 
@@ -136,6 +154,10 @@ class LocalWorkers(_Workers):
 
     def _call(self, method, args):
         return [getattr(w, method)(*a) for w, a in zip(self.workers, args)]
+
+    def run_tasks(self, function, args):
+        """``[function(*a) for a in args]`` in this process (e.g. counting LIBSVM rows)."""
+        return [function(*a) for a in args]
 
 
 def _import_ray():
@@ -207,12 +229,18 @@ class RayWorkers(_Workers):
         ray = self._ray()
         Actor = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
                            scheduling_strategy="SPREAD")(ShardWorker)
-        return Actor.remote(self._source_ref, self.assignment[w])
+        return Actor.remote(self._source_refs[w], self.assignment[w])
 
     def _start(self):
         ray = self._ray()
-        self._source_ref = ray.put(self.source)
+        self._source_refs = [ray.put(s) for s in worker_sources(self.source, self.assignment)]
         self.actors = [self._new_actor(w) for w in range(len(self.assignment))]
+
+    def run_tasks(self, function, args):
+        """``[function(*a) for a in args]`` as Ray tasks spread over the nodes."""
+        ray = self._ray()
+        task = ray.remote(num_cpus=self.num_cpus, scheduling_strategy="SPREAD")(function)
+        return ray.get([task.remote(*a) for a in args])
 
     def _call(self, method, args):
         ray = self._ray()
