@@ -92,6 +92,10 @@ class _Workers:
     def step(self, t, theta_values):
         return self._call("step", [(t, v) for v in theta_values])
 
+    def broadcast(self, method, *args):
+        """``method(*args)`` on every worker (the same arguments); the replies in worker order."""
+        return self._call(method, [args] * len(self.assignment))
+
     def checkpoint(self, initial=False):
         """Keep every worker's private state (dual DP-SCD: alpha) as of now.
 
@@ -235,6 +239,13 @@ class RayWorkers(_Workers):
         ray = self._ray()
         self._source_refs = [ray.put(s) for s in worker_sources(self.source, self.assignment)]
         self.actors = [self._new_actor(w) for w in range(len(self.assignment))]
+
+    def broadcast(self, method, *args):
+        """As :meth:`_Workers.broadcast`; arrays are put in the object store once for all actors."""
+        ray = self._ray()
+        args = tuple(ray.put(a) if isinstance(a, np.ndarray) and a.nbytes > 4096 else a
+                     for a in args)
+        return super().broadcast(method, *args)
 
     def run_tasks(self, function, args):
         """``[function(*a) for a in args]`` as Ray tasks spread over the nodes."""
