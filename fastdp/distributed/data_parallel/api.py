@@ -1,7 +1,8 @@
 """Entry points: :func:`fit_distributed` (estimator on shards) and the single-machine keyed path.
 
 :func:`fit_distributed` trains a DP estimator (``DPLogisticRegression``,
-``DPLinearSVC``, ``DPRidge``) with DP-SGD on data it never holds: the workers
+``DPLinearSVC``, ``DPRidge``) with DP-SGD, dual DP-SCD or a Gaussian
+line-search solver (:mod:`.line_search`) on data it never holds: the workers
 load their shards, the driver combines public facts about them (row count,
 width, labels), plans the run exactly as ``estimator.fit`` would (same noise,
 same event, same ``epsilon_``, same ledger charge), and runs the steps.  The
@@ -151,12 +152,16 @@ def fit_distributed(source, estimator, *, engine=None):
         Its parameters (epsilon, delta, batch_size, epochs, clip, alpha,
         normalize, fit_intercept, ledger, random_state, ...) are used as in
         ``fit``; ``solver`` must be ``"auto"``, ``"dpsgd"`` (multinomial for
-        more than two classes with the logistic loss) or ``"dpscd"`` (dual
+        more than two classes with the logistic loss), ``"dpscd"`` (dual
         DP-SCD, ``released="v"``: alpha stays on the workers; two classes or
-        regression), ``sampler`` None, ``"block_poisson"`` or a
+        regression) or one of the Gaussian line-search family
+        (``"dp_blsgd"``, ``"dp_blsgd_adaptive"``, ``"dp_blsgd_ac"``,
+        ``"dp_blgd"``, ``"dpagd"``; two classes or regression; see
+        :mod:`.line_search`), ``sampler`` None, ``"block_poisson"`` or a
         :class:`~fastdp.sampling_blocks.BlockPoissonSampler` with the
-        source's block size.  ``callback`` and ``record_history`` are not
-        available (they would read the data on the driver).
+        source's block size.  ``callback`` (DP-SGD, DP-SCD) gets the released
+        state after every epoch; ``record_history`` is computed from the
+        workers' loss sums (not for DP-SCD, whose dual objective needs alpha).
     engine : LocalWorkers or RayWorkers, optional
         Default ``LocalWorkers(1)``; an ``n_shards`` set on it must equal the
         source's.  The estimator's own ``engine`` parameter is not used here.
@@ -199,9 +204,10 @@ def fit_in_memory(estimator, X, y):
     on the number of shards (within 1e-12 relative of one shard).
 
     The workers of a :class:`LocalWorkers` engine hold copies of their rows
-    (memory about twice X); with :class:`RayWorkers`, X is put once in the
-    object store and each actor copies out its own rows.  For data the driver cannot hold, use
-    :func:`fit_distributed` with a file source.
+    (memory about twice X); a :class:`RayWorkers` actor is sent only its own
+    rows (views of X's arrays put in the object store, no copy on the
+    driver).  For data the driver cannot hold, use :func:`fit_distributed`
+    with a file source.
     """
     import copy
 

@@ -36,6 +36,9 @@ def shard_assignment(n_shards, n_workers):
     return [list(range(edges[w], edges[w + 1])) for w in range(n_workers)]
 
 
+_STEP_METHODS = ("step", "gradient_sums")   # what fail_at counts
+
+
 def worker_sources(source, assignment):
     """The source each worker is sent: only its own rows when the loader holds them in memory.
 
@@ -195,7 +198,8 @@ class RayWorkers(_Workers):
         Actor restarts allowed before the run is abandoned.
     fail_at : (int, int), optional
         Fault injection for tests: ``ray.kill`` worker ``fail_at[0]`` while
-        step ``fail_at[1]`` is in flight (once).
+        step ``fail_at[1]`` is in flight (once); a step is a DP-SGD/DP-SCD
+        step or a line-search solver's gradient query.
     """
 
     name = "ray"
@@ -258,9 +262,11 @@ class RayWorkers(_Workers):
         failures = 0
         while True:
             refs = [getattr(a, method).remote(*x) for a, x in zip(self.actors, args)]
-            if self.fail_at is not None and method == "step" and args[0][0] == self.fail_at[1]:
-                ray.kill(self.actors[self.fail_at[0]], no_restart=True)
-                self.fail_at = None
+            if self.fail_at is not None and method in _STEP_METHODS:
+                self._n_step_calls = getattr(self, "_n_step_calls", 0) + 1
+                if self._n_step_calls == self.fail_at[1]:
+                    ray.kill(self.actors[self.fail_at[0]], no_restart=True)
+                    self.fail_at = None
             try:
                 return ray.get(refs)
             except ray.exceptions.RayActorError as exc:
