@@ -15,6 +15,7 @@ from fastdp.distributed.data_parallel import (
     ShardValidationError,
     array_source,
     fit_distributed,
+    libsvm_source,
 )
 from fastdp.exceptions import ValidationError
 from fastdp.linear_model import DPLogisticRegression, DPRidge
@@ -62,6 +63,18 @@ def test_four_shards_any_worker_count(shard_data, singles, solver):
     _close(fits[0].coef_, singles[solver].coef_)
     assert fits[0].epsilon_ == singles[solver].epsilon_
     assert fits[0].n_iter_ == singles[solver].n_iter_
+
+
+def test_libsvm_byte_range_source(shard_svm_file):
+    from sklearn.datasets import load_svmlight_file
+
+    one = _estimator("dp_blsgd_adaptive").fit(*load_svmlight_file(str(shard_svm_file)))
+    fit = fit_distributed(libsvm_source(shard_svm_file, n_shards=1, block_size=BLOCK),
+                          _estimator("dp_blsgd_adaptive"), engine=LocalWorkers(1))
+    assert np.array_equal(fit.coef_, one.coef_) and fit.epsilon_ == one.epsilon_
+    four = fit_distributed(libsvm_source(shard_svm_file, n_shards=4, block_size=BLOCK),
+                           _estimator("dp_blsgd_adaptive"), engine=LocalWorkers(2))
+    _close(four.coef_, one.coef_)
 
 
 def test_event_is_the_poisson_one_and_ledger_charge(shard_data):

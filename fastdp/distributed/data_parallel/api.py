@@ -248,7 +248,7 @@ def _check_engine_settings(est, private):
         raise ValidationError("the data-parallel engine draws lots with the block-keyed Poisson "
                               f"sampler; got sampler={est.sampler!r} (use None or "
                               "'block_poisson').")
-    if not est.lazy_noise:
+    if not est.lazy_noise and est.solver not in _LINE_SEARCH_SOLVERS:
         raise ValidationError("the data-parallel engine draws exact lazy noise only "
                               "(lazy_noise=True; eager noise has the same law).")
 
@@ -457,8 +457,11 @@ def _run_line_search(solver, oracle, config, noise, rng, one_event):
     from fastdp.solvers.settings import SolverProblem
 
     settings = solver.settings(config, noise)
+    started = time.perf_counter()
     result = solver.solve(SolverProblem(oracle, None, config["loss"]), settings, rng)
     if result.event != one_event:   # internal consistency guard, as in fit
         raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
     theta = np.asarray(result.coef, dtype=np.float64)
-    return theta, oracle.stats(result.n_iter), int(result.n_iter), result.history, result
+    stats = oracle.stats(result.n_iter)
+    stats["seconds_driver"] = time.perf_counter() - started - stats["seconds_workers"]
+    return theta, stats, int(result.n_iter), result.history, result
