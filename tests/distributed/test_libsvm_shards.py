@@ -27,7 +27,7 @@ from shard_setup import shard_estimator as estimator
 
 # comments, blank and whitespace-only lines, CRLF, a comment after data, no trailing newline
 AWKWARD = (b"# header comment\n1 1:0.5 3:1\n\n-1 2:1.5 # trailing comment\n   \n"
-           b"\t# indented comment\n1 4:2\r\n-1 1:1 2:2\n#\n1 3:0.25\n \t \n-1 2:4")
+           b"\t# indented comment\n1 4:2\r\n-1 1:1 2:2\n#\n  1 3:0.25\n \t \n-1 2:4")
 
 
 def _awkward_file(tmp_path, repeat=7, trailing_newline=False):

@@ -11,7 +11,9 @@ two without ever holding a row:
    :func:`fastdp.io.libsvm.load_libsvm`); a last line without a newline is
    a line like any other.
 2. **Counting pass** (:func:`count_chunk_rows`): every chunk's data lines are
-   counted by a vectorised scan of its bytes (plus the rest of its last line).
+   counted from its newlines (a vectorised scan) and the first byte of each
+   line (a line that begins with blanks is looked at further), reading the
+   chunk plus the rest of its last line.
    The chunks are counted by the engine's workers, each task a run of
    consecutive chunks (Ray tasks spread over the nodes, or in this process),
    so the file is read once, in parallel, and only O(C) numbers come back.
@@ -45,9 +47,9 @@ from fastdp.exceptions import ValidationError
 __all__ = ["DEFAULT_CHUNK_BYTES", "LibsvmIndex", "chunk_bounds", "chunk_data_starts",
            "count_chunk_rows", "index_libsvm"]
 
-DEFAULT_CHUNK_BYTES = 16 << 20
-_LOOKAHEAD = 1 << 16
+DEFAULT_CHUNK_BYTES = 4 << 20
 _BLANK = np.frombuffer(b" \t\r\x0b\x0c", dtype=np.uint8)   # bytes.strip()'s blanks but \n
+_HASH = ord("#")
 
 
 def _file_stamp(path):
@@ -64,32 +66,26 @@ def chunk_bounds(size, n_chunks):
 def chunk_data_starts(path, start, stop):
     """Byte positions (int64, absolute, sorted) of the data lines starting in ``[start, stop)``.
 
-    Reads bytes ``[start - 1, stop)`` and the rest of the last line begun
-    before ``stop`` (to see whether it holds data); never the whole file.
+    Reads bytes ``[start - 1, stop)`` (and, when the last line begun before
+    ``stop`` starts with blanks, the rest of it); never the whole file.
     """
     with open(path, "rb") as fh:
         base = max(int(start) - 1, 0)
         fh.seek(base)
-        buf = bytearray(fh.read(max(int(stop) - base, 0)))
-        while buf and buf[-1] != 10:   # finish the last line begun in the chunk
-            more = fh.read(_LOOKAHEAD)
-            if not more:
-                break
-            cut = more.find(b"\n")
-            buf += more if cut < 0 else more[:cut + 1]
-    arr = np.frombuffer(bytes(buf), dtype=np.uint8)
-    newlines = np.flatnonzero(arr == 10)
-    starts = newlines + 1
-    if base == 0 and start == 0:
-        starts = np.concatenate(([0], starts))
-    starts = starts[(starts + base >= start) & (starts + base < stop) & (starts < arr.size)]
-    # the first non-blank byte at or after each line start (a newline counts as non-blank)
-    significant = np.flatnonzero(~np.isin(arr, _BLANK))
-    first = np.searchsorted(significant, starts)
-    inside = first < significant.size
-    data = np.zeros(starts.size, dtype=bool)
-    byte = arr[significant[first[inside]]]
-    data[inside] = (byte != 10) & (byte != ord("#"))
+        buf = fh.read(max(int(stop) - base, 0))
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        starts = np.flatnonzero(arr == 10) + 1
+        if base == 0 and start == 0:
+            starts = np.concatenate(([0], starts))
+        starts = starts[(starts + base >= start) & (starts < arr.size)]
+        # a line's first byte decides, unless it is blank (rare: then its first non-blank byte)
+        first = arr[starts]
+        data = (first != 10) & (first != _HASH)
+        for i in np.flatnonzero(np.isin(first, _BLANK)):
+            end = buf.find(b"\n", int(starts[i]))
+            line = buf[int(starts[i]):] + fh.readline() if end < 0 else buf[int(starts[i]):end]
+            body = line.lstrip(bytes(_BLANK))
+            data[i] = bool(body) and body[:1] not in (b"#", b"\n")
     return (starts[data] + base).astype(np.int64)
 
 

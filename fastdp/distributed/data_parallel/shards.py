@@ -222,7 +222,7 @@ def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features
                   zero_based="auto", n_rows=None, engine=None, chunk_bytes=None):
     """A :class:`Source` over a plain LIBSVM file; its rows are counted, never held.
 
-    The rows are counted by chunks of ``chunk_bytes`` (default 16 MiB) into a
+    The rows are counted by chunks of ``chunk_bytes`` (default 4 MiB) into a
     :class:`~.libsvm_index.LibsvmIndex`: by ``engine``'s workers in parallel
     (Ray tasks, one per worker) or in this process without ``engine``.  Each
     worker then reads its shards as byte ranges (:class:`LibsvmRows`).
