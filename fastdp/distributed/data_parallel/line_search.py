@@ -93,7 +93,7 @@ class _Margins:
 
     def clipped_loss_sums(self, u, etas, loss_code, c_obj):
         """The K + 1 clipped loss sums of NOISYBTLS with these margins as ``z`` and ``u``'s as u."""
-        if u.lots is not self.lots and u.lots.query() != self.lots.query():
+        if u.lots is not self.lots:
             raise ValueError("margins of two different lots")
         return self.oracle.loss_sums(self.lots, self.v, u.v, etas, c_obj)
 
