@@ -1,12 +1,14 @@
-"""Data-parallel DP-SGD (multinomial included) and dual DP-SCD over row shards (issue 21).
+"""Data-parallel DP-SGD (multinomial included), dual DP-SCD and the Gaussian line-search
+family over row shards (issue 21).
 
 On Ray or in-process; reached through :func:`fit_distributed` (file sources),
 the estimators' ``engine=`` parameter (in-memory data) or ``fastdp train --ray``.
 
 Workers load their own shards (whole blocks of rows), draw the lots with the
 block-keyed Poisson sampler (:mod:`fastdp.sampling_blocks`) and return sparse
-clipped partial sums (DP-SCD: their part of Delta v, see :mod:`.dual`); the
-driver adds one keyed noise draw per step.  The
+clipped partial sums (DP-SCD: their part of Delta v, see :mod:`.dual`; the
+line-search solvers: gradient and clipped loss sums, see :mod:`.line_search`);
+the driver adds one noise draw per release.  The
 privacy event, epsilon and (for one shard) the bits are those of the
 single-machine ``dpsgd`` with ``sampler="block_poisson"``.  See
 ``docs/distributed.md``.

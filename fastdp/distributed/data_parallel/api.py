@@ -1,7 +1,8 @@
 """Entry points: :func:`fit_distributed` (estimator on shards) and the single-machine keyed path.
 
 :func:`fit_distributed` trains a DP estimator (``DPLogisticRegression``,
-``DPLinearSVC``, ``DPRidge``) with DP-SGD on data it never holds: the workers
+``DPLinearSVC``, ``DPRidge``) with DP-SGD, dual DP-SCD or a Gaussian
+line-search solver (:mod:`.line_search`) on data it never holds: the workers
 load their shards, the driver combines public facts about them (row count,
 width, labels), plans the run exactly as ``estimator.fit`` would (same noise,
 same event, same ``epsilon_``, same ledger charge), and runs the steps.  The
@@ -151,12 +152,16 @@ def fit_distributed(source, estimator, *, engine=None):
         Its parameters (epsilon, delta, batch_size, epochs, clip, alpha,
         normalize, fit_intercept, ledger, random_state, ...) are used as in
         ``fit``; ``solver`` must be ``"auto"``, ``"dpsgd"`` (multinomial for
-        more than two classes with the logistic loss) or ``"dpscd"`` (dual
+        more than two classes with the logistic loss), ``"dpscd"`` (dual
         DP-SCD, ``released="v"``: alpha stays on the workers; two classes or
-        regression), ``sampler`` None, ``"block_poisson"`` or a
+        regression) or one of the Gaussian line-search family
+        (``"dp_blsgd"``, ``"dp_blsgd_adaptive"``, ``"dp_blsgd_ac"``,
+        ``"dp_blgd"``, ``"dpagd"``; two classes or regression; see
+        :mod:`.line_search`), ``sampler`` None, ``"block_poisson"`` or a
         :class:`~fastdp.sampling_blocks.BlockPoissonSampler` with the
-        source's block size.  ``callback`` and ``record_history`` are not
-        available (they would read the data on the driver).
+        source's block size.  ``callback`` (DP-SGD, DP-SCD) gets the released
+        state after every epoch; ``record_history`` is computed from the
+        workers' loss sums (not for DP-SCD, whose dual objective needs alpha).
     engine : LocalWorkers or RayWorkers, optional
         Default ``LocalWorkers(1)``; an ``n_shards`` set on it must equal the
         source's.  The estimator's own ``engine`` parameter is not used here.
@@ -199,9 +204,10 @@ def fit_in_memory(estimator, X, y):
     on the number of shards (within 1e-12 relative of one shard).
 
     The workers of a :class:`LocalWorkers` engine hold copies of their rows
-    (memory about twice X); with :class:`RayWorkers`, X is put once in the
-    object store and each actor copies out its own rows.  For data the driver cannot hold, use
-    :func:`fit_distributed` with a file source.
+    (memory about twice X); a :class:`RayWorkers` actor is sent only its own
+    rows (views of X's arrays put in the object store, no copy on the
+    driver).  For data the driver cannot hold, use :func:`fit_distributed`
+    with a file source.
     """
     import copy
 
@@ -232,38 +238,30 @@ _ENGINE_SOLVERS = ("auto", "dpsgd", "dpscd")
 
 def _check_engine_settings(est, private):
     """Public settings the engine cannot honour: a clear error before anything is read."""
-    if est.solver not in (_ENGINE_SOLVERS if private else ("sgd",)):
-        if est.solver in _LINE_SEARCH_SOLVERS:
-            raise ValidationError(
-                f"solver={est.solver!r} (line search) does not run on the data-parallel engine: "
-                "its budget filter and noisy searches are decided per query on the driver "
-                "from the whole transcript; see docs/distributed.md (Limits).  Use "
-                "solver='dpsgd' or 'dpscd', or fit without an engine.")
-        raise ValidationError(f"the data-parallel engine runs DP-SGD (multinomial included) or "
-                              f"dual DP-SCD (solver='auto', 'dpsgd', 'dpscd'; 'sgd' at "
-                              f"epsilon=inf); got solver={est.solver!r}.")
+    if est.solver not in (_ENGINE_SOLVERS if private else ("sgd",)) + _LINE_SEARCH_SOLVERS:
+        raise ValidationError(f"the data-parallel engine runs DP-SGD (multinomial included), "
+                              f"dual DP-SCD or the Gaussian line-search family (solver='auto', "
+                              f"'dpsgd', 'dpscd', {', '.join(map(repr, _LINE_SEARCH_SOLVERS))}; "
+                              f"'sgd' at epsilon=inf); got solver={est.solver!r}.")
     if est.sampler not in (None, "block_poisson") and not isinstance(est.sampler,
                                                                    BlockPoissonSampler):
         raise ValidationError("the data-parallel engine draws lots with the block-keyed Poisson "
                               f"sampler; got sampler={est.sampler!r} (use None or "
                               "'block_poisson').")
-    if est.callback is not None or est.record_history:
-        raise ValidationError("callback and record_history are not available on the "
-                              "data-parallel engine (they would read the rows on the driver).")
-    if not est.lazy_noise:
+    if not est.lazy_noise and est.solver not in _LINE_SEARCH_SOLVERS:
         raise ValidationError("the data-parallel engine draws exact lazy noise only "
                               "(lazy_noise=True; eager noise has the same law).")
 
 
-_LINE_SEARCH_SOLVERS = ("dp_blsgd", "dp_blsgd_adaptive", "dp_blsgd_ac", "dp_blgd", "dpagd")
+_LINE_SEARCH_SOLVERS = ("dp_blsgd", "line_search", "dp_blsgd_adaptive", "dp_blsgd_ac",
+                        "dp_blgd", "dpagd", "dp_agd")
 
 
 def _fit(source, est, engine, started, label_classes=None):
     """The shared body of :func:`fit_distributed` and :func:`fit_in_memory`."""
     from fastdp._validation import check_random_state
+    from fastdp.losses import get_loss
     from fastdp.privacy import get_accountant
-    from fastdp.solvers._common import check_run_arguments, split_random_state
-    from fastdp.solvers.sgd import decay_and_step
 
     row_map = est._check_public_params()
     private = est._private()
@@ -279,6 +277,13 @@ def _fit(source, est, engine, started, label_classes=None):
                 f"{source.name} has {n_labels} classes: the engine trains them as one multinomial "
                 f"DP-SGD model (logistic loss, solver='dpsgd'); {type(est).__name__} with "
                 f"solver={est.solver!r} would need one-vs-rest fits, which it does not run.")
+        if est.callback is not None and not solver.supports_callback:
+            raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
+        if est.record_history and name == "dpscd":
+            raise ValidationError(
+                "record_history is not available for dual DP-SCD on the data-parallel engine "
+                "(its dual objective reads alpha, which stays on the workers); see "
+                "docs/distributed.md (Limits).")
         n_classes = n_labels if multinomial else 0
         width = d + int(row_map.fit_intercept)
         config, rule = est._solver_config(name, solver, n, width, private,
@@ -289,7 +294,14 @@ def _fit(source, est, engine, started, label_classes=None):
         if sampler.block_size != source.block_size:
             raise ValidationError(f"the sampler's block_size {sampler.block_size} differs from "
                                   f"the source's {source.block_size}.")
-        config["sampler"] = sampler
+        oracle = None
+        if name in _LINE_SEARCH_SOLVERS:
+            from fastdp.distributed.data_parallel.line_search import EngineLotSampler, ShardOracle
+
+            oracle = ShardOracle(engine, n, width, est._loss)
+            config["sampler"] = EngineLotSampler(sampler, oracle)   # lots drawn by the workers
+        else:
+            config["sampler"] = sampler
         config["n_features"] = width
         config["loss"] = est._loss
         if multinomial:
@@ -299,41 +311,39 @@ def _fit(source, est, engine, started, label_classes=None):
                               float(solver.default_clip(n, config, est._loss)))
         solver.check_params(n, config, private=private)
         accountant = get_accountant(est.accountant)
-        noise, _, planned_event = est._plan(solver, n, config, private, delta, accountant, 1)
-        loss, lam, epochs, sigma, clip = check_run_arguments(
-            est._loss, config["lam"], config["epochs"], noise, config["clip"], allow_zero_lam=True)
-        dual = _dual_step(name, loss, lam * n, sampler, n, clip, config["options"])
-        if dual is None:
-            eta = config["options"].get("learning_rate", 1.0)
-            reg = config["options"].get("reg", "paper")
-            rho, kappa = decay_and_step(eta, lam, float(sampler.expected_batch_size(n)), reg)
+        noise, one_event, planned_event = est._plan(solver, n, config, private, delta,
+                                                    accountant, 1)
         rng = check_random_state(est.random_state)
-        sampling_rng, noise_rng = split_random_state(rng)
-        epoch_ends = sampler.epoch_boundaries(n, epochs)
-        clip = math.inf if clip is None else float(clip)
-        setup = WorkerSetup(
-            n_rows=n, n_features=d, shift=shift, classes=classes, row_map=row_map,
-            max_row_norm=1.0 if private and row_map.bound == "reject" else None,
-            loss_code=loss.code, clip=clip, sampler=sampler,
-            sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
-            num_threads=int(config.get("num_threads") or 1), dual=dual, n_classes=n_classes)
+        released = []    # epochs whose state a callback saw (released)
+        on_epoch = _epoch_hooks(est, row_map, released, width, n_classes)
+        base = dict(n_rows=n, n_features=d, shift=shift, classes=classes, row_map=row_map,
+                    max_row_norm=1.0 if private and row_map.bound == "reject" else None,
+                    num_threads=int(config.get("num_threads") or 1), n_classes=n_classes)
+        if oracle is not None:
+            # the sampling key is drawn inside the solver (its stream); lots carry it
+            setup = WorkerSetup(loss_code=get_loss(est._loss).code, clip=math.inf,
+                                sampler=sampler, sampling_key=np.zeros(2, dtype=np.uint64),
+                                n_steps=0, **base)
+
+            def run():
+                return _run_line_search(solver, oracle, config, noise, rng, one_event)
+        else:
+            setup, run = _sgd_or_scd(name, est, engine, config, noise, sampler, n, rng, base,
+                                     on_epoch)
         engine.prepare(setup)   # the last check of the shards: nothing reserved or drawn yet
         reservation = None
         if est.ledger is not None:
             reservation = est.ledger.reserve(planned_event, label=type(est).__name__)
         try:
-            noise_std = sigma * clip if sigma > 0 else 0.0   # C: DP-SGD and DP-SCD (released v)
-            if dual is None:
-                theta, stats = run_dpsgd(engine, n_features=width, epoch_ends=epoch_ends,
-                                         rho=rho, kappa=kappa, noise_std=noise_std,
-                                         noise_key=sampling_key(noise_rng), n_classes=n_classes)
-            else:
-                v, stats = run_dpscd(engine, n_features=width, epoch_ends=epoch_ends,
-                                     noise_std=noise_std, noise_key=sampling_key(noise_rng))
-                theta = v / dual.lam_n
-        except KeyboardInterrupt:
+            theta, stats, n_iter, history, result = run()
+        except KeyboardInterrupt as exc:
             if reservation is not None:
-                reservation.cancel()   # nothing leaves the driver before the run ends
+                if released:   # a callback already saw a released state
+                    reservation.commit()
+                    exc.add_note("fastdp: the privacy ledger keeps this fit's charge: the "
+                                 "callback already received released states.")
+                else:
+                    reservation.cancel()   # nothing left the driver
             raise
         except BaseException:
             if reservation is not None:
@@ -348,10 +358,111 @@ def _fit(source, est, engine, started, label_classes=None):
                     solver_name=name, solver=solver,
                     multi_class="multinomial" if n_classes else None, config=config,
                     noise=noise, delta=delta, private=private, accountant=accountant,
-                    event=planned_event, sampler=sampler.name,
-                    sample_rate=float(sampler.sample_rate(n)), n_iter=int(epoch_ends[-1]),
-                    history=None, solver_result=None, charged=reservation is not None,
-                    started=started)
+                    event=planned_event,
+                    sampler=result.sampler if result is not None else sampler.name,
+                    sample_rate=(result.sample_rate if result is not None
+                                 else float(sampler.sample_rate(n))),
+                    n_iter=n_iter, history=history, solver_result=result,
+                    charged=reservation is not None, started=started)
     est.n_features_in_ = d
-    est.distributed_stats_ = dataclasses.asdict(stats)
+    est.distributed_stats_ = stats
     return est
+
+
+def _epoch_hooks(est, row_map, released, width, n_classes):
+    """``on_epoch(epoch, n_done, coef, objective)`` for DP-SGD and DP-SCD, or None.
+
+    Calls the estimator's ``callback`` with the released state shaped as the
+    fitted model shows it (as ``fit`` does) and, with ``record_history``,
+    appends ``{"epoch", "n_iter", "primal_objective"}`` (``objective()``
+    computes it from the workers' loss sums: a non-private diagnostic).
+    """
+    if est.callback is None and not est.record_history:
+        return None
+    history = []
+
+    def on_epoch(epoch, done, coef, objective, extra=None):
+        if est.record_history:
+            history.append({"epoch": epoch, "n_iter": done, "primal_objective": objective()})
+        if est.callback is not None:
+            released.append(epoch)
+            state = {"epoch": epoch, "n_iter": done, "coef": coef, **(extra or {})}
+            split, intercept = row_map.split_coef(np.asarray(coef).reshape(-1, width))
+            state["coef"] = est._shape_coef(split)
+            state["intercept"] = est._shape_intercept(intercept)
+            est.callback(state)
+
+    on_epoch.history = history if est.record_history else None
+    return on_epoch
+
+
+def _primal_objective(engine, theta, loss, lam, n, n_classes):
+    """``(1/n) sum_i loss_i + (lam/2) ||theta||^2`` from the workers' per-shard loss sums."""
+    total = 0.0
+    for parts in engine.broadcast("loss_totals", theta, None if n_classes else loss.name):
+        for part in parts:   # shard order
+            total += part
+    flat = np.asarray(theta).ravel()
+    return float(total / n + 0.5 * lam * flat @ flat)
+
+
+def _sgd_or_scd(name, est, engine, config, noise, sampler, n, rng, base, on_epoch):
+    """Worker setup and run of DP-SGD (multinomial included) or dual DP-SCD."""
+    from fastdp.solvers._common import check_run_arguments, split_random_state
+    from fastdp.solvers.sgd import decay_and_step
+
+    loss, lam, epochs, sigma, clip = check_run_arguments(
+        est._loss, config["lam"], config["epochs"], noise, config["clip"], allow_zero_lam=True)
+    dual = _dual_step(name, loss, lam * n, sampler, n, clip, config["options"])
+    if dual is None:
+        eta = config["options"].get("learning_rate", 1.0)
+        reg = config["options"].get("reg", "paper")
+        rho, kappa = decay_and_step(eta, lam, float(sampler.expected_batch_size(n)), reg)
+    sampling_rng, noise_rng = split_random_state(rng)
+    epoch_ends = sampler.epoch_boundaries(n, epochs)
+    clip = math.inf if clip is None else float(clip)
+    n_classes = base["n_classes"]
+    setup = WorkerSetup(loss_code=loss.code, clip=clip, sampler=sampler,
+                        sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
+                        dual=dual, **base)
+    noise_std = sigma * clip if sigma > 0 else 0.0   # C: DP-SGD and DP-SCD (released v)
+
+    def callback(epoch, done, theta):
+        if on_epoch is None:
+            return
+        if dual is None:
+            on_epoch(epoch, done, theta.T if n_classes else theta,
+                     lambda: _primal_objective(engine, theta, loss, lam, n, n_classes))
+        else:
+            on_epoch(epoch, done, theta / dual.lam_n, None, {"v": theta.copy()})
+
+    def run():
+        if dual is None:
+            theta, stats = run_dpsgd(engine, n_features=config["n_features"],
+                                     epoch_ends=epoch_ends, rho=rho, kappa=kappa,
+                                     noise_std=noise_std, noise_key=sampling_key(noise_rng),
+                                     callback=callback, n_classes=n_classes)
+        else:
+            v, stats = run_dpscd(engine, n_features=config["n_features"], epoch_ends=epoch_ends,
+                                 noise_std=noise_std, noise_key=sampling_key(noise_rng),
+                                 callback=callback)
+            theta = v / dual.lam_n
+        history = None if on_epoch is None else on_epoch.history
+        return theta, dataclasses.asdict(stats), int(epoch_ends[-1]), history, None
+
+    return setup, run
+
+
+def _run_line_search(solver, oracle, config, noise, rng, one_event):
+    """One run of a line-search solver on the shard oracle (its loop runs on the driver)."""
+    from fastdp.solvers.settings import SolverProblem
+
+    settings = solver.settings(config, noise)
+    started = time.perf_counter()
+    result = solver.solve(SolverProblem(oracle, None, config["loss"]), settings, rng)
+    if result.event != one_event:   # internal consistency guard, as in fit
+        raise RuntimeError("the solver ran a different mechanism from the one accounted for.")
+    theta = np.asarray(result.coef, dtype=np.float64)
+    stats = oracle.stats(result.n_iter)
+    stats["seconds_driver"] = time.perf_counter() - started - stats["seconds_workers"]
+    return theta, stats, int(result.n_iter), result.history, result

@@ -38,12 +38,15 @@ def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_er
         raise usage_error("--test is not available with --ray (it reads the data on the driver).")
     n_shards = args.shards if args.shards is not None else args.workers
     binary = is_binary_dataset(args.data) or args.data.endswith(".fdp")   # as fastdp.cli
-    source = (binary_source if binary else libsvm_source)(args.data, n_shards=n_shards,
-                                                          block_size=args.block_size)
-    model, ledger = estimator_from_args(args, model_class, source.n_rows,
-                                        sampler="block_poisson")
     address = None if args.ray in ("", "local") else args.ray
     engine = RayWorkers(address=address, n_workers=args.workers)
+    if binary:
+        source = binary_source(args.data, n_shards=n_shards, block_size=args.block_size)
+    else:   # rows counted by the workers (Ray tasks); shards read as byte ranges
+        source = libsvm_source(args.data, n_shards=n_shards, block_size=args.block_size,
+                               engine=engine)
+    model, ledger = estimator_from_args(args, model_class, source.n_rows,
+                                        sampler="block_poisson")
     fit_distributed(source, model, engine=engine)
     stats = model.distributed_stats_
     steps = max(stats["n_steps"], 1)

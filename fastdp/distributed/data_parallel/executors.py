@@ -25,7 +25,7 @@ from fastdp.distributed.data_parallel.shards import ShardValidationError
 from fastdp.distributed.data_parallel.worker import ShardWorker
 from fastdp.exceptions import ValidationError
 
-__all__ = ["LocalWorkers", "RayWorkers", "shard_assignment"]
+__all__ = ["LocalWorkers", "RayWorkers", "shard_assignment", "worker_sources"]
 
 
 def shard_assignment(n_shards, n_workers):
@@ -34,6 +34,27 @@ def shard_assignment(n_shards, n_workers):
         raise ValidationError(f"n_workers must be in [1, n_shards = {n_shards}]; got {n_workers}.")
     edges = [(n_shards * w) // n_workers for w in range(n_workers + 1)]
     return [list(range(edges[w], edges[w + 1])) for w in range(n_workers)]
+
+
+_STEP_METHODS = ("step", "gradient_sums")   # what fail_at counts
+
+
+def worker_sources(source, assignment):
+    """The source each worker is sent: only its own rows when the loader holds them in memory.
+
+    A loader with a ``part(start, stop)`` method (:class:`~.shards.ArrayRows`)
+    is cut to the worker's rows (views of X's arrays: the driver makes no
+    copy, and a remote worker receives only its shard); other loaders read
+    the rows where the worker runs, and every worker gets the same source.
+    """
+    import dataclasses
+
+    part = getattr(source.loader, "part", None)
+    if part is None:
+        return [source] * len(assignment)
+    specs = source.shards()
+    return [dataclasses.replace(source, loader=part(specs[s[0]].start, specs[s[-1]].stop))
+            for s in assignment]
 
 
 def _count(name, value):
@@ -74,6 +95,10 @@ class _Workers:
     def step(self, t, theta_values):
         return self._call("step", [(t, v) for v in theta_values])
 
+    def broadcast(self, method, *args):
+        """``method(*args)`` on every worker (the same arguments); the replies in worker order."""
+        return self._call(method, [args] * len(self.assignment))
+
     def checkpoint(self, initial=False):
         """Keep every worker's private state (dual DP-SCD: alpha) as of now.
 
@@ -98,7 +123,7 @@ class _Workers:
 
         The executor keeps its configuration (and ``restarts``) and can run again.
         """
-        for name in ("source", "workers", "setup", "_saved", "_source_ref"):
+        for name in ("source", "workers", "setup", "_saved", "_source_refs"):
             if name in self.__dict__:
                 setattr(self, name, [] if name == "workers" else None)
 
@@ -137,6 +162,10 @@ class LocalWorkers(_Workers):
     def _call(self, method, args):
         return [getattr(w, method)(*a) for w, a in zip(self.workers, args)]
 
+    def run_tasks(self, function, args):
+        """``[function(*a) for a in args]`` in this process (e.g. counting LIBSVM rows)."""
+        return [function(*a) for a in args]
+
 
 def _import_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -169,7 +198,8 @@ class RayWorkers(_Workers):
         Actor restarts allowed before the run is abandoned.
     fail_at : (int, int), optional
         Fault injection for tests: ``ray.kill`` worker ``fail_at[0]`` while
-        step ``fail_at[1]`` is in flight (once).
+        step ``fail_at[1]`` is in flight (once); a step is a DP-SGD/DP-SCD
+        step or a line-search solver's gradient query.
     """
 
     name = "ray"
@@ -207,21 +237,36 @@ class RayWorkers(_Workers):
         ray = self._ray()
         Actor = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
                            scheduling_strategy="SPREAD")(ShardWorker)
-        return Actor.remote(self._source_ref, self.assignment[w])
+        return Actor.remote(self._source_refs[w], self.assignment[w])
 
     def _start(self):
         ray = self._ray()
-        self._source_ref = ray.put(self.source)
+        self._source_refs = [ray.put(s) for s in worker_sources(self.source, self.assignment)]
         self.actors = [self._new_actor(w) for w in range(len(self.assignment))]
+
+    def broadcast(self, method, *args):
+        """As :meth:`_Workers.broadcast`; arrays are put in the object store once for all actors."""
+        ray = self._ray()
+        args = tuple(ray.put(a) if isinstance(a, np.ndarray) and a.nbytes > 4096 else a
+                     for a in args)
+        return super().broadcast(method, *args)
+
+    def run_tasks(self, function, args):
+        """``[function(*a) for a in args]`` as Ray tasks spread over the nodes."""
+        ray = self._ray()
+        task = ray.remote(num_cpus=self.num_cpus, scheduling_strategy="SPREAD")(function)
+        return ray.get([task.remote(*a) for a in args])
 
     def _call(self, method, args):
         ray = self._ray()
         failures = 0
         while True:
             refs = [getattr(a, method).remote(*x) for a, x in zip(self.actors, args)]
-            if self.fail_at is not None and method == "step" and args[0][0] == self.fail_at[1]:
-                ray.kill(self.actors[self.fail_at[0]], no_restart=True)
-                self.fail_at = None
+            if self.fail_at is not None and method in _STEP_METHODS:
+                self._n_step_calls = getattr(self, "_n_step_calls", 0) + 1
+                if self._n_step_calls == self.fail_at[1]:
+                    ray.kill(self.actors[self.fail_at[0]], no_restart=True)
+                    self.fail_at = None
             try:
                 return ray.get(refs)
             except ray.exceptions.RayActorError as exc:

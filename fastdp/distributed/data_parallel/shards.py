@@ -5,7 +5,8 @@ block size, and a *row loader*, a picklable callable
 ``loader(start, stop) -> (X, y)`` that returns rows ``[start, stop)``
 (``X`` any CSR-convertible matrix, ``y`` the labels).  Each worker calls the
 loader for its own shards, so the rows never pass through the driver.  Three
-loaders are provided: :class:`LibsvmRows` (a row range of a LIBSVM file),
+loaders are provided: :class:`LibsvmRows` (a row range of a LIBSVM file, read
+as one byte range located by a row index, :mod:`.libsvm_index`),
 :class:`BinaryRows` (a row range of a binary dataset made by ``fastdp
 convert``, sliced out of its memory maps: the best choice for large data) and
 :class:`ArrayRows` (an in-memory matrix, for the single-machine path and
@@ -17,7 +18,6 @@ privacy budget is reserved and before any noise is drawn.
 """
 
 import dataclasses
-import io
 import os
 
 import numpy as np
@@ -101,38 +101,45 @@ def count_libsvm_rows(path):
         return sum(1 for line in fh if _data_line(line))
 
 
+_WIDE = 2**31 - 1   # a range load needs a width; the real one is decided by the run
+
+
 @dataclasses.dataclass(frozen=True)
 class LibsvmRows:
-    """Row loader of a (plain-text) LIBSVM file: rows ``[start, stop)`` by streaming its lines.
+    """Row loader of a (plain-text) LIBSVM file: rows ``[start, stop)`` read as one byte range.
+
+    The rows are located with a :class:`~.libsvm_index.LibsvmIndex` (chunk
+    starts and their row numbers; see that module): the loader scans at most
+    the chunk holding ``start`` and the one holding ``stop``, then parses
+    exactly the bytes of those rows (``load_libsvm(offset=, length=)``), never
+    the file from its start.  Without ``index``, one is built in this
+    process at each call (a counting pass over the file, no parsing).
 
     Parameters
     ----------
     path : str
     dtype : numpy dtype, default=float64
+    index : LibsvmIndex, optional
     """
 
     path: str
     dtype: object = np.float64
+    index: object = None
 
     def __call__(self, start, stop):
-        from fastdp.datasets import load_libsvm
+        from fastdp.distributed.data_parallel.libsvm_index import index_libsvm
+        from fastdp.io.libsvm import load_libsvm
 
-        buf = io.BytesIO()
-        row = 0
-        with open(self.path, "rb") as fh:
-            for line in fh:
-                if not _data_line(line):
-                    continue
-                if row >= stop:
-                    break
-                if row >= start:
-                    buf.write(line if line.endswith(b"\n") else line + b"\n")
-                row += 1
-        if buf.tell() == 0:
+        index = self.index if self.index is not None else index_libsvm(self.path)
+        index.check_unchanged()
+        span = index.byte_range(start, min(stop, index.n_rows))
+        if span is None:
             return sp.csr_matrix((0, 1)), np.zeros(0)
-        buf.seek(0)
         # zero_based=True keeps the indices as written; the run decides the shift globally
-        return load_libsvm(buf, zero_based=True, dtype=self.dtype)
+        X, y = load_libsvm(self.path, n_features=_WIDE, zero_based=True, dtype=self.dtype,
+                           offset=span[0], length=span[1])
+        width = int(X.indices.max()) + 1 if X.nnz else 1
+        return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width)), y
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,29 +168,80 @@ class BinaryRows:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ArrayRows:
-    """Row loader of an in-memory matrix (the single-machine path, tests)."""
+    """Row loader of an in-memory matrix (the single-machine path, tests).
+
+    ``offset``: the global number of the first row held (a part made by
+    :meth:`part` holds rows ``[offset, offset + len(y))`` only).
+    """
 
     X: object
     y: object
+    offset: int = 0
 
     def __call__(self, start, stop):
-        return self.X[start:stop], np.asarray(self.y)[start:stop]
+        a, b = start - self.offset, stop - self.offset
+        if a < 0 or b > np.asarray(self.y).shape[0]:
+            raise ValidationError(f"rows [{start}, {stop}) are not in this part (rows "
+                                  f"{self.offset}..{self.offset + len(self.y) - 1}).")
+        return self.X[a:b], np.asarray(self.y)[a:b]
+
+    def part(self, start, stop):
+        """An :class:`ArrayRows` holding only rows ``[start, stop)``, sharing X's memory.
+
+        CSR: views of ``data`` and ``indices`` and a new ``indptr`` (O(rows));
+        dense: a view of the rows.  What a remote worker is sent instead of
+        all of X (:class:`~.executors.RayWorkers`).
+        """
+        a, b = start - self.offset, stop - self.offset
+        y = np.asarray(self.y)[a:b]
+        if sp.issparse(self.X):
+            X = self.X.tocsr() if self.X.format != "csr" else self.X
+            lo, hi = int(X.indptr[a]), int(X.indptr[b])
+            part = _CsrRows(X.data[lo:hi], X.indices[lo:hi], X.indptr[a:b + 1] - lo,
+                            (b - a, X.shape[1]))
+            return ArrayRows(part, y, start)
+        return ArrayRows(self.X[a:b], y, start)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _CsrRows:
+    """The arrays of some CSR rows (views where possible); sliced as a CSR matrix."""
+
+    data: object
+    indices: object
+    indptr: object
+    shape: tuple
+
+    def __getitem__(self, rows):
+        matrix = sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape,
+                               copy=False)
+        return matrix[rows]
 
 
 def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features=None,
-                  zero_based="auto", n_rows=None):
-    """A :class:`Source` over a LIBSVM file (rows counted here unless ``n_rows`` is given).
+                  zero_based="auto", n_rows=None, engine=None, chunk_bytes=None):
+    """A :class:`Source` over a plain LIBSVM file; its rows are counted, never held.
 
-    Counting streams the file once; it holds one line at a time.
+    The rows are counted by chunks of ``chunk_bytes`` (default 4 MiB) into a
+    :class:`~.libsvm_index.LibsvmIndex`: by ``engine``'s workers in parallel
+    (Ray tasks, one per worker) or in this process without ``engine``.  Each
+    worker then reads its shards as byte ranges (:class:`LibsvmRows`).
+    ``n_rows`` overrides the counted number (the shards are cut for it; a
+    shard the file cannot fill stops the run with ``ShardValidationError``).
     """
+    from fastdp.distributed.data_parallel.libsvm_index import DEFAULT_CHUNK_BYTES, index_libsvm
+
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValidationError(f"no such file: {path!r}.")
-    n = count_libsvm_rows(path) if n_rows is None else int(n_rows)
+    run_tasks = getattr(engine, "run_tasks", None)
+    index = index_libsvm(path, n_tasks=getattr(engine, "n_workers", 1),
+                         chunk_bytes=chunk_bytes or DEFAULT_CHUNK_BYTES, run_tasks=run_tasks)
+    n = index.n_rows if n_rows is None else int(n_rows)
     if n < 1:
         raise ValidationError(f"{path!r} has no data rows.")
-    return Source(LibsvmRows(path), n, int(n_shards), int(block_size), os.path.basename(path),
-                  n_features, zero_based)
+    return Source(LibsvmRows(path, index=index), n, int(n_shards), int(block_size),
+                  os.path.basename(path), n_features, zero_based)
 
 
 def binary_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE):

@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._kernels import _glm, _multinomial, _scd
+from fastdp._kernels import _glm, _line_search, _multinomial, _scd
 from fastdp.distributed.data_parallel.shards import ShardValidationError, load_shard
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import keyed_streams
@@ -198,6 +198,7 @@ class ShardWorker:
         self._streams = keyed_streams(setup.sampling_key)
         self._lot = None
         self._dual = None if setup.dual is None else [setup.dual.start(X) for _, X, _, _ in shards]
+        self._keyed_lot = None
         return "ok", None
 
     def checkpoint(self):
@@ -265,3 +266,83 @@ class ShardWorker:
             partials.append((cols, self._out[cols].copy()))
             self._out[cols] = 0.0
         return partials, (self.columns(t + 1) if t < s.n_steps else None)
+
+    # ---- queries of the line-search family (driver: :mod:`.line_search`) --------------
+    #
+    # A lot is ``(key, t)``: the members of lot t of the block-keyed sampler with
+    # sampling key ``key`` (``t = None``: every row, a full batch).  Every query
+    # returns one result per shard, in shard order, for the driver to add.
+
+    def _lot_rows(self, lot):
+        """Shard-local rows of ``lot`` in each shard (the last lot is cached)."""
+        key, t = lot
+        if t is None:
+            return [np.arange(spec.n_rows, dtype=np.int64) for spec, _, _, _ in self.shards]
+        ident = (np.asarray(key, dtype=np.uint64).tobytes(), int(t))
+        if self._keyed_lot is None or self._keyed_lot[0] != ident:
+            s = self.setup
+            streams = keyed_streams(np.asarray(key, dtype=np.uint64))
+            rows = [s.sampler.lot(streams, s.n_rows, int(t), spec.start, spec.stop) - spec.start
+                    for spec, _, _, _ in self.shards]
+            self._keyed_lot = (ident, rows)
+        return self._keyed_lot[1]
+
+    def lot_sizes(self, lot):
+        """Rows of ``lot`` in each shard."""
+        return [int(rows.size) for rows in self._lot_rows(lot)]
+
+    def gradient_sums(self, lot, w, clip):
+        """Per shard: ``(cols, sum of clip(grad_i, clip) on cols)`` over the rows of ``lot``
+        (the single-machine kernel, :meth:`fastdp.solvers.glm_oracle.GlmOracle.clipped_gradient_sum`),
+        and the rows of ``lot`` in each shard."""
+        s = self.setup
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        partials = []
+        lots = self._lot_rows(lot)
+        for rows, (_, X, y, token) in zip(lots, self.shards):
+            _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, w, s.loss_code,
+                                      float(clip), self._out, s.num_threads,
+                                      check_structure=token)
+            cols = rows_columns(X, rows, self._marks)
+            partials.append((cols, self._out[cols].copy()))
+            self._out[cols] = 0.0
+        return partials, [int(rows.size) for rows in lots]
+
+    def _margins(self, X, token, rows, v):
+        out = np.empty(rows.shape[0])
+        _glm.margins(X.data, X.indices, X.indptr, rows, v, out,
+                     num_threads=self.setup.num_threads, check_structure=token)
+        return out
+
+    def loss_sums(self, lot, w, g, etas, c_obj):
+        """Per shard: the K + 1 clipped loss sums at ``w`` and ``w - etas[k] g`` over the rows
+        of ``lot`` (:func:`fastdp._kernels._line_search.clipped_loss_sums`)."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        g = np.ascontiguousarray(g, dtype=np.float64)
+        etas = np.ascontiguousarray(etas, dtype=np.float64)
+        parts = []
+        for rows, (_, X, y, token) in zip(self._lot_rows(lot), self.shards):
+            out = np.empty(etas.shape[0] + 1)
+            _line_search.clipped_loss_sums(self._margins(X, token, rows, w),
+                                           self._margins(X, token, rows, g),
+                                           np.ascontiguousarray(y[rows]), etas,
+                                           self.setup.loss_code, float(c_obj), out)
+            parts.append(out)
+        return parts
+
+    def loss_totals(self, w, loss):
+        """Per shard: ``sum_i loss(x_i . w, y_i)`` over all its rows (a non-private
+        diagnostic: ``record_history``).  ``w`` of shape (d, K) with ``loss=None``: the
+        multinomial (softmax cross-entropy) loss."""
+        from fastdp.losses import get_loss
+
+        totals = []
+        for _, X, y, token in self.shards:
+            if loss is None:
+                from fastdp.solvers.multinomial import multinomial_objective
+                totals.append(multinomial_objective(np.asarray(w).T, X, y, 0.0) * X.shape[0])
+                continue
+            z = self._margins(X, token, np.arange(X.shape[0], dtype=np.int64),
+                              np.ascontiguousarray(w, dtype=np.float64))
+            totals.append(float(np.sum(get_loss(loss).value(z, y))))
+        return totals

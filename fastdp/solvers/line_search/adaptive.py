@@ -204,9 +204,11 @@ def dp_blgd(X, y, *, epsilon, delta, loss="logistic", random_state=None, record_
 
 
 def run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, num_threads,
-                  noise_free, refine, algorithm, settings, budget=None):
+                  noise_free, refine, algorithm, settings, budget=None, sampler=None):
     # ``budget``: a ready ZcdpFilter (estimator form: the cap is the planned event);
     # otherwise one is built from (epsilon, delta) and ``budget_filter``.
+    # ``sampler``: a Poisson sampler of rate q drawing the batches (default PoissonSampler(q);
+    # a block-keyed one for the data-parallel engine and its single-machine reference).
     if budget is None:
         epsilon, delta = check_privacy_params(epsilon, delta)
     cfg = BlsgdSettings.from_options(settings).validate(epsilon if budget is None else math.nan)
@@ -221,7 +223,10 @@ def run_adaptive(X, y, *, epsilon, delta, loss, random_state, record_history, nu
     n, d = oracle.n_samples, oracle.n_features
     q = cfg.sample_rate
     sample_rng, noise_rng, init_rng = check_random_state(random_state).spawn(3)
-    stream = PoissonSampler(q).stream(n, sample_rng) if q < 1.0 else None
+    if sampler is not None and q < 1.0 and sampler.sample_rate(n) != q:
+        raise ValidationError(f"the sampler's rate {sampler.sample_rate(n)} differs from "
+                              f"sample_rate {q}.")
+    stream = (sampler or PoissonSampler(q)).stream(n, sample_rng) if q < 1.0 else None
     if budget is None:
         budget = RdpBudgetFilter(epsilon, delta, amplification=cfg.amplification,
                                  check=cfg.check, fixed_order=cfg.fixed_order,

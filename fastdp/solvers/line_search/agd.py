@@ -12,7 +12,6 @@ from typing import Optional
 
 import numpy as np
 
-from fastdp._kernels import _line_search as _kernel
 from fastdp._validation import check_privacy_params, check_random_state
 from fastdp.privacy.events import ExponentialMechanismEvent
 from fastdp.privacy.filters import RunningZcdpBudget
@@ -28,6 +27,7 @@ from fastdp.solvers.line_search.releases import (
     objective_values,
     prepare_oracle,
 )
+from fastdp.solvers.line_search.search import clipped_loss_sums
 from fastdp.solvers.line_search.settings import MAX_CANDIDATES, _choice, _integer, _real
 
 __all__ = ["dp_agd", "dp_agd_core", "check_agd_settings", "zcdp_rho_for", "AgdDetails",
@@ -183,8 +183,7 @@ def dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, 
             direction = noisy / max(float(np.linalg.norm(noisy)), 1e-300) + mu * w
             u = oracle.margins(rows, direction)
             grid = np.linspace(0.0, step_max, n_candidates)[1:]
-            sums = np.empty(grid.size + 1)
-            _kernel.clipped_loss_sums(z, u, y_all, grid, oracle.loss.code, float(c_obj), sums)
+            sums = clipped_loss_sums(z, u, y_all, grid, oracle.loss.code, c_obj)
             steps_all = np.concatenate(([0.0], grid))
             ww, wd, dd = (float(np.dot(w, w)), float(np.dot(w, direction)),
                           float(np.dot(direction, direction)))

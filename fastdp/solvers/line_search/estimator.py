@@ -192,11 +192,15 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
         return 3.0
 
     def _sample_rate(self, n_samples, settings):
-        if settings.sampler != "poisson":
+        keyed = _keyed(settings.sampler, settings.batch_size)
+        if settings.sampler != "poisson" and keyed is None:
             raise ValidationError(
-                f"solver {self.name!r} draws Poisson batches; use sampler='poisson' (or None).")
+                f"solver {self.name!r} draws Poisson batches; use sampler='poisson' (or None) "
+                "or a block-keyed Poisson sampler ('block_poisson').")
         if self._refine == "gradavg":
             return 1.0
+        if keyed is not None:
+            return min(1.0, keyed.sample_rate(n_samples))
         return min(1.0, float(settings.batch_size) / n_samples)
 
     def _blsgd_settings(self, n_samples, settings, rho_cap):
@@ -248,7 +252,8 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
         private = rho_cap > 0.0
         blsgd, q = self._blsgd_settings(n, s, rho_cap if private else None)
         common = dict(loss=problem.loss, random_state=rng, record_history=s.record_history,
-                      num_threads=s.num_threads or 1, refine=self._refine, algorithm=self.name)
+                      num_threads=s.num_threads or 1, refine=self._refine, algorithm=self.name,
+                      sampler=_keyed(s.sampler, s.batch_size))
         if not private:
             # noise_multiplier=0 / epsilon=inf: noise-free Armijo (S)GD for T iterations; a
             # failed search is not retried (without noise a retry on the batch fails again)
@@ -261,6 +266,18 @@ class AdaptiveLineSearchEstimatorSolver(_FilteredEstimatorSolver):
                                 settings=blsgd, **common)
         return run_adaptive(problem.X, problem.y, epsilon=None, delta=None, noise_free=False,
                             settings=blsgd, budget=ZcdpFilter(rho_cap), **common)
+
+
+def _keyed(sampler, batch_size=None):
+    """The block-keyed Poisson sampler named by ``sampler`` (an instance, or
+    ``"block_poisson"`` with ``batch_size``), else None."""
+    from fastdp.sampling_blocks import BlockPoissonSampler
+
+    if isinstance(sampler, BlockPoissonSampler):
+        return sampler
+    if sampler == "block_poisson":
+        return None if batch_size is None else BlockPoissonSampler(batch_size=batch_size)
+    return None
 
 
 class DpAgdEstimatorSolver(_FilteredEstimatorSolver):

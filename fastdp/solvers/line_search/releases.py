@@ -31,6 +31,8 @@ __all__ = ["prepare_oracle", "initial_point", "draw_batch", "gradient_event", "a
 
 
 def prepare_oracle(X, y, loss, num_threads=1):
+    if getattr(X, "is_batch_oracle", False):   # the data-parallel engine's (over shards)
+        return X
     if loss not in ("logistic", "hinge", "squared"):
         raise ValidationError(f"loss must be 'logistic', 'hinge' or 'squared'; got {loss!r}.")
     if not sp.issparse(X):

@@ -52,6 +52,7 @@ __all__ = [
     "LineSearchOutcome",
     "armijo_coefficients",
     "candidate_steps",
+    "clipped_loss_sums",
     "draw_svt_noise",
     "line_search_event",
     "noisy_backtracking",
@@ -148,6 +149,21 @@ def draw_svt_noise(event, c_obj, n_candidates, rng):
     return float(lam), np.asarray(nu, dtype=np.float64)
 
 
+def clipped_loss_sums(z, u, y, etas, loss_code, c_obj):
+    """The K + 1 clipped loss sums of a search: at ``w`` and at every ``w − etas[k]·g``.
+
+    ``z``, ``u``: the batch margins ``x_i·w``, ``x_i·g`` (arrays), or the
+    margin handles of a data-parallel batch oracle
+    (:mod:`fastdp.distributed.data_parallel.line_search`), whose sums are
+    computed where the rows are and added in shard order.
+    """
+    if hasattr(z, "clipped_loss_sums"):
+        return z.clipped_loss_sums(u, etas, loss_code, c_obj)
+    sums = np.empty(etas.shape[0] + 1)
+    _kernel.clipped_loss_sums(z, u, y, etas, loss_code, float(c_obj), sums)
+    return sums
+
+
 def noisy_backtracking(z, u, y, *, loss_code, c_obj, etas, slope, curvature, event, rng,
                        fallback_step=0.0, noise_free=False):
     """One NOISYBTLS call over precomputed batch margins (see module docstring).
@@ -186,10 +202,11 @@ def noisy_backtracking(z, u, y, *, loss_code, c_obj, etas, slope, curvature, eve
         lam, nu = 0.0, np.zeros(n_cand)
     else:
         lam, nu = draw_svt_noise(event, c_obj, n_cand, rng)
-    sums = np.empty(n_cand + 1)
+    # the fused kernel's three steps; the sums may come from a data-parallel oracle
+    sums = clipped_loss_sums(z, u, y, etas, loss_code, c_obj)
     queries = np.empty(n_cand)
-    index = int(_kernel.noisy_backtracking(z, u, y, etas, loss_code, float(c_obj), float(slope),
-                                           float(curvature), lam, nu, sums, queries))
+    _kernel.armijo_queries(sums, etas, float(slope), float(curvature), queries)
+    index = int(_kernel.first_above(queries, lam, nu))
     if index >= 0:
         return LineSearchOutcome(index, float(etas[index]), index + 1)
     return LineSearchOutcome(-1, float(fallback_step), n_cand)

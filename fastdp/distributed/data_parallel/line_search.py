@@ -1,0 +1,226 @@
+"""The Gaussian line-search family on the data-parallel engine: a batch oracle over shards.
+
+The line-search solvers of :mod:`fastdp.solvers.line_search` (``dp_blsgd``,
+``dp_blsgd_adaptive``, ``dp_blsgd_ac``, ``dp_blgd``, ``dpagd``) read the data
+only through a *batch oracle* (``GlmOracle``'s interface: clipped gradient
+sums, margins and labels of a batch of rows) and a batch stream.  Every data
+query is a sum over the rows of a batch:
+
+* a gradient release: ``sum_{i in B} clip(grad_i(w), C)`` (a d-vector);
+* a noisy backtracking search (NOISYBTLS) or DP-AGD's step selection: the
+  K + 1 clipped loss sums ``sum_{i in B} min(loss(x_i . (w - eta_k g), y_i), C_obj)``
+  (the searches compare them with public terms after adding noise);
+* ``record_history``: ``sum_i loss(x_i . w, y_i)`` over all rows (non-private).
+
+:class:`ShardOracle` stands in for ``GlmOracle`` on the driver: each query is
+sent to every worker, which computes its shards' partial sums with the
+single-machine kernels (:meth:`~.worker.ShardWorker.gradient_sums`,
+:meth:`~.worker.ShardWorker.loss_sums`), and the driver adds them **in shard
+order**.  Margins are never shipped: ``margins(rows, v)`` returns a handle
+(the lot and the point), and the search's clipped sums are computed where the
+rows are (:func:`fastdp.solvers.line_search.search.clipped_loss_sums`).  The
+solvers' own loops then run unchanged on the driver: one noise draw per
+release from the driver's generators (the same draws, in the same order, as
+on one machine), the same budget filter, the same adaptation.
+
+Lots: :class:`EngineLotSampler` is the run's block-keyed Poisson sampler whose
+stream hands out lot *numbers* (:class:`Lots`) instead of rows; lot t is
+drawn by the workers from ``(sampling key, t, block)``, the key being drawn
+from the solver's sampling generator exactly as the single-machine
+:class:`~fastdp.sampling_blocks.BlockPoissonSampler` stream draws it.  So the
+lots, and with one shard the bits, are those of the single-machine estimator
+with a ``BlockPoissonSampler``; with more shards only the rounding of the
+reduction differs (a search decision could flip only if a noisy query lands
+within rounding of its threshold: never observed; the tests bound the
+coefficients at 1e-12 relative).  Full-batch solvers (``dp_blgd``, ``dpagd``)
+read every row.
+
+Privacy: the event is the single-machine one (the solver's loop, its
+privacy filter and its noise all run on the driver); workers return
+un-noised partial sums, as for DP-SGD (inside the trust boundary).
+Communication: every query sends the dense model point(s) (O(d) per worker:
+the noise of these solvers is dense) and returns a sparse gradient partial
+or K + 1 numbers per shard.
+"""
+
+import time
+
+import numpy as np
+
+from fastdp.losses import get_loss
+from fastdp.sampling_blocks import BlockPoissonSampler, sampling_key
+
+__all__ = ["EngineLotSampler", "Lots", "ShardOracle"]
+
+
+class Lots:
+    """Lot numbers ``first .. first + count - 1`` of a keyed run (``first=None``: all rows).
+
+    What the engine's batch stream returns in place of row indices; sliced
+    as the solvers slice a batch stream's ``idx`` (``idx[ptr[t]:ptr[t + 1]]``
+    with ``ptr = arange(T + 1)`` gives lot ``first + t``).  ``shape[0]`` is
+    the lot's size (asked from the workers once, then kept).
+    """
+
+    def __init__(self, oracle, key, first, count=1):
+        self.oracle, self.key, self.first, self.count = oracle, key, first, int(count)
+        self._size = oracle.n_samples if first is None else None
+
+    def __getitem__(self, item):
+        start, stop, step = item.indices(self.count)
+        if step != 1 or stop - start != 1:
+            raise IndexError("a lot sequence is read one lot at a time")
+        return Lots(self.oracle, self.key, self.first + start, 1)
+
+    def query(self):
+        """The ``(key, t)`` the workers resolve (``t=None``: every row)."""
+        if self.count != 1:
+            raise ValueError("a query reads one lot")
+        return (self.key, self.first)
+
+    @property
+    def shape(self):
+        if self._size is None:
+            self._size = self.oracle.lot_size(self)
+        return (self._size,)
+
+
+class _Margins:
+    """``x_i . v`` for the rows of ``lots``, left where the rows are (see the module)."""
+
+    def __init__(self, oracle, lots, v):
+        self.oracle, self.lots, self.v = oracle, lots, np.array(v, dtype=np.float64)
+
+    def clipped_loss_sums(self, u, etas, loss_code, c_obj):
+        """The K + 1 clipped loss sums of NOISYBTLS with these margins as ``z`` and ``u``'s as u."""
+        if u.lots is not self.lots:
+            raise ValueError("margins of two different lots")
+        return self.oracle.loss_sums(self.lots, self.v, u.v, etas, c_obj)
+
+
+class _LossValues:
+    """Per-example losses of every row at ``w``; only their mean is read (``np.mean``)."""
+
+    def __init__(self, oracle, w):
+        self.oracle, self.w = oracle, w
+
+    def mean(self, axis=None, dtype=None, out=None):
+        return self.oracle.mean_loss(self.w)
+
+
+class ShardOracle:
+    """The batch oracle of the line-search solvers over prepared workers (module docstring).
+
+    Parameters
+    ----------
+    executor : LocalWorkers or RayWorkers
+        Prepared (shards loaded and mapped; the setup's ``loss_code`` and
+        ``sampler`` are those of the run).
+    n_samples, n_features : int
+        Rows and model width (after the row map).
+    loss : str
+    """
+
+    is_batch_oracle = True   # fastdp.solvers.line_search.releases.prepare_oracle passes it on
+
+    def __init__(self, executor, n_samples, n_features, loss):
+        self.executor = executor
+        self.n_samples, self.n_features = int(n_samples), int(n_features)
+        self.shape = (self.n_samples, self.n_features)
+        self.loss = get_loss(loss)
+        self.all_rows = Lots(self, None, None)
+        self.y = self.all_rows    # labels stay with the rows
+        self.n_queries = 0
+        self.bytes_to_workers = 0
+        self.bytes_from_workers = 0
+        self.seconds_workers = 0.0
+
+    def _ask(self, method, *args):
+        started = time.perf_counter()
+        replies = self.executor.broadcast(method, *args)
+        self.seconds_workers += time.perf_counter() - started
+        self.n_queries += 1
+        k = len(replies)
+        self.bytes_to_workers += k * sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+        return replies
+
+    def lot_size(self, lots):
+        return int(sum(sum(sizes) for sizes in self._ask("lot_sizes", lots.query())))
+
+    def clipped_gradient_sum(self, rows, w, clip):
+        """``sum_{i in rows} clip(grad_i(w), clip)`` (dense), reduced in shard order."""
+        out = np.zeros(self.n_features)
+        size = 0
+        for partials, sizes in self._ask("gradient_sums", rows.query(),
+                                         np.ascontiguousarray(w, dtype=np.float64), float(clip)):
+            for cols, sums in partials:
+                out[cols] += sums
+                self.bytes_from_workers += cols.nbytes + sums.nbytes
+            size += sum(sizes)
+        rows._size = size
+        return out
+
+    def margins(self, rows, v):
+        return _Margins(self, rows, v)
+
+    def labels(self, rows):
+        return rows
+
+    def loss_sums(self, rows, w, g, etas, c_obj):
+        """The K + 1 clipped loss sums over ``rows`` (reduced in shard order)."""
+        etas = np.ascontiguousarray(etas, dtype=np.float64)
+        total = np.zeros(etas.shape[0] + 1)
+        for parts in self._ask("loss_sums", rows.query(), w, g, etas, float(c_obj)):
+            for part in parts:
+                total += part
+                self.bytes_from_workers += part.nbytes
+        return total
+
+    def loss_values(self, w):
+        return _LossValues(self, np.array(w, dtype=np.float64))
+
+    def mean_loss(self, w):
+        """``(1/n) sum_i loss(x_i . w, y_i)`` over every row (non-private diagnostic)."""
+        total = 0.0
+        for parts in self._ask("loss_totals", w, self.loss.name):
+            for part in parts:
+                total += part
+        return total / self.n_samples
+
+    def stats(self, n_steps):
+        """``distributed_stats_`` of the run (non-private diagnostics)."""
+        return {"n_steps": int(n_steps), "n_queries": self.n_queries,
+                "bytes_to_workers": int(self.bytes_to_workers),
+                "bytes_from_workers": int(self.bytes_from_workers),
+                "seconds_workers": self.seconds_workers,
+                "restarts": getattr(self.executor, "restarts", 0)}
+
+
+class EngineLotSampler(BlockPoissonSampler):
+    """A :class:`BlockPoissonSampler` whose stream returns :class:`Lots` of ``oracle``.
+
+    Same rate, block size, event and name as ``keyed``; the sampling key is
+    drawn from the stream's generator as ``BlockPoissonSampler``'s stream
+    draws it, so lot t is the same set of rows.
+    """
+
+    def __init__(self, keyed, oracle):
+        super().__init__(keyed._rate, batch_size=keyed._batch_size, block_size=keyed.block_size)
+        self._oracle = oracle
+
+    def stream(self, n, rng):
+        self.check(n)
+        return _LotStream(self._oracle, rng)
+
+
+class _LotStream:
+    def __init__(self, oracle, rng):
+        self.oracle, self.rng, self.key, self.t = oracle, rng, None, 0
+
+    def take(self, n_steps):
+        n_steps = int(n_steps)
+        if self.key is None:
+            self.key = sampling_key(self.rng)
+        lots = Lots(self.oracle, self.key, self.t + 1, n_steps)
+        self.t += n_steps
+        return np.arange(n_steps + 1, dtype=np.int64), lots
