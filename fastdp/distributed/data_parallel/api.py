@@ -306,7 +306,7 @@ def _fit(source, est, engine, started, label_classes=None):
         config["loss"] = est._loss
         if multinomial:
             config["n_classes"] = n_classes
-        if isinstance(est.clip, str):
+        if isinstance(config["clip"], str):      # "auto" not settled by the solver's defaults
             config["clip"] = (rule["clip"] if rule is not None else
                               float(solver.default_clip(n, config, est._loss)))
         solver.check_params(n, config, private=private)
