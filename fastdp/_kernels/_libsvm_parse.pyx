@@ -378,21 +378,37 @@ cdef inline bint _is_separator(uint8_t c) noexcept nogil:
     return c == 32 or c == 35 or (c >= 9 and c <= 13)
 
 
+cdef inline Py_ssize_t _digit_run(const uint8_t* buf, Py_ssize_t i, Py_ssize_t n,
+                                  uint64_t* w) noexcept nogil:
+    """Append the run of digits at ``buf[i]`` to ``w`` (wrapping past 2**64: the
+    caller counts the digits); returns the position after the run."""
+    cdef uint64_t acc = w[0]
+    cdef uint8_t d
+    while i < n:
+        d = <uint8_t>(buf[i] - 48)  # wraps for bytes below '0'
+        if d > 9:
+            break
+        acc = acc * 10 + d
+        i += 1
+    w[0] = acc
+    return i
+
+
 cdef inline Py_ssize_t _scan_number(const uint8_t* buf, Py_ssize_t i, Py_ssize_t n,
                                     double* value) noexcept nogil:
-    """Scan one token from ``i`` to its end while reading it as a plain decimal.
+    """Scan one token from ``i`` to its end while reading it as a decimal.
 
     Returns the end of the token; ``value`` is the correctly rounded double
-    when the token is ``[+-]digits[.digits]`` with 1 to 19 digits, else the
-    result of ``_parse_float_long`` (NaN when Python's ``float()`` must
-    decide).  Scanning and accumulating in one loop is what makes the parser
-    fast.
+    when the token is ``[+-]digits[.digits][(e|E)[+-]digits]`` with 1 to 19
+    digits before the exponent, else the result of ``_parse_float_long`` (NaN
+    when Python's ``float()`` must decide).  Scanning and accumulating in one
+    loop is what makes the parser fast.
     """
-    cdef Py_ssize_t start = i, first, end, dot = -1
-    cdef bint negative = False, plain = True
+    cdef Py_ssize_t start = i, first, end, fraction_start
+    cdef bint negative = False
     cdef uint64_t w = 0
-    cdef int64_t n_digits = 0
-    cdef uint8_t c, d
+    cdef int64_t n_digits, n_fraction = 0, e = 0
+    cdef uint8_t c
     if i < n:
         c = buf[i]
         if c == 45:
@@ -401,28 +417,31 @@ cdef inline Py_ssize_t _scan_number(const uint8_t* buf, Py_ssize_t i, Py_ssize_t
         elif c == 43:
             i += 1
     first = i
-    while i < n:
-        c = buf[i]
-        d = <uint8_t>(c - 48)  # wraps for bytes below '0'
-        if d <= 9:
-            w = w * 10 + d
-            n_digits += 1
-        elif c == 46 and dot < 0:
-            dot = i
-        elif _is_separator(c):
-            break
-        else:
-            plain = False
-        i += 1
-    end = i
-    if not plain or n_digits == 0 or n_digits > 19:
-        if end == start:
+    i = _digit_run(buf, i, n, &w)
+    n_digits = i - first
+    if i < n and buf[i] == 46:
+        fraction_start = i + 1
+        i = _digit_run(buf, fraction_start, n, &w)
+        n_fraction = i - fraction_start
+        n_digits += n_fraction
+    if i < n and not _is_separator(buf[i]):
+        # an exponent, or anything else: find the end of the token first
+        end = i
+        while end < n and not _is_separator(buf[end]):
+            end += 1
+        if (n_digits >= 1 and n_digits <= 19 and (buf[i] == 101 or buf[i] == 69)
+                and _parse_exponent(buf, i, end, &e)):
+            value[0] = _scale_decimal(w, e - n_fraction, negative)
+        elif end == start:
             value[0] = NAN
         else:
             value[0] = _parse_float_long(buf, first, end, negative)
         return end
-    value[0] = _scale_decimal(w, 0 if dot < 0 else -(end - dot - 1), negative)
-    return end
+    if n_digits == 0 or n_digits > 19:
+        value[0] = NAN if i == start else _parse_float_long(buf, first, i, negative)
+        return i
+    value[0] = _scale_decimal(w, -n_fraction, negative)
+    return i
 
 
 # --------------------------------------------------------------------------- integers
