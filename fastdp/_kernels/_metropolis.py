@@ -34,9 +34,10 @@ so a plain numpy implementation can replay a chain bit for bit (tests).
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit
 
 from fastdp._kernels._xoshiro import (
     _block_buffers,
@@ -139,14 +140,41 @@ def _inside(x, H, h, lo, hi, use_box):
     return True
 
 
-@njit(cache=True, parallel=True)
+def _in_threads(n, body):
+    """Run ``body(start, stop)`` over contiguous ranges that cover ``range(n)``, on
+    up to ``numba.get_num_threads()`` threads (the calling one included).
+
+    The kernels here release the GIL (``nogil=True``), and every row or chain
+    depends on nothing but its own inputs (and seed), so the results are the
+    same bits for any number of threads.  This replaces numba's
+    ``parallel=True``/``prange``, whose compilation cost about 12 of the 31 CPU
+    seconds of compiling these kernels (parfor passes and a gufunc per loop).
+    A pool is made per call: one kept between calls would not survive a fork.
+    """
+    k = max(1, min(int(get_num_threads()), int(n)))
+    bounds = [n * j // k for j in range(k + 1)]
+    if k == 1:
+        body(0, n)
+        return
+    with ThreadPoolExecutor(max_workers=k - 1) as pool:
+        futures = [pool.submit(body, bounds[j], bounds[j + 1]) for j in range(1, k)]
+        body(bounds[0], bounds[1])
+        for future in futures:
+            future.result()
+
+
+@njit(cache=True, nogil=True)
+def _objective_rows(kind, At, b, tau, weight, X, out, start, stop):
+    s = np.empty(b.shape[0])
+    for r in range(start, stop):
+        out[r] = _objective(kind, At, b, tau, weight, X[r], s)[0]
+
+
 def objective_values(kind, At, b, tau, weight, X):
     """f at every row of ``X`` (same arithmetic as inside the chains)."""
-    n = X.shape[0]
-    out = np.empty(n)
-    for r in prange(n):
-        s = np.empty(b.shape[0])
-        out[r] = _objective(kind, At, b, tau, weight, X[r], s)[0]
+    out = np.empty(X.shape[0])
+    _in_threads(X.shape[0], lambda start, stop: _objective_rows(
+        kind, At, b, tau, weight, X, out, start, stop))
     return out
 
 
@@ -230,7 +258,6 @@ def _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
     return n_accepted
 
 
-@njit(cache=True, parallel=True)
 def metropolis_chains(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
                       x0, n_steps, step_std, seeds):
     """Run ``len(seeds)`` independent Metropolis chains in parallel.
@@ -270,14 +297,27 @@ def metropolis_chains(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
     n_chains, d = x0.shape
     X = np.empty((n_chains, d))
     n_accepted = np.zeros(n_chains, dtype=np.int64)
-    for c in prange(n_chains):
-        state = np.empty(4, dtype=np.uint64)
+    _in_threads(n_chains, lambda start, stop: _metropolis_chain_range(
+        kind, At, b, tau, weight, beta, H, h, lo, hi, use_box, x0, n_steps, step_std, seeds,
+        X, n_accepted, start, stop))
+    return X, n_accepted
+
+
+@njit(cache=True, nogil=True)
+def _metropolis_chain_range(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
+                            x0, n_steps, step_std, seeds, X, n_accepted, start, stop):
+    """Chains ``start..stop - 1`` of :func:`metropolis_chains`, into ``X`` and ``n_accepted``."""
+    d = x0.shape[1]
+    state = np.empty(4, dtype=np.uint64)
+    x = np.empty(d)
+    for c in range(start, stop):
         _seed_state(seeds[c], state)
-        x = x0[c].copy()
+        for j in range(d):
+            x[j] = x0[c, j]
         n_accepted[c] = _run_chain(kind, At, b, tau, weight, beta, H, h, lo, hi, use_box,
                                    x, n_steps, step_std, state)
-        X[c] = x
-    return X, n_accepted
+        for j in range(d):
+            X[c, j] = x[j]
 
 
 @njit(cache=True)
@@ -429,7 +469,6 @@ def _sample_chord(beta, c, slope, t_lo, t_hi, u1, u2, knots, piece, log_mass):
     return min(max(knots[k] + offset, knots[k]), knots[k + 1])
 
 
-@njit(cache=True, parallel=True)
 def hit_and_run_chains(A, b, beta, H, h, lo, hi, use_box, x0, n_steps, seeds):
     """Hit-and-run chains for pi(x) ∝ exp(-beta max_i (A[i] . x + b[i])) on P.
 
@@ -455,9 +494,19 @@ def hit_and_run_chains(A, b, beta, H, h, lo, hi, use_box, x0, n_steps, seeds):
     X : float64 array (n_chains, d)
     """
     n_chains, d = x0.shape
-    m = b.shape[0]
     X = np.empty((n_chains, d))
-    for ch in prange(n_chains):
+    _in_threads(n_chains, lambda start, stop: _hit_and_run_chain_range(
+        A, b, beta, H, h, lo, hi, use_box, x0, n_steps, seeds, X, start, stop))
+    return X
+
+
+@njit(cache=True, nogil=True)
+def _hit_and_run_chain_range(A, b, beta, H, h, lo, hi, use_box, x0, n_steps, seeds, X,
+                             start, stop):
+    """Chains ``start..stop - 1`` of :func:`hit_and_run_chains`, into ``X``."""
+    d = x0.shape[1]
+    m = b.shape[0]
+    for ch in range(start, stop):
         state = np.empty(4, dtype=np.uint64)
         _seed_state(seeds[ch], state)
         x = x0[ch].copy()
@@ -491,7 +540,6 @@ def hit_and_run_chains(A, b, beta, H, h, lo, hi, use_box, x0, n_steps, seeds):
                     y = min(max(y, lo[j]), hi[j])
                 x[j] = y
         X[ch] = x
-    return X
 
 
 @njit(cache=True)
@@ -509,7 +557,6 @@ def hit_and_run_random_stream(seed, n_steps, d):
 # --------------------------------------------------------------------------
 # projection onto a polytope (used by the projected subgradient method)
 # --------------------------------------------------------------------------
-@njit(cache=True, parallel=True)
 def dykstra_project(X, H, h, tol, max_iter):
     """Euclidean projection of every row of X onto {x : H x <= h} (Dykstra).
 
@@ -518,16 +565,24 @@ def dykstra_project(X, H, h, tol, max_iter):
     cycles ran. Rows are independent (parallel). The result can violate a
     constraint by a rounding-level amount; the caller makes it feasible.
     """
-    n, d = X.shape
+    out = np.empty(X.shape)
+    _in_threads(X.shape[0], lambda start, stop: _dykstra_rows(
+        X, H, h, tol, max_iter, out, start, stop))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _dykstra_rows(X, H, h, tol, max_iter, out, start, stop):
+    """Rows ``start..stop - 1`` of :func:`dykstra_project`, into ``out``."""
+    d = X.shape[1]
     p = H.shape[0]
-    out = np.empty((n, d))
     sq = np.empty(p)
     for k in range(p):
         s = 0.0
         for j in range(d):
             s += H[k, j] * H[k, j]
         sq[k] = s
-    for r in prange(n):
+    for r in range(start, stop):
         x = X[r].copy()
         inc = np.zeros((p, d))
         yv = np.empty(d)
@@ -554,4 +609,3 @@ def dykstra_project(X, H, h, tol, max_iter):
             if moved <= tol * (1.0 + scale):
                 break
         out[r] = x
-    return out

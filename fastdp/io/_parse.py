@@ -84,7 +84,7 @@ class CsrBuilder:
         self.can_widen = bool(widen)
         self.note = note
         self.rows = self.nnz = self.lines = 0
-        self.min_index = _kernel._MAX_INDEX + 1
+        self.min_index = _kernel.MAX_INDEX + 1
         self.max_index = -1
         self._indptr = GrowableArray(index_dtype, 1)
         self._indptr.view()[0] = 0

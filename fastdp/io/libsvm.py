@@ -204,7 +204,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     Gives what :func:`sklearn.datasets.load_svmlight_file` gives on the same
     file (same shape, indices, bit-identical values and labels, same
     ``zero_based="auto"`` rule, same treatment of comments, ``qid:`` and
-    blank lines), several times faster: the bytes are parsed by a numba
+    blank lines), several times faster: the bytes are parsed by a compiled
     kernel, floats are converted with correct rounding and written straight
     into ``dtype`` (a float32 value is the parsed double rounded once, as
     scikit-learn stores it).  Memory: the final CSR plus a fixed buffer (see

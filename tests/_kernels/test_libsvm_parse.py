@@ -1,4 +1,4 @@
-"""Tests of the numba LIBSVM byte parser (fastdp/_kernels/_libsvm_parse.py).
+"""Tests of the compiled LIBSVM byte parser (fastdp/_kernels/_libsvm_parse.pyx).
 
 The reference for every float is Python's own ``float()`` (correctly rounded,
 like the ``strtod`` scikit-learn relies on); the reference for the power-of-five
