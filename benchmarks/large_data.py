@@ -252,17 +252,30 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
         for array in (X_train.data, X_train.indices, X_train.indptr):
             if isinstance(array, np.memmap):
                 array._mmap.madvise(mmap.MADV_RANDOM)
-    if args.get("advice") == "random":
+    import contextlib
+    import fastdp.solvers.scd as scd_module
+    import fastdp.solvers.sgd as sgd_module
+    scans = []
+    advice = args.get("advice", "library")
+    if advice != "library":  # the solvers' own advice (fastdp/io/_advice.py) off
+        from fastdp.io import _advice
+        if advice == "random_prefetch_off":
+            off = lambda X, p, i: _advice.step_advice(X, p, i, prefetch=False)
+        else:
+            off = lambda X, p, i: contextlib.nullcontext()
+        for module in (sgd_module, scd_module):
+            module.step_advice = off
+    if advice == "random":
         advise_random()
-    elif args.get("advice") == "random_after_scan":
-        # the solvers scan X once for the row norms before their first step: time that
-        # sequential scan apart (kernel read-around on), then no read-around for the steps
-        import fastdp.solvers.scd as scd_module
-        import fastdp.solvers.sgd as sgd_module
-        scans = []
-        def timed_scan(X, _scan=sgd_module.kernel_sq_norms):
+    elif advice in ("random_after_scan", "before"):
+        # as fastdp did before it stored the kernels' row norms ("before"): the solvers
+        # scan X once for the row norms before their first step; time that sequential
+        # scan apart (kernel read-around on), then no read-around for the steps
+        from fastdp._kernels._scd import row_squared_norms
+        def timed_scan(X):
             start = time.perf_counter()
-            out = _scan(X)
+            out = (X.kernel_sq_norms() if hasattr(X, "kernel_sq_norms")
+                   else row_squared_norms(X.data, X.indptr))
             scans.append(time.perf_counter() - start)
             advise_random()
             return out
@@ -280,7 +293,9 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
         sq_norms = np.load(os.path.join(args["fdp"], "row_sq_norms.npy"))
         X_train = csr_from_arrays(np.array(X_train.data), np.array(X_train.indices),
                                   np.array(X_train.indptr), X_train.shape)
-        register_verified_csr(X_train, sq_norms=sq_norms, finite=True)
+        kernel_sq_norms = np.load(os.path.join(args["fdp"], "kernel_sq_norms.npy"))
+        register_verified_csr(X_train, sq_norms=sq_norms, finite=True,
+                              kernel_sq_norms=kernel_sq_norms)
         evict(args["fdp"])
     def op():
         if args.get("api") == "estimator":  # the estimator: validation, row map, accounting
@@ -405,9 +420,14 @@ def main():
     parser.add_argument("--train-repeat", type=int, default=2,
                         help="--binary-only: fractions of an epoch trained one after the "
                              "other in one process (the first maps the pages it touches)")
-    parser.add_argument("--advice", default="normal",
-                        help="--binary-only: comma-separated madvise advice for the mapped X "
-                             "among normal (the kernel's read-around) and random")
+    parser.add_argument("--advice", default="library",
+                        help="--binary-only: comma-separated among library (the solvers' "
+                             "own: MADV_RANDOM during the steps and readahead of the batches' "
+                             "rows, fastdp/io/_advice.py), random_prefetch_off (MADV_RANDOM "
+                             "only), normal (no advice: the kernel's read-around), random "
+                             "(MADV_RANDOM on the maps from the start, no readahead) and "
+                             "before (as fastdp did before: scan X for the kernels' row "
+                             "norms, then MADV_RANDOM, no readahead)")
     parser.add_argument("--build-only", action="store_true",
                         help="--binary-only: build the dataset (kept) and stop")
     parser.add_argument("--api", default="solver",

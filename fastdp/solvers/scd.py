@@ -63,6 +63,7 @@ from fastdp._validation import (
     check_batch_size, check_labels, check_positive, check_X, structure_token,
 )
 from fastdp.exceptions import ValidationError
+from fastdp.io._advice import step_advice  # no-op for data in memory
 from fastdp.losses import dual_objective, duality_gap, get_loss, primal_objective
 from fastdp.sampling import get_sampler
 from fastdp.solvers._common import (
@@ -220,7 +221,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
     token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
     for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
         zeta_buffer = grow_buffer(zeta_buffer, batch_ptr)
-        with bit_generator.lock:
+        with bit_generator.lock, step_advice(X, batch_ptr, batch_idx):
             n_draws += _scd.run_dual_scd(
                 data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
                 zeta_buffer, last_noised, loss_code, lam_n, float(sigma_prime), clip, box_eps,

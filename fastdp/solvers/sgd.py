@@ -51,6 +51,7 @@ import numpy as np
 from fastdp._kernels import _sgd
 from fastdp._validation import check_batch_size, check_positive, structure_token
 from fastdp.exceptions import FastDPError, ValidationError
+from fastdp.io._advice import step_advice  # no-op for data in memory
 from fastdp.losses import primal_objective
 from fastdp.privacy.events import GaussianEvent
 from fastdp.sampling import get_sampler
@@ -176,7 +177,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
     token = structure_token(X)  # O(1) for check_X output; lets the kernel skip its O(nnz) scan
     for epoch, done, batch_ptr, batch_idx in epoch_batches(sampler, stream, n, epochs):
         coef_buffer = grow_buffer(coef_buffer, batch_ptr)
-        with bit_generator.lock:
+        with bit_generator.lock, step_advice(X, batch_ptr, batch_idx):
             n_draws += _sgd.run_sgd(
                 data, indices, indptr, y, sq_norms, theta, batch_ptr, batch_idx,
                 coef_buffer, last_noised, loss_code, clip, rho, kappa, noise_std,
