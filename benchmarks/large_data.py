@@ -265,6 +265,19 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
             off = lambda X, p, i: contextlib.nullcontext()
         for module in (sgd_module, scd_module):
             module.step_advice = off
+    step_seconds = []  # time inside the kernel calls (the steps), apart from the setup
+    for module in (sgd_module, scd_module):
+        def timed_steps(X, p, i, _advise=module.step_advice):
+            @contextlib.contextmanager
+            def timed():
+                with _advise(X, p, i):
+                    start = time.perf_counter()
+                    try:
+                        yield
+                    finally:
+                        step_seconds.append(time.perf_counter() - start)
+            return timed()
+        module.step_advice = timed_steps
     if advice == "random":
         advise_random()
     elif advice in ("random_after_scan", "before"):
@@ -371,6 +384,7 @@ print(json.dumps({"seconds": times, "growth": highest[0] - base, "base": base,
                   "read_bytes": io_after["read_bytes"] - io_before["read_bytes"],
                   "loadavg": os.getloadavg()[0],
                   "scan_seconds": globals().get("scans", []),
+                  "step_seconds": globals().get("step_seconds", []),
                   "anon_growth": kinds["RssAnon"] - base_kinds.get("RssAnon", 0),
                   "file_peak": kinds["RssFile"], "anon_peak": kinds["RssAnon"]}))
 """
@@ -560,6 +574,12 @@ def binary_main(args):
             r["s_per_epoch"] = per_epoch
             results[f"{api}_{solver}_{where}_{advice}"] = r
             times = " then ".join(f"{t:.1f}" for t in r["seconds"])
+            if r.get("step_seconds"):
+                r["steps_s_per_epoch"] = [t * n_rows / (steps * args.batch)
+                                          for t in r["step_seconds"]]
+                times += (" (steps alone " + " then ".join(f"{t:.1f}" for t in r["step_seconds"])
+                          + " s = " + " then ".join(f"{t:.0f}" for t in r["steps_s_per_epoch"])
+                          + " s/epoch)")
             print(f"{api} {solver} {where} ({advice}): {steps} steps in {times} s "
                   f"(cpu {r['cpu']:.1f} s in all) = "
                   f"{' then '.join(f'{t:.0f}' for t in per_epoch)} s/epoch; read "
