@@ -154,6 +154,10 @@ class _Readahead(threading.Thread):
         self.budget_pages = max(1, budget // _PAGE)
         self.stop = threading.Event()
         self.pages_asked = 0
+        # only maps not already (almost) all in the page cache are worth the system calls
+        self.wanted = {name: _is_mapped(a) and resident_fraction(a) < _RESIDENT_SKIP
+                       for name, a in (("data", self.data), ("indices", self.indices),
+                                       ("indptr", self.indptr))}
 
     def _willneed(self, lo, count):
         madvise = _LIBC.madvise
@@ -166,7 +170,7 @@ class _Readahead(threading.Thread):
 
     def _ask_pointers(self, t):
         rows = self._rows(t)
-        if rows.size and _is_mapped(self.indptr):
+        if rows.size and self.wanted["indptr"]:
             size = self.indptr.itemsize
             self._willneed(*_page_runs(rows * size, (rows + 2) * size, self.indptr.ctypes.data))
 
@@ -176,8 +180,8 @@ class _Readahead(threading.Thread):
             return
         starts = np.asarray(self.indptr[rows], dtype=np.int64)   # pages asked for before
         ends = np.asarray(self.indptr[rows + 1], dtype=np.int64)
-        for array in (self.indices, self.data):
-            if _is_mapped(array):
+        for name, array in (("indices", self.indices), ("data", self.data)):
+            if self.wanted[name]:
                 size = array.itemsize
                 self._willneed(*_page_runs(starts * size, ends * size, array.ctypes.data))
 
