@@ -254,3 +254,23 @@ def test_page_runs_merge_adjacent_ranges():
     ends = np.array([8, 20, page + 4, 5 * page + 8, 6 * page + 1, 9 * page])  # last: empty
     lo, count = advice._page_runs(starts, ends, 0)
     assert lo.tolist() == [0, 5] and count.tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("y", [
+    np.array([-1.0, 1.0, 1.0, -1.0]), np.array([0, 1, 1, 0, 1]), np.array([0.0, 1.0, 0.0]),
+    np.array([2.5, -7.0, 2.5]), np.array([True, False, False]),
+    np.array([3, 9, 9], dtype=np.uint8), np.array([0.0, -0.0, 1.0, 1.0]),
+    np.array([-0.0, 1.0, 0.0]), np.array([1.0, 1.0]), np.array([1.0, 2.0, 3.0]),
+], ids=lambda y: f"{y.dtype}:{y.tolist()}")
+def test_binary_labels_without_a_sort_give_the_bits_of_np_unique(y):
+    """The O(n) path of ``check_labels`` (min, max, comparisons) against np.unique."""
+    from fastdp._validation import check_labels
+
+    classes, codes = np.unique(y, return_inverse=True)
+    if classes.shape[0] != 2:
+        with pytest.raises(ValidationError, match="exactly 2 classes"):
+            check_labels(y, "binary")
+        return
+    y_pm, found = check_labels(y, "binary")
+    assert _bits(y_pm) == _bits(np.where(codes.reshape(-1) == 1, 1.0, -1.0))
+    assert found.dtype == classes.dtype and _bits(found) == _bits(classes)
