@@ -252,17 +252,43 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
         for array in (X_train.data, X_train.indices, X_train.indptr):
             if isinstance(array, np.memmap):
                 array._mmap.madvise(mmap.MADV_RANDOM)
-    if args.get("advice") == "random":
+    import contextlib
+    import fastdp.solvers.scd as scd_module
+    import fastdp.solvers.sgd as sgd_module
+    scans = []
+    advice = args.get("advice", "library")
+    if advice != "library":  # the solvers' own advice (fastdp/io/_advice.py) off
+        from fastdp.io import _advice
+        if advice == "random_prefetch_off":
+            off = lambda X, p, i: _advice.step_advice(X, p, i, prefetch=False)
+        else:
+            off = lambda X, p, i: contextlib.nullcontext()
+        for module in (sgd_module, scd_module):
+            module.step_advice = off
+    step_seconds = []  # time inside the kernel calls (the steps), apart from the setup
+    for module in (sgd_module, scd_module):
+        def timed_steps(X, p, i, _advise=module.step_advice):
+            @contextlib.contextmanager
+            def timed():
+                with _advise(X, p, i):
+                    start = time.perf_counter()
+                    try:
+                        yield
+                    finally:
+                        step_seconds.append(time.perf_counter() - start)
+            return timed()
+        module.step_advice = timed_steps
+    if advice == "random":
         advise_random()
-    elif args.get("advice") == "random_after_scan":
-        # the solvers scan X once for the row norms before their first step: time that
-        # sequential scan apart (kernel read-around on), then no read-around for the steps
-        import fastdp.solvers.scd as scd_module
-        import fastdp.solvers.sgd as sgd_module
-        scans = []
-        def timed_scan(X, _scan=sgd_module.kernel_sq_norms):
+    elif advice in ("random_after_scan", "before"):
+        # as fastdp did before it stored the kernels' row norms ("before"): the solvers
+        # scan X once for the row norms before their first step; time that sequential
+        # scan apart (kernel read-around on), then no read-around for the steps
+        from fastdp._kernels._scd import row_squared_norms
+        def timed_scan(X):
             start = time.perf_counter()
-            out = _scan(X)
+            out = (X.kernel_sq_norms() if hasattr(X, "kernel_sq_norms")
+                   else row_squared_norms(X.data, X.indptr))
             scans.append(time.perf_counter() - start)
             advise_random()
             return out
@@ -280,7 +306,9 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
         sq_norms = np.load(os.path.join(args["fdp"], "row_sq_norms.npy"))
         X_train = csr_from_arrays(np.array(X_train.data), np.array(X_train.indices),
                                   np.array(X_train.indptr), X_train.shape)
-        register_verified_csr(X_train, sq_norms=sq_norms, finite=True)
+        kernel_sq_norms = np.load(os.path.join(args["fdp"], "kernel_sq_norms.npy"))
+        register_verified_csr(X_train, sq_norms=sq_norms, finite=True,
+                              kernel_sq_norms=kernel_sq_norms)
         evict(args["fdp"])
     def op():
         if args.get("api") == "estimator":  # the estimator: validation, row map, accounting
@@ -356,6 +384,7 @@ print(json.dumps({"seconds": times, "growth": highest[0] - base, "base": base,
                   "read_bytes": io_after["read_bytes"] - io_before["read_bytes"],
                   "loadavg": os.getloadavg()[0],
                   "scan_seconds": globals().get("scans", []),
+                  "step_seconds": globals().get("step_seconds", []),
                   "anon_growth": kinds["RssAnon"] - base_kinds.get("RssAnon", 0),
                   "file_peak": kinds["RssFile"], "anon_peak": kinds["RssAnon"]}))
 """
@@ -405,9 +434,14 @@ def main():
     parser.add_argument("--train-repeat", type=int, default=2,
                         help="--binary-only: fractions of an epoch trained one after the "
                              "other in one process (the first maps the pages it touches)")
-    parser.add_argument("--advice", default="normal",
-                        help="--binary-only: comma-separated madvise advice for the mapped X "
-                             "among normal (the kernel's read-around) and random")
+    parser.add_argument("--advice", default="library",
+                        help="--binary-only: comma-separated among library (the solvers' "
+                             "own: MADV_RANDOM during the steps and readahead of the batches' "
+                             "rows, fastdp/io/_advice.py), random_prefetch_off (MADV_RANDOM "
+                             "only), normal (no advice: the kernel's read-around), random "
+                             "(MADV_RANDOM on the maps from the start, no readahead) and "
+                             "before (as fastdp did before: scan X for the kernels' row "
+                             "norms, then MADV_RANDOM, no readahead)")
     parser.add_argument("--build-only", action="store_true",
                         help="--binary-only: build the dataset (kept) and stop")
     parser.add_argument("--api", default="solver",
@@ -540,6 +574,12 @@ def binary_main(args):
             r["s_per_epoch"] = per_epoch
             results[f"{api}_{solver}_{where}_{advice}"] = r
             times = " then ".join(f"{t:.1f}" for t in r["seconds"])
+            if r.get("step_seconds"):
+                r["steps_s_per_epoch"] = [t * n_rows / (steps * args.batch)
+                                          for t in r["step_seconds"]]
+                times += (" (steps alone " + " then ".join(f"{t:.1f}" for t in r["step_seconds"])
+                          + " s = " + " then ".join(f"{t:.0f}" for t in r["steps_s_per_epoch"])
+                          + " s/epoch)")
             print(f"{api} {solver} {where} ({advice}): {steps} steps in {times} s "
                   f"(cpu {r['cpu']:.1f} s in all) = "
                   f"{' then '.join(f'{t:.0f}' for t in per_epoch)} s/epoch; read "

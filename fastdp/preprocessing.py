@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import _row_blocks, check_sparse_structure
+from fastdp._validation import _row_blocks, check_sparse_structure, stored_kernel_sq_norms
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -91,6 +91,9 @@ _SAFE_NORM_RANGE = (1e-150, 1e150)
 
 def _plain_row_norms(X):
     if sp.issparse(X):
+        stored = stored_kernel_sq_norms(X)
+        if stored is not None:  # a binary dataset: summed in storage order at conversion,
+            return np.sqrt(stored)  # the same bits as the bincount below, without a scan
         # bincount sums each row's squares in storage order, so blocks of rows give the
         # bits of one call over all of X, without its O(nnz) temporaries
         out = np.empty(X.shape[0])
@@ -104,8 +107,9 @@ def _extreme_rows(X, norms):
     """Rows whose plain sum of squares overflowed or lost precision to underflow."""
     low, high = _SAFE_NORM_RANGE
     extreme = ~((norms >= low) & (norms <= high)) & (norms != 0.0)
-    if X.shape[0] and np.any(norms == 0.0):
-        extreme |= (norms == 0.0) & (_row_max_abs(X) > 0.0)
+    zero = np.flatnonzero(norms == 0.0)
+    if zero.size:  # only these rows are read (all-zero rows, or squares that underflowed)
+        extreme[zero[_row_max_abs(X[zero]) > 0.0]] = True
     return np.flatnonzero(extreme)
 
 

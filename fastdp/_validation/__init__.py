@@ -76,6 +76,7 @@ from fastdp._validation.trusted import (  # noqa: F401
     _StructureToken,
     is_mapped_rows,
     register_verified_csr,
+    stored_kernel_sq_norms,
 )
 from fastdp._validation.values import _reject_non_finite_csr  # noqa: F401
 

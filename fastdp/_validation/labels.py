@@ -78,6 +78,9 @@ def check_labels(y, task, *, n_samples=None):
 
     if numeric and y_arr.dtype.kind == "f":
         _reject_non_finite_labels(y_arr)
+    two = _two_numeric_classes(y_arr) if numeric else None
+    if two is not None:  # O(n): what np.unique below returns, without its O(n log n) sort
+        return two
     if y_arr.dtype.kind == "O":
         try:
             classes, codes = np.unique(y_arr, return_inverse=True)
@@ -106,6 +109,21 @@ def check_labels(y, task, *, n_samples=None):
         )
     y_pm = np.where(codes.reshape(-1) == 1, 1.0, -1.0)
     return y_pm, classes
+
+
+def _two_numeric_classes(y):
+    """``check_labels``'s ``(y_pm, classes)`` for finite numeric labels of exactly two
+    distinct values (the bits ``np.unique`` gives), from min, max and two comparisons;
+    None otherwise (also when a class is a zero that occurs signed)."""
+    lo, hi = y.min(), y.max()
+    if not lo < hi:
+        return None
+    upper = y == hi
+    if np.count_nonzero(upper) + np.count_nonzero(y == lo) != y.shape[0]:
+        return None
+    if y.dtype.kind == "f" and (lo == 0 or hi == 0) and np.signbit(y[y == 0]).any():
+        return None  # np.unique keeps whichever zero sorts first: leave it that choice
+    return np.where(upper, 1.0, -1.0), np.array([lo, hi], dtype=y.dtype)
 
 
 def _reject_non_finite_labels(y):

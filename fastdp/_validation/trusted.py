@@ -99,9 +99,11 @@ _VERIFIED_CSR = {}
 class _VerifiedCsr:
     """What was verified about one CSR's arrays when they were written."""
 
-    __slots__ = ("data", "indices", "indptr", "shape", "sq_norms", "finite", "max_row_length")
+    __slots__ = ("data", "indices", "indptr", "shape", "sq_norms", "finite", "max_row_length",
+                 "kernel_sq_norms")
 
-    def __init__(self, X, sq_norms, finite):
+    def __init__(self, X, sq_norms, finite, kernel_sq_norms=None):
+        self.kernel_sq_norms = kernel_sq_norms
         self.data = weakref.ref(X.data)
         self.indices = weakref.ref(X.indices)
         self.indptr = weakref.ref(X.indptr)
@@ -112,7 +114,7 @@ class _VerifiedCsr:
         self.max_row_length = int(lengths.max()) if lengths.size else 0
 
 
-def register_verified_csr(X, *, sq_norms, finite):
+def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None):
     """Record that the arrays of CSR ``X`` were verified when they were written.
 
     For :mod:`fastdp.io.binary` only: call it with the arrays of a dataset
@@ -131,15 +133,29 @@ def register_verified_csr(X, *, sq_norms, finite):
         (the same bits the full check computes).
     finite : bool
         Whether every value was checked finite.
+    kernel_sq_norms : ndarray of float64, shape (n_samples,), optional
+        The row norms as the kernels sum them
+        (``fastdp._kernels._scd.row_squared_norms(X.data, X.indptr)``, the
+        same bits), returned by :func:`stored_kernel_sq_norms`.
     """
     key = id(X.data)
-    entry = _VerifiedCsr(X, np.asarray(sq_norms, dtype=np.float64), finite)
+    if kernel_sq_norms is not None:
+        kernel_sq_norms = np.asarray(kernel_sq_norms, dtype=np.float64).view()
+        kernel_sq_norms.flags.writeable = False
+    entry = _VerifiedCsr(X, np.asarray(sq_norms, dtype=np.float64), finite, kernel_sq_norms)
     try:
         weakref.finalize(X.data, _VERIFIED_CSR.pop, key, None)
     except TypeError:  # pragma: no cover - ndarray is weak-referenceable
         return
     _VERIFIED_CSR[key] = entry
     _remember_structure(X.indices, X.indptr, X.shape[1])
+
+
+def stored_kernel_sq_norms(X):
+    """The kernels' squared row norms of CSR ``X`` stored when its arrays were written
+    (:func:`register_verified_csr`, read-only), or None: then compute them."""
+    entry = _verified(X)
+    return None if entry is None else entry.kernel_sq_norms
 
 
 def _verified(X):

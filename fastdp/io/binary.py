@@ -9,6 +9,11 @@ A binary dataset is a directory (by convention named ``*.fdp``) holding
 * ``row_sq_norms.npy``: float64 ``sum_j x_ij**2`` of every row, computed at
   conversion exactly as :func:`fastdp._validation.check_X` computes it, so a
   fit checks the row-norm bound in O(n) without reading X;
+* ``kernel_sq_norms.npy`` (format version 2): the same sums as the solvers'
+  kernels and the estimators' row map add them up (in storage order, one
+  float64 square after the other: :func:`fastdp._kernels._scd.row_squared_norms`),
+  which differ from ``check_X``'s pairwise sums in the last bits, so a fit
+  takes the kernels' row norms from here instead of scanning all of X;
 * ``header.json``: format and version, fastdp version, shape, nnz, dtypes,
   the length of every array, the source file's name, size and SHA-256, the
   conversion options, what was verified at conversion, and the SHA-256 of
@@ -55,9 +60,9 @@ __all__ = ["convert_libsvm", "save_binary", "open_binary", "open_binary_rows", "
            "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
 
 FORMAT = "fastdp-binary-csr"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: kernel_sq_norms.npy
 HEADER = "header.json"
-_ARRAYS = ("indptr", "indices", "data", "labels", "row_sq_norms")
+_ARRAYS = ("indptr", "indices", "data", "labels", "row_sq_norms", "kernel_sq_norms")
 _REDO = "convert the LIBSVM file again (fastdp convert SRC DST)"
 
 
@@ -84,7 +89,7 @@ def is_binary_dataset(path):
 
 
 class _Writers:
-    """The five ``.npy`` appenders of a conversion, and the index bookkeeping."""
+    """The ``.npy`` appenders of a conversion, and the index bookkeeping."""
 
     def __init__(self, directory, dtype, index_dtype):
         self.files = {
@@ -93,6 +98,7 @@ class _Writers:
             "data": NpyAppender(directory / "data.npy", dtype),
             "labels": NpyAppender(directory / "labels.npy", np.float64),
             "row_sq_norms": NpyAppender(directory / "row_sq_norms.npy", np.float64),
+            "kernel_sq_norms": NpyAppender(directory / "kernel_sq_norms.npy", np.float64),
         }
         self.files["indptr"].append(np.zeros(1, dtype=index_dtype))
         self.rows = 0
@@ -103,6 +109,10 @@ class _Writers:
         self.files["indices"].widen_to_int64()
 
     def append(self, indptr, indices, data, labels, sq_norms):
+        """Append one chunk of rows (``indptr`` relative to the chunk, from 0)."""
+        from fastdp._kernels._scd import row_squared_norms
+
+        self.files["kernel_sq_norms"].append(row_squared_norms(data, indptr))
         self.files["indptr"].append(indptr[1:].astype(np.int64) + self.nnz)
         self.files["indices"].append(indices)
         self.files["data"].append(data)
@@ -407,7 +417,8 @@ def _read_header(path):
     if header.get("format_version") != FORMAT_VERSION:
         raise ValidationError(
             f"{path} has format version {header.get('format_version')!r}; this fastdp reads "
-            f"version {FORMAT_VERSION}: {_REDO}.")
+            f"version {FORMAT_VERSION} (version 2 adds the row norms as the solvers sum them, "
+            f"so that a fit does not scan X for them): {_REDO}.")
     if header.get("header_sha256") != _header_digest(header):
         raise _corrupt(path, f"{HEADER} does not match its SHA-256 (it was edited or damaged)")
     return header
@@ -455,12 +466,12 @@ def _map_array(path, name, expected_dtype, expected_length):
 
 
 def _map_all(path):
-    """The header's fields and the five checked maps of a binary dataset (O(1) reads)."""
+    """The header's fields and the checked maps of a binary dataset (O(1) reads)."""
     header = _read_header(path)
     n_rows, n_cols, nnz, dtype, index_dtype = _header_fields(path, header)
     expected = {"indptr": (index_dtype, n_rows + 1), "indices": (index_dtype, nnz),
                 "data": (dtype, nnz), "labels": (np.float64, n_rows),
-                "row_sq_norms": (np.float64, n_rows)}
+                "row_sq_norms": (np.float64, n_rows), "kernel_sq_norms": (np.float64, n_rows)}
     arrays = {name: _map_array(path, name, *expected[name]) for name in _ARRAYS}
     indptr = arrays["indptr"]
     if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
@@ -565,6 +576,7 @@ def open_binary(path, *, verify=False, source=None):
         extended file, an ``indptr`` that does not run from 0 to nnz, a
         failed ``verify``, or a ``source`` that does not match.
     """
+    from fastdp._kernels._scd import row_squared_norms
     from fastdp._validation import (_csr_is_canonical, _csr_sq_norms, _reject_non_finite_csr,
                                     check_sparse_structure, register_verified_csr)
 
@@ -575,6 +587,7 @@ def open_binary(path, *, verify=False, source=None):
         _check_source(path, header, source)
     X = csr_from_arrays(arrays["data"], arrays["indices"], indptr, (n_rows, n_cols))
     sq_norms = np.array(arrays["row_sq_norms"])
+    kernel_sq_norms = np.array(arrays["kernel_sq_norms"])
     finite = bool(header.get("verified", {}).get("finite", False))
     if verify:
         try:
@@ -592,8 +605,12 @@ def open_binary(path, *, verify=False, source=None):
             finite = False
         if not np.array_equal(_csr_sq_norms(X).view(np.uint64), sq_norms.view(np.uint64)):
             raise _corrupt(path, "verify: the stored row norms do not match the data")
+        if not np.array_equal(row_squared_norms(X.data, X.indptr).view(np.uint64),
+                              kernel_sq_norms.view(np.uint64)):
+            raise _corrupt(path, "verify: the stored kernel row norms do not match the data")
     if header.get("verified", {}).get("structure") is True or verify:
-        register_verified_csr(X, sq_norms=sq_norms, finite=finite)
+        register_verified_csr(X, sq_norms=sq_norms, finite=finite,
+                              kernel_sq_norms=kernel_sq_norms)
     return X, np.array(arrays["labels"])
 
 

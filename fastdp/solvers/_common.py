@@ -301,11 +301,19 @@ def kernel_rows(X):
 
 
 def kernel_sq_norms(X):
-    """Squared row norms of a prepared X as the kernels sum them (float64, storage order)."""
+    """Squared row norms of a prepared X as the kernels sum them (float64, storage order).
+
+    For a binary dataset opened with :func:`fastdp.io.binary.open_binary` they
+    were stored at conversion (the same bits): no scan of X.
+    """
     from fastdp._kernels._scd import row_squared_norms
+    from fastdp._validation import stored_kernel_sq_norms
 
     if is_mapped_rows(X):
         return X.kernel_sq_norms()
+    stored = stored_kernel_sq_norms(X)
+    if stored is not None:
+        return stored
     return row_squared_norms(X.data, X.indptr)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from fastdp._validation import structure_token
 from fastdp.exceptions import FastDPError
+from fastdp.io._advice import step_advice  # no-op for data in memory
 from fastdp.privacy.events import GaussianEvent
 from fastdp.sampling import get_sampler
 from fastdp.solvers._common import (
@@ -65,6 +66,7 @@ class KernelEpochs:
 
     def __init__(self, X, y, *, num_threads, noise_rng, per_row=1):
         self.n_samples, n_columns = X.shape
+        self.X = X
         self.y = y
         self.sq_norms = kernel_sq_norms(X)
         self.data, self.indices, self.indptr, self.row_map = kernel_rows(X)
@@ -104,7 +106,7 @@ class KernelEpochs:
             needed = self.per_row * int(np.diff(batch_ptr).max(initial=1))
             if needed > self.buffer.shape[0]:
                 self.buffer = np.zeros(needed, dtype=np.float64)
-            with self.bit_generator.lock:
+            with self.bit_generator.lock, step_advice(self.X, batch_ptr, batch_idx):
                 self.n_draws += kernel(
                     self.data, self.indices, self.indptr, self.y, self.sq_norms, *state,
                     batch_ptr, batch_idx, self.buffer, self.last_noised, *params,
