@@ -228,3 +228,41 @@ def test_ray_dpscd_history_same_bits_and_killed_worker(ray_cluster, shard_data):
     assert engine.restarts == 1
     assert np.array_equal(fit.coef_, local.coef_)
     assert fit.history_ == local.history_ and len(fit.history_) == 2
+
+
+def test_dpscd_history_query_survives_a_restart():
+    # A worker lost during the history query: the executor restores the epoch-end
+    # checkpoint and the query is repeated (the entry describes that state).
+    from fastdp.distributed.data_parallel.driver import WorkersRestarted
+    from fastdp.distributed.data_parallel.dual import engine_history_terms, shard_objective_sums
+    from fastdp.losses import dual_objective, get_loss, primal_objective
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 5)) / 3.0
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    alpha = y * rng.uniform(0.1, 0.9, size=40)
+    coef = rng.normal(size=5)
+
+    class Flaky:
+        calls, restores = 0, 0
+
+        def broadcast(self, method, c, loss):
+            assert method == "dual_objective_sums"
+            self.calls += 1
+            if self.calls == 1:
+                raise WorkersRestarted()
+            return [[shard_objective_sums(X[:25], y[:25], alpha[:25], c, loss)],
+                    [shard_objective_sums(X[25:], y[25:], alpha[25:], c, loss)]]
+
+        def restore(self):
+            self.restores += 1
+
+    flaky = Flaky()
+    got = engine_history_terms(flaky, coef, get_loss("logistic"), 0.1, 40)
+    assert (flaky.calls, flaky.restores) == (2, 1)
+    # independent reference: fastdp.losses on all rows (dense X, one shard)
+    assert got["primal_objective"] == pytest.approx(
+        primal_objective(coef, X, y, "logistic", 0.1), rel=1e-12)
+    assert got["dual_objective"] == pytest.approx(
+        dual_objective(alpha, X, y, "logistic", 0.1), rel=1e-12)
+    assert got["gap_public"] == got["primal_objective"] + got["dual_objective"]
