@@ -139,9 +139,9 @@ def test_engine_is_saved_as_null(data, tmp_path):
 
 
 @pytest.mark.parametrize("kw,match", [
-    # callback and record_history run on the engine since issue 21's leftovers
-    # (test_engine_line_search.py); what is still refused:
-    (dict(solver="dpscd", record_history=True), "record_history is not available for dual"),
+    # callback and record_history (DP-SCD's included: per-shard conjugate sums)
+    # run on the engine since issue 21's leftovers (test_engine_line_search.py);
+    # what is still refused:
     (dict(solver="dp_blsgd_adaptive", callback=print), "does not take a per-epoch callback"),
     (dict(lazy_noise=False), "lazy noise"),
     (dict(sampler="poisson"), "block-keyed Poisson"),

@@ -172,8 +172,35 @@ def test_multinomial_history_and_dpscd_callback(shard_data):
     for a, b in zip(seen, seen_one):
         assert a.keys() == b.keys()
         assert np.array_equal(a["coef"], b["coef"]) and np.array_equal(a["v"], b["v"])
-    with pytest.raises(ValidationError, match="record_history is not available for dual"):
-        _estimator("dpscd", record_history=True, engine=LocalWorkers(1)).fit(X, y)
+
+
+# ------------------------------------------------- dual DP-SCD record_history from shard sums
+
+_DUAL_KEYS = ["epoch", "n_iter", "primal_objective", "dual_objective", "gap_public"]
+
+
+@pytest.fixture(scope="module")
+def dpscd_history_single(shard_data):
+    return _estimator("dpscd", record_history=True).fit(*shard_data)
+
+
+def test_dpscd_history_one_shard_is_bit_identical(shard_data, dpscd_history_single):
+    one = dpscd_history_single
+    fit = _estimator("dpscd", record_history=True, engine=LocalWorkers(1)).fit(*shard_data)
+    assert np.array_equal(fit.coef_, one.coef_)
+    assert [list(h) for h in one.history_] == [_DUAL_KEYS] * 2   # private: no duality_gap
+    assert fit.history_ == one.history_                          # every float, bit for bit
+
+
+def test_dpscd_history_four_shards_within_1e12(shard_data, dpscd_history_single):
+    one = dpscd_history_single
+    fits = [_estimator("dpscd", record_history=True,
+                       engine=LocalWorkers(w, n_shards=4)).fit(*shard_data) for w in (1, 2)]
+    assert fits[0].history_ == fits[1].history_      # bits depend on the shards only
+    for a, b in zip(fits[0].history_, one.history_):
+        assert list(a) == _DUAL_KEYS and (a["epoch"], a["n_iter"]) == (b["epoch"], b["n_iter"])
+        for key in _DUAL_KEYS[2:]:
+            assert a[key] == pytest.approx(b[key], rel=1e-12)
 
 
 # ---------------------------------------------------------------- Ray
@@ -190,3 +217,52 @@ def test_ray_line_search_same_bits_and_killed_worker(ray_cluster, shard_data, so
     again = fit_distributed(source, _estimator(solver), engine=engine)
     assert engine.restarts == 1 and again.distributed_stats_["restarts"] == 1
     assert np.array_equal(again.coef_, local.coef_)
+
+
+def test_ray_dpscd_history_same_bits_and_killed_worker(ray_cluster, shard_data):
+    source = array_source(*shard_data, n_shards=4, block_size=BLOCK)
+    local = fit_distributed(source, _estimator("dpscd", record_history=True),
+                            engine=LocalWorkers(1))
+    engine = RayWorkers(n_workers=2, fail_at=(1, 5))
+    fit = fit_distributed(source, _estimator("dpscd", record_history=True), engine=engine)
+    assert engine.restarts == 1
+    assert np.array_equal(fit.coef_, local.coef_)
+    assert fit.history_ == local.history_ and len(fit.history_) == 2
+
+
+def test_dpscd_history_query_survives_a_restart():
+    # A worker lost during the history query: the executor restores the epoch-end
+    # checkpoint and the query is repeated (the entry describes that state).
+    from fastdp.distributed.data_parallel.driver import WorkersRestarted
+    from fastdp.distributed.data_parallel.dual import engine_history_terms, shard_objective_sums
+    from fastdp.losses import dual_objective, get_loss, primal_objective
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 5)) / 3.0
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    alpha = y * rng.uniform(0.1, 0.9, size=40)
+    coef = rng.normal(size=5)
+
+    class Flaky:
+        calls, restores = 0, 0
+
+        def broadcast(self, method, c, loss):
+            assert method == "dual_objective_sums"
+            self.calls += 1
+            if self.calls == 1:
+                raise WorkersRestarted()
+            return [[shard_objective_sums(X[:25], y[:25], alpha[:25], c, loss)],
+                    [shard_objective_sums(X[25:], y[25:], alpha[25:], c, loss)]]
+
+        def restore(self):
+            self.restores += 1
+
+    flaky = Flaky()
+    got = engine_history_terms(flaky, coef, get_loss("logistic"), 0.1, 40)
+    assert (flaky.calls, flaky.restores) == (2, 1)
+    # independent reference: fastdp.losses on all rows (dense X, one shard)
+    assert got["primal_objective"] == pytest.approx(
+        primal_objective(coef, X, y, "logistic", 0.1), rel=1e-12)
+    assert got["dual_objective"] == pytest.approx(
+        dual_objective(alpha, X, y, "logistic", 0.1), rel=1e-12)
+    assert got["gap_public"] == got["primal_objective"] + got["dual_objective"]

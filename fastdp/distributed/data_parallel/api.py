@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from fastdp.distributed.data_parallel.driver import run_dpsgd
-from fastdp.distributed.data_parallel.dual import DualStep, run_dpscd
+from fastdp.distributed.data_parallel.dual import DualStep, engine_history_terms, run_dpscd
 from fastdp.distributed.data_parallel.executors import LocalWorkers
 from fastdp.distributed.data_parallel.shards import ShardValidationError, array_source
 from fastdp.distributed.data_parallel.worker import WorkerSetup
@@ -161,7 +161,8 @@ def fit_distributed(source, estimator, *, engine=None):
         :class:`~fastdp.sampling_blocks.BlockPoissonSampler` with the
         source's block size.  ``callback`` (DP-SGD, DP-SCD) gets the released
         state after every epoch; ``record_history`` is computed from the
-        workers' loss sums (not for DP-SCD, whose dual objective needs alpha).
+        workers' per-shard sums (DP-SCD: also their conjugate sums and
+        ``X_s^T alpha_s``; the same entries as ``fit``).
     engine : LocalWorkers or RayWorkers, optional
         Default ``LocalWorkers(1)``; an ``n_shards`` set on it must equal the
         source's.  The estimator's own ``engine`` parameter is not used here.
@@ -279,11 +280,6 @@ def _fit(source, est, engine, started, label_classes=None):
                 f"solver={est.solver!r} would need one-vs-rest fits, which it does not run.")
         if est.callback is not None and not solver.supports_callback:
             raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
-        if est.record_history and name == "dpscd":
-            raise ValidationError(
-                "record_history is not available for dual DP-SCD on the data-parallel engine "
-                "(its dual objective reads alpha, which stays on the workers); see "
-                "docs/distributed.md (Limits).")
         n_classes = n_labels if multinomial else 0
         width = d + int(row_map.fit_intercept)
         config, rule = est._solver_config(name, solver, n, width, private,
@@ -374,8 +370,9 @@ def _epoch_hooks(est, row_map, released, width, n_classes):
 
     Calls the estimator's ``callback`` with the released state shaped as the
     fitted model shows it (as ``fit`` does) and, with ``record_history``,
-    appends ``{"epoch", "n_iter", "primal_objective"}`` (``objective()``
-    computes it from the workers' loss sums: a non-private diagnostic).
+    appends ``{"epoch", "n_iter", **objective()}`` (``objective()`` computes
+    the solver's history terms from the workers' per-shard sums: a
+    non-private diagnostic, as in ``fit``).
     """
     if est.callback is None and not est.record_history:
         return None
@@ -383,7 +380,7 @@ def _epoch_hooks(est, row_map, released, width, n_classes):
 
     def on_epoch(epoch, done, coef, objective, extra=None):
         if est.record_history:
-            history.append({"epoch": epoch, "n_iter": done, "primal_objective": objective()})
+            history.append({"epoch": epoch, "n_iter": done, **objective()})
         if est.callback is not None:
             released.append(epoch)
             state = {"epoch": epoch, "n_iter": done, "coef": coef, **(extra or {})}
@@ -432,9 +429,12 @@ def _sgd_or_scd(name, est, engine, config, noise, sampler, n, rng, base, on_epoc
             return
         if dual is None:
             on_epoch(epoch, done, theta.T if n_classes else theta,
-                     lambda: _primal_objective(engine, theta, loss, lam, n, n_classes))
+                     lambda: {"primal_objective": _primal_objective(engine, theta, loss, lam, n,
+                                                                    n_classes)})
         else:
-            on_epoch(epoch, done, theta / dual.lam_n, None, {"v": theta.copy()})
+            coef = theta / dual.lam_n
+            on_epoch(epoch, done, coef, lambda: engine_history_terms(engine, coef, loss, lam, n),
+                     {"v": theta.copy()})
 
     def run():
         if dual is None:

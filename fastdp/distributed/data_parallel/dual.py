@@ -45,7 +45,8 @@ from fastdp._kernels import _scd
 from fastdp.distributed.data_parallel.driver import LazyNoisyModel, run_steps
 from fastdp.distributed.data_parallel.worker import row_entries
 
-__all__ = ["DualStep", "ShardDual", "run_dpscd", "keyed_dpscd"]
+__all__ = ["DualStep", "ShardDual", "run_dpscd", "keyed_dpscd", "shard_objective_sums",
+           "engine_history_terms"]
 
 _NO_LAST = np.zeros(1, dtype=np.int32)   # the kernel's lazy-noise scratch (unused: no noise)
 _ONE_CHUNK = 2**62                        # parallel_min_rows: serial path (same bits anyway)
@@ -121,6 +122,59 @@ class DualStep:
         sums = np.bincount(np.searchsorted(cols, X.indices[positions]), weights=weights,
                            minlength=cols.size)
         return cols, sums
+
+
+def shard_objective_sums(X, y, alpha, coef, loss):
+    """One shard's parts of the dual DP-SCD history entry (a non-private diagnostic).
+
+    Returns ``(sum_i loss(x_i . coef, y_i), sum_i loss*(-alpha_i), X^T alpha)``
+    over the shard's rows, each computed as :func:`fastdp.losses.primal_objective`
+    and :func:`fastdp.losses.dual_objective` compute it over all rows (so one
+    shard gives their bits).  ``X^T alpha`` is dense, of length d.
+    """
+    from fastdp.losses import _aggregate, _predict, get_loss
+
+    loss = get_loss(loss)
+    return (float(np.sum(loss.value(_predict(X, coef), y))),
+            float(np.sum(loss.dual_term(alpha, y))),
+            _aggregate(X, alpha))
+
+
+def engine_history_terms(executor, coef, loss, lam, n):
+    """``primal_objective``, ``dual_objective`` and ``gap_public`` of a private dual DP-SCD fit.
+
+    The entries :func:`fastdp.solvers.scd._history_entry` records for a
+    private fit (``coef = v / (lam N)`` the released model), from the workers'
+    :func:`shard_objective_sums` added in shard order::
+
+        P = (sum_s loss sums) / N + (lam/2) ||coef||^2
+        F* = (sum_s conjugate sums) / N + ||sum_s X_s^T alpha_s||^2 / (2 lam N^2)
+
+    With one shard the bits are those of the single-machine entry; with more,
+    the sums are added in another order (1e-12 relative).  Privacy: as on one
+    machine, a non-private diagnostic (it reads the data and alpha, which
+    depends on the secret lots); each worker sends ``X_s^T alpha_s`` (d
+    values) and two sums per entry.  A worker restarted during the query is
+    restored from the checkpoint the driver took at this epoch's end (the
+    state the entry describes) and the query repeated.
+    """
+    from fastdp.distributed.data_parallel.driver import WorkersRestarted
+
+    while True:
+        try:
+            replies = executor.broadcast("dual_objective_sums", coef, loss.name)
+            break
+        except WorkersRestarted:
+            executor.restore()
+    losses, conjugates, aggregate = 0.0, 0.0, None
+    for parts in replies:
+        for loss_sum, conjugate_sum, part in parts:   # shard order
+            losses += loss_sum
+            conjugates += conjugate_sum
+            aggregate = part.copy() if aggregate is None else aggregate + part
+    primal = float(losses / n + 0.5 * lam * coef @ coef)
+    dual = float(conjugates / n + (aggregate @ aggregate) / (2.0 * lam * n * n))
+    return {"primal_objective": primal, "dual_objective": dual, "gap_public": primal + dual}
 
 
 def run_dpscd(executor, *, n_features, epoch_ends, noise_std, noise_key, callback=None,

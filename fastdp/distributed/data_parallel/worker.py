@@ -267,6 +267,16 @@ class ShardWorker:
             self._out[cols] = 0.0
         return partials, (self.columns(t + 1) if t < s.n_steps else None)
 
+    def dual_objective_sums(self, coef, loss):
+        """Per shard (dual DP-SCD ``record_history``, a non-private diagnostic):
+        :func:`~.dual.shard_objective_sums` at the released model ``coef`` and the
+        shard's current alpha."""
+        from fastdp.distributed.data_parallel.dual import shard_objective_sums
+
+        coef = np.ascontiguousarray(coef, dtype=np.float64)
+        return [shard_objective_sums(X, y, state.alpha, coef, loss)
+                for (_, X, y, _), state in zip(self.shards, self._dual)]
+
     # ---- queries of the line-search family (driver: :mod:`.line_search`) --------------
     #
     # A lot is ``(key, t)``: the members of lot t of the block-keyed sampler with
