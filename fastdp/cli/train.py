@@ -6,7 +6,7 @@ import math
 import time
 
 from fastdp.cli.arguments import _ROW_BOUNDS, _UsageError
-from fastdp.cli.data import _load_data, _utility
+from fastdp.cli.data import _libsvm_errors, _load_data, _utility
 from fastdp.cli.reports import _print_ledger_and_save, _print_privacy
 
 
@@ -87,22 +87,14 @@ def _cmd_train(args):
 
 
 def _cmd_convert(args):
-    from fastdp.exceptions import LibsvmParseError, ValidationError
     from fastdp.io.binary import convert_libsvm
 
     started = time.perf_counter()
     zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
-    try:
+    with _libsvm_errors(args.src):
         header = convert_libsvm(args.src, args.dst, dtype=args.dtype,
                                 index_dtype=args.index_dtype, n_features=args.n_features,
                                 zero_based=zero_based, overwrite=args.overwrite, progress=None)
-    except LibsvmParseError as exc:
-        raise ValidationError(f"{args.src}: {exc}; fix the file (LIBSVM lines read "
-                              "'LABEL INDEX:VALUE ...').") from exc
-    except IsADirectoryError:
-        raise ValidationError(f"{args.src} is a directory, not a LIBSVM file.") from None
-    except FileNotFoundError:
-        raise ValidationError(f"no such file: {args.src}") from None
     n, d = header["shape"]
     print(f"fastdp convert: {args.src} -> {args.dst}: {n} rows, {d} features, "
           f"{header['nnz']} entries ({header['dtype']} values, {header['index_dtype']} "
