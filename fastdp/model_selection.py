@@ -60,6 +60,7 @@ from sklearn.model_selection import ParameterGrid
 from fastdp._validation import check_privacy_params, check_random_state, check_sparse_structure
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectionEvent
+from fastdp.privacy.ledger_entries import settle_reservation
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
 
@@ -411,7 +412,8 @@ class DPHyperparameterSearch(BaseEstimator):
             reservation = self.ledger.reserve(event, label=type(self).__name__)
         k = reps.sample(rng)
         best = None
-        try:
+        # a KeyboardInterrupt cancels (nothing was released); any other failure keeps the charge
+        with settle_reservation(reservation, "search"):
             X_tr, y_tr, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
             for _ in range(k):
                 i = int(rng.integers(len(grid)))
@@ -426,18 +428,6 @@ class DPHyperparameterSearch(BaseEstimator):
                 score = noisy / n_val
                 if best is None or score > best[0]:
                     best = (score, est, dict(grid[i]))
-        except KeyboardInterrupt:
-            if reservation is not None:   # nothing was released
-                reservation.cancel()
-            raise
-        except BaseException as exc:
-            if reservation is not None:
-                reservation.commit()
-                exc.add_note("fastdp: the privacy ledger keeps this search's charge (a failure "
-                             "during training can depend on the private data).")
-            raise
-        if reservation is not None:
-            reservation.commit()
         if best is None:
             warnings.warn("the search drew K = 0 candidates (Poisson): nothing was selected "
                           "(the privacy cost is spent).", RuntimeWarning, stacklevel=2)

@@ -115,14 +115,19 @@ def _cmd_privacy_calibrate(args):
     return 0
 
 
-def _cmd_ledger_upgrade(args):
+def _existing_ledger(path, opener):
+    """``PrivacyLedger.<opener>(path)`` for a ledger file that must exist (else a usage error)."""
     import os
 
     from fastdp.privacy.ledger import PrivacyLedger
 
-    if not os.path.exists(args.file):
-        raise _UsageError(f"no such ledger file: {args.file}")
-    ledger = PrivacyLedger.upgrade(args.file)
+    if not os.path.exists(path):
+        raise _UsageError(f"no such ledger file: {path}")
+    return getattr(PrivacyLedger, opener)(path)
+
+
+def _cmd_ledger_upgrade(args):
+    ledger = _existing_ledger(args.file, "upgrade")
     print(f"ledger {args.file}: tamper-evident format, {len(ledger.entries)} entries kept, "
           f"budget epsilon {ledger.epsilon:g} at delta {ledger.delta:g}")
     return 0
@@ -130,13 +135,8 @@ def _cmd_ledger_upgrade(args):
 
 def _cmd_ledger_show(args):
     import datetime
-    import os
 
-    from fastdp.privacy.ledger import PrivacyLedger
-
-    if not os.path.exists(args.file):
-        raise _UsageError(f"no such ledger file: {args.file}")
-    ledger = PrivacyLedger.load(args.file)
+    ledger = _existing_ledger(args.file, "load")
     entries = ledger.entries
     print(f"ledger {args.file}")
     print(f"  budget     epsilon {ledger.epsilon:g} at delta {ledger.delta:g} "

@@ -2,7 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from fastdp.cli.arguments import _UsageError
+
+
+@contextlib.contextmanager
+def _libsvm_errors(path, missing_hint=""):
+    """Turn a failure to read the LIBSVM file ``path`` into a clear ValidationError.
+
+    A parse error, a directory and a missing file (with ``missing_hint``
+    appended to its message) each get their own advice.
+    """
+    from fastdp.exceptions import LibsvmParseError, ValidationError
+
+    try:
+        yield
+    except LibsvmParseError as exc:
+        raise ValidationError(f"{path}: {exc}; fix the file (LIBSVM lines read "
+                              "'LABEL INDEX:VALUE ...').") from exc
+    except IsADirectoryError:
+        raise ValidationError(f"{path} is a directory, not a LIBSVM file.") from None
+    except FileNotFoundError:
+        raise ValidationError(f"no such file: {path}{missing_hint}") from None
 
 
 def _load_binary(spec, n_features, dtype):
@@ -25,7 +47,6 @@ def _load_binary(spec, n_features, dtype):
 
 def _load_data(spec, n_features=None, dtype=None):
     """(X, y, description) of a LIBSVM path, a binary dataset or ``dataset:NAME[:SUBSET]``."""
-    from fastdp.exceptions import LibsvmParseError, ValidationError
     from fastdp.io.binary import is_binary_dataset
 
     if is_binary_dataset(spec) or spec.endswith(".fdp"):
@@ -42,20 +63,11 @@ def _load_data(spec, n_features=None, dtype=None):
             raise _UsageError(f"{spec} has {X.shape[1]} features but the model expects "
                               f"{n_features}.")
         return X, y, f"{name} ({subset})"
-    from fastdp.datasets import load_libsvm
+    from fastdp.datasets import DATASETS, load_libsvm
 
-    try:
+    hint = (f"; for the bundled dataset use dataset:{spec}" if spec in DATASETS else "")
+    with _libsvm_errors(spec, hint):
         X, y = load_libsvm(spec, n_features=n_features, dtype=dtype, progress=None)
-    except LibsvmParseError as exc:
-        raise ValidationError(f"{spec}: {exc}; fix the file (LIBSVM lines read "
-                              "'LABEL INDEX:VALUE ...').") from exc
-    except IsADirectoryError:
-        raise ValidationError(f"{spec} is a directory, not a LIBSVM file.") from None
-    except FileNotFoundError:
-        from fastdp.datasets import DATASETS
-
-        hint = (f"; for the bundled dataset use dataset:{spec}" if spec in DATASETS else "")
-        raise ValidationError(f"no such file: {spec}{hint}") from None
     return X, y, spec
 
 

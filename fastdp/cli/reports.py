@@ -34,3 +34,19 @@ def _print_privacy(model, *, target=None, accountant=None, out=print):
         "coefficients and intercept")
     if model.privacy_report_ is not None:
         out(f"  report         {model.privacy_report_}")
+
+
+def _print_ledger_and_save(args, model, ledger):
+    """Print the ledger line, save the model if ``--out`` asks; returns exit status 0.
+
+    The common ending of ``fastdp train`` (in memory and with ``--ray``).
+    """
+    if ledger is not None:
+        print(f"ledger           {args.ledger}: spent {ledger.spent():.6g} of "
+              f"{ledger.epsilon:g} at delta {ledger.delta:g} (remaining {ledger.remaining():.6g})")
+    if args.out:
+        from fastdp.persistence import model_paths, save_model
+
+        json_path = save_model(model, args.out)
+        print(f"model saved      {json_path} + {model_paths(json_path)[1]}")
+    return 0

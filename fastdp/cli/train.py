@@ -6,8 +6,8 @@ import math
 import time
 
 from fastdp.cli.arguments import _ROW_BOUNDS, _UsageError
-from fastdp.cli.data import _load_data, _utility
-from fastdp.cli.reports import _print_privacy
+from fastdp.cli.data import _libsvm_errors, _load_data, _utility
+from fastdp.cli.reports import _print_ledger_and_save, _print_privacy
 
 
 _MODELS = {"ridge": "DPRidge", "logistic": "DPLogisticRegression", "svm": "DPLinearSVC"}
@@ -65,7 +65,8 @@ def _cmd_train(args):
     cls = getattr(linear_model, _MODELS[args.model])
     if args.ray is not None:  # data-parallel: the Ray workers read the file, this process does not
         from fastdp.distributed.data_parallel.cli import train_on_ray
-        return train_on_ray(args, cls, _estimator_from_args, _print_privacy, _UsageError)
+        return train_on_ray(args, cls, _estimator_from_args, _print_privacy, _UsageError,
+                            _print_ledger_and_save)
     X, y, where = _load_data(args.data, dtype=args.dtype)
     model, ledger = _estimator_from_args(args, cls, X.shape[0])
     model.fit(X, y)
@@ -82,34 +83,18 @@ def _cmd_train(args):
         name, value = _utility(model, Xt, yt)
         print(f"                 test {name} {value:.6g} on {twhere}")
     print(f"time             fit {model.fit_time_:.3f} s, total {elapsed:.3f} s")
-    if ledger is not None:
-        print(f"ledger           {args.ledger}: spent {ledger.spent():.6g} of "
-              f"{ledger.epsilon:g} at delta {ledger.delta:g} (remaining {ledger.remaining():.6g})")
-    if args.out:
-        from fastdp.persistence import model_paths, save_model
-
-        json_path = save_model(model, args.out)
-        print(f"model saved      {json_path} + {model_paths(json_path)[1]}")
-    return 0
+    return _print_ledger_and_save(args, model, ledger)
 
 
 def _cmd_convert(args):
-    from fastdp.exceptions import LibsvmParseError, ValidationError
     from fastdp.io.binary import convert_libsvm
 
     started = time.perf_counter()
     zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
-    try:
+    with _libsvm_errors(args.src):
         header = convert_libsvm(args.src, args.dst, dtype=args.dtype,
                                 index_dtype=args.index_dtype, n_features=args.n_features,
                                 zero_based=zero_based, overwrite=args.overwrite, progress=None)
-    except LibsvmParseError as exc:
-        raise ValidationError(f"{args.src}: {exc}; fix the file (LIBSVM lines read "
-                              "'LABEL INDEX:VALUE ...').") from exc
-    except IsADirectoryError:
-        raise ValidationError(f"{args.src} is a directory, not a LIBSVM file.") from None
-    except FileNotFoundError:
-        raise ValidationError(f"no such file: {args.src}") from None
     n, d = header["shape"]
     print(f"fastdp convert: {args.src} -> {args.dst}: {n} rows, {d} features, "
           f"{header['nnz']} entries ({header['dtype']} values, {header['index_dtype']} "

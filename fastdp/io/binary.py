@@ -108,6 +108,22 @@ class _Writers:
         self.files["indptr"].widen_to_int64()
         self.files["indices"].widen_to_int64()
 
+    def index_for(self, file_index, rows, nnz, index_dtype):
+        """The index dtype of the file once ``rows`` rows with ``nnz`` entries are added.
+
+        int32 indices are widened to int64 when the totals would pass
+        ``INT32_MAX``, unless the caller fixed ``index_dtype`` (then a
+        ValidationError).
+        """
+        if file_index == np.int32 and max(self.nnz + nnz, self.rows + rows) > INT32_MAX:
+            if index_dtype is not None:
+                raise ValidationError(
+                    f"the data has more than {INT32_MAX} entries or rows, too many for "
+                    "index_dtype=int32; use int64 (or None)")
+            self.widen()
+            return np.dtype(np.int64)
+        return file_index
+
     def append(self, indptr, indices, data, labels, sq_norms):
         """Append one chunk of rows (``indptr`` relative to the chunk, from 0)."""
         from fastdp._kernels._scd import row_squared_norms
@@ -200,14 +216,7 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
                     if builder.rows == 0:
                         continue
                     rows, nnz = builder.rows, builder.nnz
-                    if (file_index == np.int32
-                            and max(writers.nnz + nnz, writers.rows + rows) > INT32_MAX):
-                        if index_dtype is not None:
-                            raise ValidationError(
-                                f"the data has more than {INT32_MAX} entries or rows, too many "
-                                "for index_dtype=int32; use int64 (or None)")
-                        writers.widen()
-                        file_index = np.dtype(np.int64)
+                    file_index = writers.index_for(file_index, rows, nnz, index_dtype)
                     indptr, indices, data, labels = builder.drain()  # views: no copy
                     if shift:
                         indices -= shift
@@ -368,14 +377,7 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
                 raise ValidationError(f"chunk {number}: the column indices of a row are not "
                                       "strictly increasing (call sum_duplicates() and "
                                       "sort_indices() first)")
-            if (file_index == np.int32
-                    and max(writers.nnz + X.nnz, writers.rows + X.shape[0]) > INT32_MAX):
-                if index_dtype is not None:
-                    raise ValidationError(
-                        f"the data has more than {INT32_MAX} entries or rows, too many for "
-                        "index_dtype=int32; use int64 (or None)")
-                writers.widen()
-                file_index = np.dtype(np.int64)
+            file_index = writers.index_for(file_index, X.shape[0], X.nnz, index_dtype)
             data = np.asarray(X.data, dtype=dtype)
             chunk = csr_from_arrays(data, X.indices, X.indptr, X.shape)
             sq_norms = _csr_sq_norms(chunk)

@@ -32,6 +32,7 @@ from fastdp.preprocessing import RowMap
 from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.calibration import calibrate
 from fastdp.privacy.events import NonPrivateEvent, SelfComposedEvent
+from fastdp.privacy.ledger_entries import settle_reservation
 from fastdp.solvers.registry import EstimatorSolver, get_estimator_solver
 from fastdp.solvers.settings import SolverProblem
 
@@ -396,31 +397,16 @@ class _DPLinearModel(BaseEstimator):
 
             config["callback"] = callback
         try:
-            results = self._run_fits(solver, Xm, y, loss, noise, config, n_fits, one_event,
-                                     multinomial)
-        except KeyboardInterrupt as exc:
             # Interrupted by the user: unless a callback already saw a released
-            # (noisy) state, nothing was released, so nothing is charged.
-            if reservation is not None:
-                if released_states:
-                    reservation.commit()
-                    exc.add_note("fastdp: the privacy ledger keeps this fit's charge: the "
-                                 "callback already received released states.")
-                else:
-                    reservation.cancel()
-            raise
-        except BaseException as exc:
-            # Any other failure may depend on the private data: the charge stays.
-            if reservation is not None:
-                reservation.commit()
-                exc.add_note("fastdp: the privacy ledger keeps this fit's charge (a failure "
-                             "during training can depend on the private data).")
-            raise
+            # (noisy) state, nothing was released, so nothing is charged.  Any
+            # other failure may depend on the private data: the charge stays.
+            with settle_reservation(reservation, "fit",
+                                    released=lambda: bool(released_states)):
+                results = self._run_fits(solver, Xm, y, loss, noise, config, n_fits,
+                                         one_event, multinomial)
         finally:
             if progress is not None:
                 progress.close()
-        if reservation is not None:
-            reservation.commit()
 
         theta = np.vstack([np.asarray(r.coef, dtype=np.float64).reshape(-1, Xm.shape[1])
                            for r in results])

@@ -101,12 +101,14 @@ from fastdp.privacy.ledger_entries import (
     Reservation,
     event_from_dict,
     event_to_dict,
+    settle_reservation,
 )
 
 __all__ = [
     "PrivacyLedger",
     "LedgerEntry",
     "Reservation",
+    "settle_reservation",
     "event_to_dict",
     "event_from_dict",
     "LEDGER_FORMAT",

@@ -16,8 +16,8 @@ import json
 from fastdp.exceptions import ValidationError
 from fastdp.privacy import events as ev
 
-__all__ = ["LedgerEntry", "Reservation", "event_to_dict", "event_from_dict",
-           "COMMITTED", "RESERVED"]
+__all__ = ["LedgerEntry", "Reservation", "settle_reservation", "event_to_dict",
+           "event_from_dict", "COMMITTED", "RESERVED"]
 
 COMMITTED = "committed"
 RESERVED = "reserved"
@@ -156,15 +156,73 @@ class Reservation:
         self._ledger._finish_reservation(self.id, commit=False)
         self.state = "cancelled"
 
+    def settle(self, exc=None, *, what=None, released=False):
+        """Commit or cancel once the guarded work has ended.
+
+        Parameters
+        ----------
+        exc : BaseException or None
+            How the work ended (``None``: normally).
+        what : str or None
+            Name of the work (``"fit"``, ``"search"``) for the note added to
+            ``exc`` when the charge stays; ``None`` adds no note.
+        released : bool
+            Whether something covered by the reservation was already released
+            (then even a ``KeyboardInterrupt`` keeps the charge).
+
+        Notes
+        -----
+        A ``KeyboardInterrupt`` before any release cancels; every other ending
+        commits (a failure during training may depend on the private data).
+        """
+        if isinstance(exc, KeyboardInterrupt) and not released:
+            self.cancel()
+            return
+        self.commit()
+        if exc is None or what is None:
+            return
+        if isinstance(exc, KeyboardInterrupt):
+            exc.add_note(f"fastdp: the privacy ledger keeps this {what}'s charge: the "
+                         "callback already received released states.")
+        else:
+            exc.add_note(f"fastdp: the privacy ledger keeps this {what}'s charge (a failure "
+                         "during training can depend on the private data).")
+
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, traceback):
-        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
-            self.cancel()
-        else:
-            self.commit()
+        self.settle(exc)
         return False
 
     def __repr__(self):
         return f"Reservation({self.entry.label!r}, {self.state}, id={self.id})"
+
+
+class settle_reservation:
+    """Context manager settling an optional reservation when its block ends.
+
+    Parameters
+    ----------
+    reservation : Reservation or None
+        The pending charge (``None``: no ledger, nothing to do).
+    what : str
+        Name of the guarded work, used in the note added to an exception.
+    released : callable, optional
+        Called without arguments at exit: whether something was already
+        released (see :meth:`Reservation.settle`).
+    """
+
+    def __init__(self, reservation, what, released=None):
+        self._reservation = reservation
+        self._what = what
+        self._released = released
+
+    def __enter__(self):
+        return self._reservation
+
+    def __exit__(self, exc_type, exc, traceback):
+        if self._reservation is not None:
+            released = exc is not None and self._released is not None and self._released()
+            self._reservation.settle(exc, what=self._what, released=released)
+        return False

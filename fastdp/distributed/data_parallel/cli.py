@@ -16,13 +16,14 @@ import math
 __all__ = ["train_on_ray"]
 
 
-def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_error):
+def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_error, finish):
     """Run ``fastdp train`` with ``--ray``; returns the exit status.
 
     The helpers of :mod:`fastdp.cli` (``estimator_from_args``, which builds
     the estimator and opens the ledger exactly as the in-memory route does,
-    ``print_privacy``, ``usage_error``) are passed in so that there is one
-    definition of each.
+    ``print_privacy``, ``usage_error``, ``finish``, which prints the ledger
+    line, saves ``--out`` and returns the exit status) are passed in so that
+    there is one definition of each.
     """
     from fastdp.distributed.data_parallel import (RayWorkers, binary_source, fit_distributed,
                                                   libsvm_source)
@@ -60,12 +61,4 @@ def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_er
     print(f"time             fit {model.fit_time_:.3f} s ({1e3 * stats['seconds_workers'] / steps:.2f}"
           f" ms per step in workers and transport, {1e3 * stats['seconds_driver'] / steps:.2f} ms "
           "on the driver)")
-    if ledger is not None:
-        print(f"ledger           {args.ledger}: spent {ledger.spent():.6g} of "
-              f"{ledger.epsilon:g} at delta {ledger.delta:g} (remaining {ledger.remaining():.6g})")
-    if args.out:
-        from fastdp.persistence import model_paths, save_model
-
-        json_path = save_model(model, args.out)
-        print(f"model saved      {json_path} + {model_paths(json_path)[1]}")
-    return 0
+    return finish(args, model, ledger)
