@@ -263,6 +263,17 @@ class _DPLinearModel(BaseEstimator):
                 f"{type(self).__name__}; it supports {list(solver.losses)}.")
         return name, solver, multinomial
 
+    @staticmethod
+    def _settle_clip(config, rule, solver, n_samples, loss):
+        """Make a clip left at ``"auto"`` by the solver's public defaults concrete, in place.
+
+        The DP-SGD rule's clip when the run has one, else the solver's own default;
+        both read public quantities only.  Used by ``fit`` and by the data-parallel engine.
+        """
+        if isinstance(config["clip"], str):
+            config["clip"] = (rule["clip"] if rule is not None else
+                              float(solver.default_clip(n_samples, config, loss)))
+
     def _solver_config(self, name, solver, n_samples, n_features, private, n_classes=2):
         """The resolved settings (``config``) of the run: every ``"auto"`` made concrete.
 
@@ -362,9 +373,7 @@ class _DPLinearModel(BaseEstimator):
         config["loss"] = loss
         if multinomial:
             config["n_classes"] = int(n_classes)
-        if isinstance(config["clip"], str):
-            config["clip"] = (rule["clip"] if rule is not None else
-                              float(solver.default_clip(n_samples, config, loss)))
+        self._settle_clip(config, rule, solver, n_samples, loss)
         # every public setting the run reads, before any noise is calibrated or budget reserved
         solver.check_params(n_samples, config, private=private)
         progress = None

@@ -302,9 +302,7 @@ def _fit(source, est, engine, started, label_classes=None):
         config["loss"] = est._loss
         if multinomial:
             config["n_classes"] = n_classes
-        if isinstance(config["clip"], str):      # "auto" not settled by the solver's defaults
-            config["clip"] = (rule["clip"] if rule is not None else
-                              float(solver.default_clip(n, config, est._loss)))
+        est._settle_clip(config, rule, solver, n, est._loss)
         solver.check_params(n, config, private=private)
         accountant = get_accountant(est.accountant)
         noise, one_event, planned_event = est._plan(solver, n, config, private, delta,
