@@ -10,9 +10,15 @@ the factors, the constant — and never the mapped matrix itself:
   (:mod:`fastdp._kernels._scd`) read the rows through it
   (:meth:`MappedRows.kernel_map`), computing each mapped value when they read
   it, with the same roundings as the materialised matrix;
-* every other solver gets :meth:`MappedRows.tocsr`, the mapped matrix written
-  out once, in blocks of rows, and registered as verified so that the
-  solver's own :func:`~fastdp._validation.check_X` does not scan it again.
+* the ``_glm`` kernels (margins, clipped gradient sums, weighted row sums)
+  read them the same way, for the output/objective perturbation, the exact,
+  the accelerated and the line-search solvers
+  (:class:`fastdp.solvers.glm_oracle.RowProducts`);
+* the solvers that read rows some other way (the block-keyed samplers of the
+  data-parallel step loop, dense data) get :meth:`MappedRows.tocsr`, the
+  mapped matrix written out once, in blocks of rows, and registered as
+  verified so that the solver's own :func:`~fastdp._validation.check_X` does
+  not scan it again.
 
 Either way the values are bit for bit those of the materialised map: a stored
 value ``x`` of row i becomes ``r((double) r(x * r(s_i)) * g_i)`` where ``r`` rounds
@@ -82,6 +88,7 @@ class MappedRows:
         self.shape = (int(n), int(d) + extra)
         self.dtype = csr.data.dtype
         self._sq_norms = None
+        self._kernel_sq = None
 
     @property
     def nnz(self):
@@ -100,7 +107,15 @@ class MappedRows:
                 "tail_column": -1 if self.tail_value is None else self.csr.shape[1]}
 
     def kernel_sq_norms(self):
-        """Squared norms of the mapped rows, summed as the kernels sum them (storage order)."""
+        """Squared norms of the mapped rows, summed as the kernels sum them (storage order).
+
+        One pass over X, made once: the result is kept (O(n)) for the solver's
+        later calls (the exact hinge solver runs SDCA several times)."""
+        if self._kernel_sq is None:
+            self._kernel_sq = self._scan_kernel_sq_norms()
+        return self._kernel_sq.copy()
+
+    def _scan_kernel_sq_norms(self):
         from fastdp._kernels import _scd
 
         return _scd.row_squared_norms(
@@ -162,6 +177,20 @@ class MappedRows:
         data, indices, indptr = self._block_values(r0, r1, rows, shrink)
         n_rows = indptr.shape[0] - 1
         return sp.csr_matrix((data, indices, indptr), shape=(n_rows, self.shape[1]))
+
+    def toarray(self):
+        """The mapped matrix as a dense ndarray (``tocsr().toarray()``, without the CSR copy)."""
+        out = np.zeros(self.shape, dtype=self.dtype)
+        for r0, r1 in _row_blocks(self.csr.indptr):
+            out[r0:r1] = self._block_csr(r0, r1).toarray()
+        return out
+
+    def row_l1_norms(self):
+        """L1 norm of every mapped row: the bits of ``abs(tocsr()).sum(axis=1)``, in blocks."""
+        out = np.empty(self.shape[0], dtype=self.dtype)
+        for r0, r1 in _row_blocks(self.csr.indptr):
+            out[r0:r1] = np.asarray(abs(self._block_csr(r0, r1)).sum(axis=1)).ravel()
+        return out
 
     def scaled_sq_norms(self, bound=1.0):
         """``sum_j (m_ij / bound)**2`` of every mapped row, as ``check_X`` sums them.

@@ -187,7 +187,9 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                          const index_t[::1] indptr, const double[::1] y,
                          const int64_t[::1] rows, const double[::1] theta, int loss_code,
                          double clip, double[::1] out, num_threads=1, *,
-                         check_structure=True):
+                         check_structure=True, const double[::1] row_scale=None,
+                         const double[::1] row_shrink=None, double tail_value=0.0,
+                         int64_t tail_column=-1):
     """``out += sum_{i in rows} clip(loss'(x_i^T theta, y_i) x_i, C)``; returns None.
 
     ``clip(g, C) = g / max(1, ||g|| / C)``; ``clip = inf`` means no clipping.
@@ -210,6 +212,9 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
         The CSR structure of the rows read is checked (one pass over their
         column indices) unless this is ``fastdp._validation.structure_token(X)``
         for these arrays; ``False`` checks too.
+    row_scale, row_shrink, tail_value, tail_column : optional row map
+        As :func:`margins`: the rows, their norms for the clipping and the
+        scatter read through the map, the bits of the written-out rows.
 
     Raises
     ------
@@ -220,6 +225,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t count = rows.shape[0]
     cdef Py_ssize_t n_columns = out.shape[0]
     cdef Py_ssize_t q                   # position in rows
+    cdef int64_t stored = _row_map_columns("clipped_gradient_sum", row_scale, row_shrink,
+                                           tail_column, indptr.shape[0] - 1, n_columns)
     check_loss_code("clipped_gradient_sum", loss_code)
     if not clip > 0.0:
         raise_invalid(f"clipped_gradient_sum: clip must be > 0 (inf for none); got {clip}.")
@@ -229,7 +236,7 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     check_length("clipped_gradient_sum", "y", y.shape[0], indptr.shape[0] - 1,
                  "one entry per row of X")
     _check_arrays("clipped_gradient_sum", data, indices, indptr, rows, check_structure,
-                  n_columns, "theta and out")
+                  stored, "theta and out")
     if count == 0:
         return
     cdef int requested = _threads("clipped_gradient_sum", num_threads, count)
@@ -240,7 +247,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     splits_arr = column_splits_of("clipped_gradient_sum", None, nt, n_columns, "len(out)")
     cdef double[::1] coefs = coef_arr
     cdef const int64_t[::1] splits = splits_arr
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
+    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale,
+                                                  row_shrink, tail_value, tail_column)
     cdef ClippedLoss g                  # the loss, the clip and the labels
     g.loss = loss_code
     g.clip = clip

@@ -17,6 +17,11 @@ reaches it:
   closed-form hinge step, :func:`fastdp.solvers.scd.scd` with batch size 1
   and no box margin) until the duality gap is below ``tol``.
 
+The products with X come from the ``_glm`` kernels
+(:class:`fastdp.solvers.glm_oracle.RowProducts`: scipy's bits), which also
+read the estimators' mapped rows (``normalize=``, ``fit_intercept=``) without
+a copy of X.
+
 Privacy: none.  The result reveals the training data (event
 :class:`~fastdp.privacy.events.NonPrivateEvent`).
 """
@@ -33,6 +38,7 @@ from fastdp.losses import get_loss
 from fastdp.privacy.events import NonPrivateEvent
 from fastdp.solvers._common import as_csr, check_lam
 from fastdp.solvers._result import SolverResult
+from fastdp.solvers.glm_oracle import RowProducts
 
 __all__ = ["exact_minimize", "multinomial_objective_and_gradient", "ExactDetails",
            "HingeExactDetails"]
@@ -85,7 +91,9 @@ def multinomial_objective_and_gradient(theta, X, y, lam):
     Parameters
     ----------
     theta : ndarray of shape (K, d)
-    X : csr_matrix or ndarray of shape (n, d)
+    X : csr_matrix, ndarray or fastdp.solvers.glm_oracle.RowProducts of shape (n, d)
+        (the products of a ``RowProducts`` read its rows through the kernels,
+        mapped rows included, with the bits of scipy's products)
     y : ndarray of int of shape (n,)
         Class indices in ``[0, K)``.
     lam : float
@@ -97,12 +105,13 @@ def multinomial_objective_and_gradient(theta, X, y, lam):
     gradient : ndarray of shape (K, d)
     """
     n = X.shape[0]
-    scores = np.asarray(X @ theta.T)                      # (n, K)
+    kernels = isinstance(X, RowProducts)
+    scores = X.dot(theta.T) if kernels else np.asarray(X @ theta.T)       # (n, K)
     lse = scipy.special.logsumexp(scores, axis=1)
     value = float(np.mean(lse - scores[np.arange(n), y])) + 0.5 * lam * float(np.sum(theta * theta))
     residual = np.exp(scores - lse[:, None])
     residual[np.arange(n), y] -= 1.0
-    gradient = np.asarray(X.T @ residual).T / n + lam * theta
+    gradient = (X.tdot(residual) if kernels else np.asarray(X.T @ residual)).T / n + lam * theta
     return value, gradient
 
 
@@ -119,8 +128,9 @@ def exact_minimize(X, y, *, loss, lam, n_classes=None, tol=1e-10):
 
     Parameters
     ----------
-    X : csr_matrix or ndarray of shape (n, d)
-        Checked, finite rows (no norm bound is needed).
+    X : csr_matrix, ndarray or fastdp._mapped_rows.MappedRows of shape (n, d)
+        Checked, finite rows (no norm bound is needed); mapped rows are read
+        through their row map, without a copy.
     y : ndarray of shape (n,)
         Real targets (squared), -1/+1 labels (logistic, hinge) or class
         indices (``loss="multinomial"``).
@@ -142,12 +152,14 @@ def exact_minimize(X, y, *, loss, lam, n_classes=None, tol=1e-10):
     lam = check_lam(lam)
     X = as_csr(X)
     n, d = X.shape
+    products = RowProducts(X)
     if loss == "multinomial":
         K = int(n_classes)
         yi = np.asarray(y, dtype=np.int64)
 
         def fun(flat):
-            value, grad = multinomial_objective_and_gradient(flat.reshape(K, d), X, yi, lam)
+            value, grad = multinomial_objective_and_gradient(flat.reshape(K, d), products, yi,
+                                                             lam)
             return value, grad.ravel()
 
         flat, nit, ok, message = _lbfgs(fun, np.zeros(K * d), tol)
@@ -159,9 +171,9 @@ def exact_minimize(X, y, *, loss, lam, n_classes=None, tol=1e-10):
         return _hinge_sdca(X, y, lam, tol)
 
     def fun(theta):
-        z = np.asarray(X @ theta).ravel()
+        z = products.dot(theta)
         value = float(np.mean(loss_obj.value(z, y))) + 0.5 * lam * float(theta @ theta)
-        grad = np.asarray(X.T @ loss_obj.derivative(z, y)).ravel() / n + lam * theta
+        grad = products.tdot(loss_obj.derivative(z, y)) / n + lam * theta
         return value, grad
 
     theta, nit, ok, message = _lbfgs(fun, np.zeros(d), tol)
@@ -208,6 +220,7 @@ class ExactEstimatorSolver(NonPrivateEstimatorSolver):
     name = "exact"
     losses = ("squared", "logistic", "hinge")
     noise_name = "none"
+    reads_row_map = True  # the _glm kernels (and SDCA's) read the mapped rows without a copy
 
     def solve(self, problem, settings, rng):
         """The exact minimiser for ``problem`` (``settings.alpha`` = lambda); refuses noise."""

@@ -13,6 +13,14 @@ families ask about a set of rows B, through the shared compiled kernels of
 * ``gradients(thetas, rows)``: the same for R replicas at once;
 * ``loss_values(w)``, ``objective(theta)``, ``smoothness()``: non-private diagnostics.
 
+The estimators' mapped rows (:class:`fastdp._mapped_rows.MappedRows`:
+``normalize=``, ``fit_intercept=``) are read through their row map by the
+same kernels, without a copy of X.  Every product with X — the oracle's, and
+the exact solver's (:mod:`fastdp.solvers.exact`) — goes through
+:class:`RowProducts`, one thin layer over the ``_glm`` kernels; its full
+products ``X @ V`` and ``X.T @ A`` have the bits of scipy's products with
+the (written-out) matrix: the same sums, in the same order.
+
 The accelerated solvers use it as :class:`fastdp.solvers.accelerated.oracle.GLMProblem`
 (which adds the L1 sensitivity of their data domain), the line-search solvers
 as :class:`fastdp.solvers.line_search.oracle.GlmBatchOracle` (their call convention);
@@ -31,12 +39,96 @@ import math
 import numpy as np
 
 from fastdp._kernels import _glm
-from fastdp._validation import check_labels, check_X
+from fastdp._validation import check_labels, check_X, is_mapped_rows
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss, primal_objective
-from fastdp.solvers._common import StructureTokenCache, as_csr
+from fastdp.solvers._common import StructureTokenCache, as_csr, kernel_rows
 
-__all__ = ["GlmOracle"]
+__all__ = ["GlmOracle", "RowProducts"]
+
+
+class RowProducts(StructureTokenCache):
+    """Products of the rows of a checked X with vectors, through the ``_glm`` kernels.
+
+    Parameters
+    ----------
+    X : scipy.sparse.csr_matrix or fastdp._mapped_rows.MappedRows
+        Output of :func:`fastdp.solvers._common.as_csr` (canonical CSR,
+        float32/float64 values, int32/int64 indices), or the estimators'
+        mapped rows, read through their row map (no copy of X).
+
+    Notes
+    -----
+    The full products :meth:`dot` and :meth:`tdot` equal scipy's ``X @ V``
+    and ``X.T @ A`` bit for bit (X written out, for mapped rows): scipy sums
+    ``x_ij v_j`` over each row in storage order from 0, and adds ``x_ij a_i``
+    into column j in row order, as the kernels do (``margins``,
+    ``weighted_row_sum``; any thread count).  Private: reads the rows,
+    releases nothing.
+    """
+
+    def __init__(self, X):
+        self.source = X
+        # the stored matrix (the structure token is that of the stored arrays)
+        self.X = X.csr if is_mapped_rows(X) else X
+        self.shape = X.shape
+        self.all_rows = np.arange(X.shape[0], dtype=np.int64)
+
+    def _call(self, kernel, *args, num_threads=1):
+        *arrays, row_map = kernel_rows(self.source)
+        kernel(*arrays, *args, num_threads, check_structure=self._structure(), **row_map)
+
+    def margins(self, rows, v, out=None, num_threads=1):
+        """``x_i^T v`` for every i in ``rows`` (written to ``out`` when given)."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        if out is None:
+            out = np.empty(rows.shape[0])
+        self._call(_glm.margins, rows, np.ascontiguousarray(v, dtype=np.float64), out,
+                   num_threads=num_threads)
+        return out
+
+    def weighted_row_sum(self, rows, weights, out, num_threads=1):
+        """``out += sum_k weights[k] x_{rows[k]}``; returns ``out``."""
+        self._call(_glm.weighted_row_sum, np.ascontiguousarray(rows, dtype=np.int64),
+                   np.ascontiguousarray(weights, dtype=np.float64), out,
+                   num_threads=num_threads)
+        return out
+
+    def clipped_gradient_sum(self, y, rows, w, loss_code, clip, out, num_threads=1):
+        """``out += sum_{i in rows} clip(loss'(x_i^T w, y_i) x_i, C)``; returns ``out``."""
+        self._call(_glm.clipped_gradient_sum, y, np.ascontiguousarray(rows, dtype=np.int64),
+                   np.ascontiguousarray(w, dtype=np.float64), loss_code, float(clip), out,
+                   num_threads=num_threads)
+        return out
+
+    def dot(self, V, num_threads=1):
+        """``X @ V`` for V of shape (d,) or (d, K): an ndarray of shape (n,) or (n, K)."""
+        V = np.asarray(V, dtype=np.float64)
+        if V.ndim == 1:
+            return self.margins(self.all_rows, V, num_threads=num_threads)
+        out = np.empty((self.shape[0], V.shape[1]))
+        column = np.empty(self.shape[0])
+        for k in range(V.shape[1]):
+            out[:, k] = self.margins(self.all_rows, V[:, k], column, num_threads)
+        return out
+
+    def tdot(self, A, num_threads=1):
+        """``X.T @ A`` for A of shape (n,) or (n, K): an ndarray of shape (d,) or (d, K)."""
+        A = np.asarray(A, dtype=np.float64)
+        if A.ndim == 1:
+            return self.weighted_row_sum(self.all_rows, A, np.zeros(self.shape[1]), num_threads)
+        out = np.empty((self.shape[1], A.shape[1]))
+        for k in range(A.shape[1]):
+            out[:, k] = self.weighted_row_sum(self.all_rows, A[:, k], np.zeros(self.shape[1]),
+                                              num_threads)
+        return out
+
+    def linear_operator(self):
+        """X as a :class:`scipy.sparse.linalg.LinearOperator` (float64)."""
+        from scipy.sparse.linalg import LinearOperator
+
+        return LinearOperator(self.shape, matvec=lambda v: self.dot(np.ravel(v)),
+                              rmatvec=lambda a: self.tdot(np.ravel(a)), dtype=np.float64)
 
 
 class GlmOracle(StructureTokenCache):
@@ -77,8 +169,9 @@ class GlmOracle(StructureTokenCache):
 
     def __init__(self, X, y, *, loss, lam=0.0, clip=math.inf, num_threads=1, labels="check"):
         self.loss = get_loss(loss)
-        X = as_csr(check_X(X))
+        X = as_csr(check_X(X))  # mapped rows pass through: the kernels read their row map
         self.X = X
+        self._rows = RowProducts(X)
         self._dense = None  # BLAS copy of a small dense X for gradients(); built on demand
         if labels == "check":
             y, _ = check_labels(y, self.loss.task, n_samples=X.shape[0])
@@ -100,22 +193,16 @@ class GlmOracle(StructureTokenCache):
     def clipped_gradient_sum(self, rows, w, clip):
         """``sum_{i in rows} clip(loss'(x_i^T w, y_i) x_i, C)`` (L2 clipping per example;
         ``clip = inf``: none); a row listed twice counts twice."""
-        out = np.zeros(self.n_features)
-        _glm.clipped_gradient_sum(self.X.data, self.X.indices, self.X.indptr, self.y,
-                                  np.ascontiguousarray(rows, dtype=np.int64),
-                                  np.ascontiguousarray(w, dtype=np.float64), self.loss.code,
-                                  float(clip), out, num_threads=self.num_threads,
-                                  check_structure=self._structure())
-        return out
+        return self._rows.clipped_gradient_sum(self.y, rows, w, self.loss.code, clip,
+                                               np.zeros(self.n_features), self.num_threads)
 
     def margins(self, rows, v):
         """``x_i^T v`` for every i in rows."""
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
-        out = np.empty(rows.shape[0])
-        _glm.margins(self.X.data, self.X.indices, self.X.indptr, rows,
-                     np.ascontiguousarray(v, dtype=np.float64), out,
-                     num_threads=self.num_threads, check_structure=self._structure())
-        return out
+        return self._rows.margins(rows, v, num_threads=self.num_threads)
+
+    def _structure(self):
+        """The structure token of the stored arrays (:class:`RowProducts`)."""
+        return self._rows._structure()
 
     def labels(self, rows):
         """The labels of the rows."""
@@ -160,19 +247,25 @@ class GlmOracle(StructureTokenCache):
             return np.stack([self.gradient(t, None if rows is None else rows[r])
                              for r, t in enumerate(thetas)])
         X = self._matrix_for_products()
-        coefs = self.loss.derivative_in_place(np.asarray(X @ thetas.T), self.y[:, None])
-        out = np.asarray(X.T @ coefs).T / self.n_samples
+        if X is None:   # sparse or mapped rows: the kernels, with scipy's bits
+            coefs = self.loss.derivative_in_place(self._rows.dot(thetas.T, self.num_threads),
+                                                  self.y[:, None])
+            out = self._rows.tdot(coefs, self.num_threads).T / self.n_samples
+        else:
+            coefs = self.loss.derivative_in_place(X @ thetas.T, self.y[:, None])
+            out = (X.T @ coefs).T / self.n_samples
         if self.lam:
             out += self.lam * thetas
         return out
 
     def _matrix_for_products(self):
-        """X for the replica products: dense when it has <= 2^24 entries, half non-zero."""
+        """A dense copy of X for the replica products when it has <= 2^24 entries, half
+        non-zero; else None (the kernels read X)."""
         n, d = self.X.shape
         if self._dense is None:
             small = n * d <= 2 ** 24 and self.X.nnz >= 0.5 * n * d
             self._dense = self.X.toarray() if small else False
-        return self.X if self._dense is False else self._dense
+        return None if self._dense is False else self._dense
 
     # ---- non-private diagnostics --------------------------------------------
 
@@ -193,11 +286,12 @@ class GlmOracle(StructureTokenCache):
         if self.loss.name == "hinge":
             raise ValidationError("the hinge loss is not smooth")
         curvature = 1.0 if self.loss.name == "squared" else 0.25
-        if self.n_features <= 2000:
+        if self.n_features <= 2000 and not is_mapped_rows(self.X):
             gram = (self.X.T @ self.X).toarray() / self.n_samples
             top = float(np.linalg.eigvalsh(gram)[-1])
-        else:  # largest singular value of X without forming the Gram matrix
+        else:  # largest singular value of X without forming the Gram matrix (or a copy)
             from scipy.sparse.linalg import svds
 
-            top = float(svds(self.X, k=1, return_singular_vectors=False)[0]) ** 2 / self.n_samples
+            X = self._rows.linear_operator() if is_mapped_rows(self.X) else self.X
+            top = float(svds(X, k=1, return_singular_vectors=False)[0]) ** 2 / self.n_samples
         return curvature * top + self.lam

@@ -70,6 +70,7 @@ class _AcceleratedEstimatorSolver(EstimatorSolver):
     settings_class = AcceleratedSettings
     options = AcceleratedSettings.option_names() + ("n_features",)
     default_sampler = "fixed"  # uniform batches without replacement (spec 002, A8)
+    reads_row_map = True  # the _glm kernels read the estimators' mapped rows without a copy
 
     def __init__(self, name, algorithm):
         self.name = name

@@ -27,6 +27,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from fastdp._validation import is_mapped_rows
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss
 from fastdp.solvers.glm_oracle import GlmOracle
@@ -74,7 +75,10 @@ def glm_l1_sensitivity(loss, n_features, row_l1_bound=None, clip=math.inf):
 
 
 def row_l1_norms(X):
-    """L1 norm of every row of ``X`` (CSR or dense)."""
+    """L1 norm of every row of ``X`` (CSR, dense, or the estimators' mapped rows, read
+    in blocks without a copy)."""
+    if is_mapped_rows(X):
+        return X.row_l1_norms()
     if sp.issparse(X):
         return np.asarray(abs(X).sum(axis=1)).ravel()
     return np.abs(np.asarray(X)).sum(axis=1)

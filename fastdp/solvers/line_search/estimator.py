@@ -84,6 +84,7 @@ class FixedSplitEstimatorSolver(EstimatorSolver):
     noise_name = "noise_multiplier"
     options = FixedSplitSettings.option_names()
     settings_class = FixedSplitSettings
+    reads_row_map = True  # the _glm kernels read the estimators' mapped rows without a copy
 
     @staticmethod
     def _step_event(settings, noise):
@@ -136,6 +137,7 @@ class _FilteredEstimatorSolver(EstimatorSolver):
 
     noise_name = "rho_cap"
     losses = ("squared", "logistic", "hinge")
+    reads_row_map = True  # the _glm kernels read the estimators' mapped rows without a copy
 
     def event(self, n_samples, config, noise):
         return PrivacyFilterEvent.zcdp(float(noise))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import check_labels
+from fastdp._validation import check_labels, is_mapped_rows
 from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import GaussianEvent
 from fastdp.solvers._result import SolverResult
@@ -35,7 +35,7 @@ def prepare_oracle(X, y, loss, num_threads=1):
         return X
     if loss not in ("logistic", "hinge", "squared"):
         raise ValidationError(f"loss must be 'logistic', 'hinge' or 'squared'; got {loss!r}.")
-    if not sp.issparse(X):
+    if not (sp.issparse(X) or is_mapped_rows(X)):   # mapped rows: read through their row map
         X = np.asarray(X)
         if X.ndim != 2:
             raise ValidationError("X must be a 2-D array or sparse matrix.")
