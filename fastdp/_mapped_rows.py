@@ -109,11 +109,32 @@ class MappedRows:
     def kernel_sq_norms(self):
         """Squared norms of the mapped rows, summed as the kernels sum them (storage order).
 
-        One pass over X, made once: the result is kept (O(n)) for the solver's
-        later calls (the exact hinge solver runs SDCA several times)."""
+        One pass over X, made once and kept (O(n)) for the solver's later calls
+        (the exact hinge solver runs SDCA several times); none at all when a
+        pass that writes the mapped rows out block by block came first
+        (:meth:`scaled_sq_norms`, the row-norm bound of DP-SCD, or
+        :meth:`tocsr`): it sums the same materialised values
+        (:meth:`_fused_kernel_sq`).
+
+        They cannot be derived from the stored norms of X (``kernel_sq_norms.npy``):
+        a mapped value is ``r(x * r(s_i))`` (and ``r(r(...) * g_i)``), rounded to
+        the dtype of X before it is squared, and ``s_i`` carries the factor
+        ``1 - 2^-40`` of :class:`~fastdp.preprocessing.RowMap` (never 1 or a
+        power of two in float64), so ``sum r(x s)^2`` differs from
+        ``s^2 sum x^2`` in the last bits of most rows.
+        """
         if self._kernel_sq is None:
             self._kernel_sq = self._scan_kernel_sq_norms()
         return self._kernel_sq.copy()
+
+    @staticmethod
+    def _fused_kernel_sq(data, indptr):
+        """Kernel row norms of materialised mapped rows (``_block_values``): the bits of
+        the row-map-aware scan (each value as the kernel reads it, squared and summed in
+        storage order, the constant last)."""
+        from fastdp._kernels import _scd
+
+        return _scd.row_squared_norms(data, indptr)
 
     def _scan_kernel_sq_norms(self):
         from fastdp._kernels import _scd
@@ -202,8 +223,14 @@ class MappedRows:
         if bound == 1.0 and self._sq_norms is not None:
             return self._sq_norms.copy()
         sq = np.empty(self.shape[0])
+        fused = np.empty(self.shape[0]) if self._kernel_sq is None else None
         for r0, r1 in _row_blocks(self.csr.indptr):
-            sq[r0:r1] = _csr_sq_norms(self._block_csr(r0, r1), bound)
+            block = self._block_csr(r0, r1)
+            sq[r0:r1] = _csr_sq_norms(block, bound)
+            if fused is not None:    # the kernels' norms from the same block: no second pass
+                fused[r0:r1] = self._fused_kernel_sq(block.data, block.indptr)
+        if fused is not None:
+            self._kernel_sq = fused
         if bound == 1.0:
             self._sq_norms = sq.copy()
         return sq
@@ -237,7 +264,17 @@ class MappedRows:
 
             shrink[chunk] = _shrink_factors(sq[start:stop], self.dtype, shrunk_sq)
             start = stop
-        return MappedRows(self.csr, self.row_scale, self.tail_value, shrink)
+        out = MappedRows(self.csr, self.row_scale, self.tail_value, shrink)
+        if self._kernel_sq is not None:   # only the shrunk rows changed: recompute those
+            kernel_sq = self._kernel_sq.copy()
+            start = 0
+            while start < rows.size:
+                stop = min(start + 4096, rows.size)
+                data, _, indptr = out._block_values(0, 0, rows[start:stop])
+                kernel_sq[rows[start:stop]] = self._fused_kernel_sq(data, indptr)
+                start = stop
+            out._kernel_sq = kernel_sq
+        return out
 
     # ------------------------------------------------------------------ products
     def __matmul__(self, other):
@@ -291,6 +328,7 @@ class MappedRows:
         data = np.empty(nnz, dtype=self.dtype)
         indices = np.empty(nnz, dtype=idx_dtype)
         sq = np.empty(n)
+        fused = np.empty(n) if self._kernel_sq is None else None
         for r0, r1 in _row_blocks(X.indptr):
             k0, k1 = int(indptr[r0]), int(indptr[r1])
             block_data, block_indices, block_ptr = self._block_values(r0, r1)
@@ -298,6 +336,8 @@ class MappedRows:
             indices[k0:k1] = block_indices
             sq[r0:r1] = _csr_sq_norms(SimpleNamespace(data=block_data, indptr=block_ptr,
                                                       shape=(r1 - r0, self.shape[1])))
+            if fused is not None:
+                fused[r0:r1] = self._fused_kernel_sq(block_data, block_ptr)
         out = sp.csr_matrix(self.shape, dtype=self.dtype)
         out.data, out.indices, out.indptr = data, indices, indptr  # no index downcast, no copy
         if _known_structure(X.indices, X.indptr, X.shape[1]) is not None:  # check_X output
@@ -306,6 +346,8 @@ class MappedRows:
         else:
             out.has_sorted_indices = bool(X.has_sorted_indices)
         self._sq_norms = sq.copy()
+        if fused is not None:
+            self._kernel_sq = fused
         return out
 
 
