@@ -447,8 +447,16 @@ def main():
     parser.add_argument("--api", default="solver",
                         help="--binary-only: comma-separated among solver (the solver "
                              "functions) and estimator (DPLogisticRegression.fit)")
+    parser.add_argument("--readahead-syscalls", default=None,
+                        help="comma-separated row counts: print the readahead's system calls "
+                             "per batch (of --batch rows) before and after they were batched, "
+                             "computed on the generated data's row layout, and stop")
     parser.add_argument("--json", default=None, help="write the results here")
     args = parser.parse_args()
+    if args.readahead_syscalls:
+        for n_rows in args.readahead_syscalls.split(","):
+            print(json.dumps(readahead_syscalls(int(float(n_rows)), batch=args.batch)))
+        return None
     os.makedirs(args.dir, exist_ok=True)
     if args.binary_only:
         return binary_main(args)
@@ -518,6 +526,39 @@ def main():
                     _remove(os.path.join(args.dir, name))
             for name in ("data32.fdp", "data64.fdp", "data32.fdp.warm", "data64.fdp.warm"):
                 _remove(os.path.join(args.dir, name))
+
+
+def readahead_syscalls(n_rows, batch=1000, steps=20, seed=0, dtype_bytes=4, index_bytes=4):
+    """System calls the readahead makes per batch, before and after issue 20's batching.
+
+    Computed with the readahead's own page arithmetic (``fastdp.io._advice._page_runs``)
+    on the row layout of the generated data (about 33 entries a row, Poisson), for
+    ``steps`` Poisson batches of expected size ``batch`` over ``n_rows`` rows, maps at a
+    page-aligned address: before, one ``madvise`` per run of adjacent pages (``indices``
+    and ``data``); now, runs merged across gaps of ``_GAP_PAGES`` pages and sent in one
+    ``process_madvise`` per ``_IOV_MAX`` runs.  ``indptr`` stays in the page cache (not
+    asked for) in both.
+    """
+    from fastdp.io import _advice
+
+    rng = np.random.default_rng(seed)
+    counts = 1 + rng.poisson(6.5, size=n_rows) + rng.poisson(26, size=n_rows)
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    del counts
+    before = after = runs_after = 0
+    for _ in range(steps):
+        rows = np.flatnonzero(rng.random(n_rows) < batch / n_rows)
+        starts, ends = indptr[rows], indptr[rows + 1]
+        for size in (index_bytes, dtype_bytes):
+            before += _advice._page_runs(starts * size, ends * size, 0)[0].size
+            merged = _advice._page_runs(starts * size, ends * size, 0, _advice._GAP_PAGES)[0].size
+            runs_after += merged
+            after += -(-merged // _advice._IOV_MAX)
+    return {"n_rows": int(n_rows), "nnz": int(indptr[-1]), "batch": batch,
+            "syscalls_per_batch_before": before / steps,
+            "runs_per_batch_after": runs_after / steps,
+            "syscalls_per_batch_after": after / steps}
 
 
 def _remove(path):

@@ -185,3 +185,35 @@ def test_replica_gradients_keep_their_bits(dtype, dense):
     assert _same_bits(mapped.gradient(thetas[0], rows), copy.gradient(thetas[0], rows))
     assert mapped.objective(thetas[0]) == copy.objective(thetas[0])
     assert np.isclose(mapped.smoothness(), copy.smoothness(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("clip", [0.3, np.inf])
+def test_clipped_gradient_sum_reads_mapped_rows_as_the_written_out_matrix(dtype, index_dtype,
+                                                                         threads, clip):
+    from fastdp._kernels import _glm
+    from fastdp.exceptions import ValidationError
+
+    X, y = _data(dtype, index_dtype, n=1200)
+    X = check_X(X)
+    mapped = check_X(RowMap(bound="normalize").map_rows(X), max_row_norm=1.0)
+    copy = mapped.tocsr()
+    theta = np.random.default_rng(6).normal(size=mapped.shape[1]) * 3.0
+    rows = np.concatenate([np.arange(0, 1200, 3), [5, 5, 1199]]).astype(np.int64)
+    got, want = np.zeros(mapped.shape[1]), np.zeros(mapped.shape[1])
+    _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, theta, _glm.LOSS_LOGISTIC,
+                              clip, got, threads, **mapped.kernel_map())
+    _glm.clipped_gradient_sum(copy.data, copy.indices, copy.indptr, y, rows, theta,
+                              _glm.LOSS_LOGISTIC, clip, want, threads)
+    assert _same_bits(got, want) and got[X.shape[1]] != 0.0
+    with pytest.raises(ValidationError, match="column index"):  # stored columns reach the tail
+        _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, theta,
+                                  _glm.LOSS_LOGISTIC, clip, np.zeros(mapped.shape[1]), 1,
+                                  **dict(mapped.kernel_map(), tail_column=X.shape[1] - 1))
+    with pytest.raises(ValidationError, match="row_scale has length"):
+        _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, theta,
+                                  _glm.LOSS_LOGISTIC, clip, np.zeros(mapped.shape[1]), 1,
+                                  **dict(mapped.kernel_map(),
+                                         row_scale=mapped.row_scale[:-1]))

@@ -326,11 +326,10 @@ class _DPLinearModel(BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training examples (rows), any finite values: each row is bounded
             by the row map (``normalize``) before training.  CSR
-            float32/float64 (also memory-mapped) is validated once and, with
-            DP-SGD (binary, regression, one-vs-rest) and DP-SCD, trained on
-            without a copy: the kernels apply the row map as they read each
-            row (O(n) extra memory, the bits of a mapped copy).  The other
-            solvers, ``record_history=True`` and dense X get one mapped copy
+            float32/float64 (also memory-mapped) is validated once and trained
+            on without a copy: the kernels apply the row map as they read each
+            row (O(n) extra memory, the bits of a mapped copy).  Dense X and
+            the data-parallel engine's block-keyed sampler get one mapped copy
             (docs/large-data.md, "Memory of an estimator fit").
         y : array-like of shape (n_samples,)
             Targets (regression) or class labels (two or more classes).
