@@ -14,9 +14,9 @@ the factors, the constant — and never the mapped matrix itself:
   read them the same way, for the output/objective perturbation, the exact,
   the accelerated and the line-search solvers
   (:class:`fastdp.solvers.glm_oracle.RowProducts`);
-* the solvers that read rows some other way (the block-keyed samplers of the
-  data-parallel step loop, dense data) get :meth:`MappedRows.tocsr`, the
-  mapped matrix written out once, in blocks of rows, and registered as
+* a run with a block-keyed sampler (the data-parallel step loop, which
+  reads CSR rows) gets :meth:`MappedRows.tocsr`, the mapped matrix written
+  out once, in blocks of rows, and registered as
   verified so that the solver's own :func:`~fastdp._validation.check_X` does
   not scan it again.
 
