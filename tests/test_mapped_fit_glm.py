@@ -67,6 +67,8 @@ CASES = {
     "dp_blgd": (DPLogisticRegression, 2, _FilteredEstimatorSolver,
                 dict(LINE, solver="dp_blgd")),
     "dpagd": (DPRidge, 0, _FilteredEstimatorSolver, dict(epsilon=2.0, epochs=3, solver="dpagd")),
+    "dp_blsgd-history": (DPLogisticRegression, 2, FixedSplitEstimatorSolver,
+                         dict(LINE, solver="dp_blsgd", record_history=True)),
 }
 
 
@@ -87,6 +89,7 @@ def _same_model(got, want):
     assert _same_bits(got.coef_, want.coef_)
     assert _same_bits(np.asarray(got.intercept_), np.asarray(want.intercept_))
     assert got.n_iter_ == want.n_iter_
+    assert got.history_ == want.history_   # (record_history: objectives of the mapped rows)
 
 
 def _no_copy(self):
