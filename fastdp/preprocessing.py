@@ -540,9 +540,11 @@ class RowMap:
         -------
         X_mapped : fastdp._mapped_rows.MappedRows or ndarray
             Sparse ``X``: the rows described by O(n) numbers (one factor per
-            row and the constant), read by DP-SGD and DP-SCD without a copy
-            and written out once (:meth:`~fastdp._mapped_rows.MappedRows.tocsr`)
-            for the other solvers.  Dense ``X``: the mapped array (one copy;
+            row and the constant), read without a copy by DP-SGD, DP-SCD,
+            the perturbation, exact, accelerated and line-search solvers;
+            written out once (:meth:`~fastdp._mapped_rows.MappedRows.tocsr`)
+            only where a run still needs the rows themselves (see
+            ``docs/large-data.md``).  Dense ``X``: the mapped array (one copy;
             the solvers convert dense data to CSR anyway).  Every row has L2
             norm <= 1 up to the rounding of the dtype (see :meth:`transform`).
         """
