@@ -134,29 +134,79 @@ class ShardOracle:
         self.bytes_to_workers = 0
         self.bytes_from_workers = 0
         self.seconds_workers = 0.0
+        self._supports = None     # per worker: the columns its shards read (learnt once)
+        self._plans = {}          # lot -> (per worker: the columns its queries carry, lot size)
 
-    def _ask(self, method, *args):
+    # ---- transport --------------------------------------------------------------------
+
+    def _ask(self, method, args):
+        """``method(*args[w])`` on worker w; counts the query, its time and the arrays sent."""
         started = time.perf_counter()
-        replies = self.executor.broadcast(method, *args)
+        replies = self.executor.scatter(method, args)
         self.seconds_workers += time.perf_counter() - started
         self.n_queries += 1
-        k = len(replies)
-        self.bytes_to_workers += k * sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+        self.bytes_to_workers += sum(a.nbytes for one in args for a in one
+                                     if isinstance(a, np.ndarray))
         return replies
 
+    def _worker_supports(self):
+        """Per worker, the sorted columns its shards read (asked once per run)."""
+        if self._supports is None:
+            self._supports = self._ask("support", [()] * self._n_workers())
+            self.bytes_from_workers += sum(c.nbytes for c in self._supports)
+        return self._supports
+
+    def _n_workers(self):
+        return len(self.executor.assignment)
+
+    def _learn(self, ident, reports):
+        """Keep the plan of lot ``ident`` from the workers' ``lot_columns`` reports."""
+        columns = [cols for _, cols in reports]
+        self.bytes_from_workers += sum(c.nbytes for c in columns if c is not None)
+        if any(c is None for c in columns):
+            supports = self._worker_supports()
+            columns = [supports[w] if c is None else c for w, c in enumerate(columns)]
+        plan = (columns, int(sum(sum(sizes) for sizes, _ in reports)))
+        if len(self._plans) >= _PLANS_KEPT:
+            self._plans.pop(next(iter(self._plans)))
+        self._plans[ident] = plan
+        return plan
+
+    def _plan(self, lots):
+        """``(per worker: the columns a query on lots carries the model on, rows of lots)``.
+
+        A full batch: the workers' supports.  A lot: learnt from the reply of the
+        previous lot's gradient query (its ``ahead``), else asked (one round trip).
+        """
+        key, t = lots.query()
+        if t is None:
+            return self._worker_supports(), self.n_samples
+        ident = (np.asarray(key, dtype=np.uint64).tobytes(), int(t))
+        plan = self._plans.get(ident)
+        if plan is None:
+            plan = self._learn(ident, self._ask("lot_columns",
+                                                [(lots.query(),)] * self._n_workers()))
+        return plan
+
+    # ---- the oracle -------------------------------------------------------------------
+
     def lot_size(self, lots):
-        return int(sum(sum(sizes) for sizes in self._ask("lot_sizes", lots.query())))
+        return self._plan(lots)[1]
 
     def clipped_gradient_sum(self, rows, w, clip):
         """``sum_{i in rows} clip(grad_i(w), clip)`` (dense), reduced in shard order."""
+        columns, size = self._plan(rows)
+        w = np.asarray(w, dtype=np.float64)
+        lot = rows.query()
+        replies = self._ask("gradient_sums", [(lot, w[cols], float(clip)) for cols in columns])
         out = np.zeros(self.n_features)
-        size = 0
-        for partials, sizes in self._ask("gradient_sums", rows.query(),
-                                         np.ascontiguousarray(w, dtype=np.float64), float(clip)):
-            for cols, sums in partials:
+        for partials, _, _ in replies:
+            for cols, sums in partials:      # shard order; distinct cols: one add per entry
                 out[cols] += sums
                 self.bytes_from_workers += cols.nbytes + sums.nbytes
-            size += sum(sizes)
+        if lot[1] is not None:
+            key = np.asarray(lot[0], dtype=np.uint64).tobytes()
+            self._learn((key, lot[1] + 1), [ahead for _, _, ahead in replies])
         rows._size = size
         return out
 
@@ -168,9 +218,12 @@ class ShardOracle:
 
     def loss_sums(self, rows, w, g, etas, c_obj):
         """The K + 1 clipped loss sums over ``rows`` (reduced in shard order)."""
+        columns, _ = self._plan(rows)
         etas = np.ascontiguousarray(etas, dtype=np.float64)
+        lot = rows.query()
         total = np.zeros(etas.shape[0] + 1)
-        for parts in self._ask("loss_sums", rows.query(), w, g, etas, float(c_obj)):
+        for parts in self._ask("loss_sums", [(lot, w[cols], g[cols], etas, float(c_obj))
+                                             for cols in columns]):
             for part in parts:
                 total += part
                 self.bytes_from_workers += part.nbytes
@@ -182,7 +235,8 @@ class ShardOracle:
     def mean_loss(self, w):
         """``(1/n) sum_i loss(x_i . w, y_i)`` over every row (non-private diagnostic)."""
         total = 0.0
-        for parts in self._ask("loss_totals", w, self.loss.name):
+        for parts in self._ask("support_loss_totals",
+                               [(w[cols], self.loss.name) for cols in self._worker_supports()]):
             for part in parts:
                 total += part
         return total / self.n_samples
@@ -194,6 +248,9 @@ class ShardOracle:
                 "bytes_from_workers": int(self.bytes_from_workers),
                 "seconds_workers": self.seconds_workers,
                 "restarts": getattr(self.executor, "restarts", 0)}
+
+
+_PLANS_KEPT = 4    # lots whose plans the driver keeps (current, next, CHEB's)
 
 
 class EngineLotSampler(BlockPoissonSampler):

@@ -23,7 +23,8 @@ from fastdp.distributed.data_parallel.shards import ShardValidationError, load_s
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import keyed_streams
 
-__all__ = ["WorkerSetup", "ShardWorker", "row_entries", "rows_columns"]
+__all__ = ["WorkerSetup", "ShardWorker", "row_entries", "rows_columns", "sends_support",
+           "union_columns"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +121,40 @@ def rows_columns(X, rows, marks=None):
     return cols.astype(np.int64, copy=False)
 
 
+def union_columns(columns, marks):
+    """Sorted union of sorted int64 column arrays.
+
+    ``marks``: all-False bool scratch of length n_features; used (and left
+    all-False) when the arrays hold many entries, as in :func:`rows_columns`.
+    """
+    if len(columns) == 1:
+        return columns[0]
+    if 8 * sum(c.size for c in columns) < marks.shape[0]:
+        return np.unique(np.concatenate(columns)).astype(np.int64, copy=False)
+    for c in columns:
+        marks[c] = True
+    union = np.flatnonzero(marks)
+    marks[union] = False
+    return union.astype(np.int64, copy=False)
+
+
+def sends_support(n_lot_columns, n_support):
+    """Whether a lot's queries carry the model on the worker's whole support.
+
+    A lot's model coordinates travel either on the columns its rows read (the
+    worker first reports those indices: 8 bytes each, once per lot, then 8 per
+    value per query) or on the shard support the driver learnt once (8 bytes
+    per value per query, nothing reported).  With about two queries per lot
+    (a gradient and a search) the support is the smaller payload once the lot
+    reads more than 2/3 of it.  A pure function of the two sizes, so the
+    driver, the worker and a restarted worker agree.
+    """
+    return 3 * int(n_lot_columns) > 2 * int(n_support)
+
+
+_LOTS_KEPT = 4   # lots a worker keeps resolved (current, prefetched, CHEB's, DP-SGD's next)
+
+
 class ShardWorker:
     """Shards ``shard_indices`` of ``source``, loaded in this process.
 
@@ -137,7 +172,7 @@ class ShardWorker:
         self.raw = None
         self.shards = None
         self.setup = None
-        self._lot = None
+        self._resolved = {}
 
     def ping(self):
         return True
@@ -194,11 +229,14 @@ class ShardWorker:
         self._out = np.zeros(shape, dtype=np.float64)
         self._sq_norms = ([_scd.row_squared_norms(X.data, X.indptr) for _, X, _, _ in shards]
                           if setup.n_classes else None)
+        self._direction = None          # line-search scratch (allocated on first use)
         self._marks = np.zeros(width, dtype=bool)
-        self._streams = keyed_streams(setup.sampling_key)
-        self._lot = None
+        self._resolved = {}
+        self._streams = {}
+        supports = [rows_columns(X, np.arange(X.shape[0], dtype=np.int64), self._marks)
+                    for _, X, _, _ in shards]
+        self._support = (supports, union_columns(supports, self._marks))
         self._dual = None if setup.dual is None else [setup.dual.start(X) for _, X, _, _ in shards]
-        self._keyed_lot = None
         return "ok", None
 
     def checkpoint(self):
@@ -210,20 +248,47 @@ class ShardWorker:
         if self._dual is not None:
             for state, saved in zip(self._dual, states or [None] * len(self._dual)):
                 state.restore(saved)
-        self._lot = None
+        self._resolved = {}
         return True
 
+    # ---- lots and the model coordinates they read (DP-SGD, DP-SCD and the line search) ---
+
+    def support(self):
+        """Sorted distinct columns the rows of this worker's shards read (computed once, at
+        :meth:`prepare`): the coordinates a full-batch query is sent."""
+        return self._support[1]
+
+    def _resolve(self, key, t):
+        """``(per shard: (rows, cols), union of cols)`` of lot ``t`` of the sampler keyed by
+        ``key``: the shard-local rows, the sorted columns they read and the union over the
+        shards.  ``t = None``: every row (the supports, computed once).  The last few lots
+        are kept, so a lot drawn to report its columns is not drawn again by its query."""
+        if t is None:
+            return [(np.arange(spec.n_rows, dtype=np.int64), cols)
+                    for (spec, _, _, _), cols in zip(self.shards, self._support[0])], \
+                self._support[1]
+        key = np.asarray(key, dtype=np.uint64)
+        ident = (key.tobytes(), int(t))
+        found = self._resolved.get(ident)
+        if found is None:
+            s = self.setup
+            streams = self._streams.get(ident[0])
+            if streams is None:
+                streams = self._streams[ident[0]] = keyed_streams(key)
+            lots = []
+            for spec, X, _, _ in self.shards:
+                rows = s.sampler.lot(streams, s.n_rows, int(t), spec.start, spec.stop) - spec.start
+                lots.append((rows, rows_columns(X, rows, self._marks)))
+            found = (lots, union_columns([c for _, c in lots], self._marks))
+            if len(self._resolved) >= _LOTS_KEPT:
+                self._resolved.pop(next(iter(self._resolved)))
+            self._resolved[ident] = found
+        return found
+
     def columns(self, t):
-        """Sorted distinct columns the rows of lot ``t`` read in this worker's shards."""
-        s = self.setup
-        lots = []
-        for spec, X, _, _ in self.shards:
-            rows = s.sampler.lot(self._streams, s.n_rows, t, spec.start, spec.stop) - spec.start
-            lots.append((rows, rows_columns(X, rows, self._marks)))
-        cols = [c for _, c in lots]
-        union = cols[0] if len(cols) == 1 else np.unique(np.concatenate(cols))
-        self._lot = (t, lots, union)
-        return union
+        """Sorted distinct columns the rows of lot ``t`` (the run's sampling key) read in this
+        worker's shards."""
+        return self._resolve(self.setup.sampling_key, t)[1]
 
     def step(self, t, theta_values):
         """Partial sums of lot ``t`` given the model at this worker's columns.
@@ -243,9 +308,7 @@ class ShardWorker:
         next_columns : int64 array or None
             ``columns(t + 1)``, or None after the last step.
         """
-        if self._lot is None or self._lot[0] != t:
-            self.columns(t)
-        _, lots, union = self._lot
+        lots, union = self._resolve(self.setup.sampling_key, t)
         s = self.setup
         self._theta[union] = theta_values
         if self._dual is not None:
@@ -280,43 +343,53 @@ class ShardWorker:
     # ---- queries of the line-search family (driver: :mod:`.line_search`) --------------
     #
     # A lot is ``(key, t)``: the members of lot t of the block-keyed sampler with
-    # sampling key ``key`` (``t = None``: every row, a full batch).  Every query
-    # returns one result per shard, in shard order, for the driver to add.
+    # sampling key ``key`` (``t = None``: every row, a full batch).  A query sends
+    # the model (and a search's direction) only on the columns the worker's rows
+    # of the lot read: the lot's union, or the support when that is smaller to
+    # ship (:func:`sends_support`; always for a full batch), in sorted order.
+    # Every query returns one result per shard, in shard order, for the driver
+    # to add.
 
-    def _lot_rows(self, lot):
-        """Shard-local rows of ``lot`` in each shard (the last lot is cached)."""
-        key, t = lot
-        if t is None:
-            return [np.arange(spec.n_rows, dtype=np.int64) for spec, _, _, _ in self.shards]
-        ident = (np.asarray(key, dtype=np.uint64).tobytes(), int(t))
-        if self._keyed_lot is None or self._keyed_lot[0] != ident:
-            s = self.setup
-            streams = keyed_streams(np.asarray(key, dtype=np.uint64))
-            rows = [s.sampler.lot(streams, s.n_rows, int(t), spec.start, spec.stop) - spec.start
-                    for spec, _, _, _ in self.shards]
-            self._keyed_lot = (ident, rows)
-        return self._keyed_lot[1]
+    def _sent_columns(self, lot):
+        """The columns a query on ``lot`` carries the model on (see above)."""
+        _, union = self._resolve(*lot)
+        support = self._support[1]
+        return support if lot[1] is None or sends_support(union.size, support.size) else union
 
-    def lot_sizes(self, lot):
-        """Rows of ``lot`` in each shard."""
-        return [int(rows.size) for rows in self._lot_rows(lot)]
+    def lot_columns(self, lot):
+        """``(rows of lot in each shard, the sorted columns its queries are sent, or None for
+        the support)``: what the driver learns once per lot."""
+        lots, union = self._resolve(*lot)
+        sent = self._sent_columns(lot)
+        return [int(rows.size) for rows, _ in lots], (None if sent is self._support[1] else union)
 
-    def gradient_sums(self, lot, w, clip):
+    def _place(self, lot, values, scratch):
+        """``scratch`` holding ``values`` on the lot's sent columns (other entries are never
+        read by the lot's rows)."""
+        scratch[self._sent_columns(lot)] = values
+        return scratch
+
+    def gradient_sums(self, lot, w_values, clip):
         """Per shard: ``(cols, sum of clip(grad_i, clip) on cols)`` over the rows of ``lot``
         (the single-machine kernel, :meth:`fastdp.solvers.glm_oracle.GlmOracle.clipped_gradient_sum`),
-        and the rows of ``lot`` in each shard."""
+        at the model ``w_values`` on the lot's sent columns.
+
+        Returns ``(partials, rows of lot in each shard, ahead)``, ``ahead`` being
+        :meth:`lot_columns` of the next lot ``(key, t + 1)`` (None for a full batch): a
+        solver's next lot is reported with this reply, not in a round trip of its own.
+        """
         s = self.setup
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        w = self._place(lot, w_values, self._theta)
         partials = []
-        lots = self._lot_rows(lot)
-        for rows, (_, X, y, token) in zip(lots, self.shards):
+        lots, _ = self._resolve(*lot)
+        for (rows, cols), (_, X, y, token) in zip(lots, self.shards):
             _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, w, s.loss_code,
                                       float(clip), self._out, s.num_threads,
                                       check_structure=token)
-            cols = rows_columns(X, rows, self._marks)
             partials.append((cols, self._out[cols].copy()))
             self._out[cols] = 0.0
-        return partials, [int(rows.size) for rows in lots]
+        ahead = None if lot[1] is None else self.lot_columns((lot[0], lot[1] + 1))
+        return partials, [int(rows.size) for rows, _ in lots], ahead
 
     def _margins(self, X, token, rows, v):
         out = np.empty(rows.shape[0])
@@ -324,14 +397,17 @@ class ShardWorker:
                      num_threads=self.setup.num_threads, check_structure=token)
         return out
 
-    def loss_sums(self, lot, w, g, etas, c_obj):
+    def loss_sums(self, lot, w_values, g_values, etas, c_obj):
         """Per shard: the K + 1 clipped loss sums at ``w`` and ``w - etas[k] g`` over the rows
-        of ``lot`` (:func:`fastdp._kernels._line_search.clipped_loss_sums`)."""
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        g = np.ascontiguousarray(g, dtype=np.float64)
+        of ``lot`` (:func:`fastdp._kernels._line_search.clipped_loss_sums`); ``w_values`` and
+        ``g_values`` on the lot's sent columns."""
+        if self._direction is None:
+            self._direction = np.zeros(self._theta.shape[0])
+        w = self._place(lot, w_values, self._theta)
+        g = self._place(lot, g_values, self._direction)
         etas = np.ascontiguousarray(etas, dtype=np.float64)
         parts = []
-        for rows, (_, X, y, token) in zip(self._lot_rows(lot), self.shards):
+        for (rows, _), (_, X, y, token) in zip(self._resolve(*lot)[0], self.shards):
             out = np.empty(etas.shape[0] + 1)
             _line_search.clipped_loss_sums(self._margins(X, token, rows, w),
                                            self._margins(X, token, rows, g),
@@ -339,6 +415,10 @@ class ShardWorker:
                                            self.setup.loss_code, float(c_obj), out)
             parts.append(out)
         return parts
+
+    def support_loss_totals(self, values, loss):
+        """:meth:`loss_totals` at the model ``values`` on :meth:`support` (full batch)."""
+        return self.loss_totals(self._place((None, None), values, self._theta), loss)
 
     def loss_totals(self, w, loss):
         """Per shard: ``sum_i loss(x_i . w, y_i)`` over all its rows (a non-private
