@@ -144,7 +144,7 @@ def test_worker_answers_equal_the_dense_kernels_and_read_only_what_is_sent():
     rng = np.random.default_rng(8)
     w, g = rng.standard_normal(d), rng.standard_normal(d)
     key = sampling_key(rng)
-    support = worker.support()
+    support, = worker.support()
     assert np.array_equal(support, np.unique(X.indices))
     for lot in [(key, 3), (None, None)]:
         sizes, reported = worker.lot_columns(lot)
@@ -157,8 +157,8 @@ def test_worker_answers_equal_the_dense_kernels_and_read_only_what_is_sent():
             sent = support
         else:   # a lot of ~12 rows reads ~240 of ~5000 columns: its own columns are sent
             assert not sends_support(lot_cols.size, support.size)
-            assert np.array_equal(reported, lot_cols)
-            sent = reported
+            assert len(reported) == 1 and np.array_equal(reported[0], lot_cols)
+            sent = lot_cols
         worker._theta[:] = np.nan                     # nothing unsent may be read
         worker._direction = np.full(d, np.nan)
         partials, got_sizes, ahead = worker.gradient_sums(lot, w[sent], 0.5)
@@ -166,7 +166,9 @@ def test_worker_answers_equal_the_dense_kernels_and_read_only_what_is_sent():
         _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows.astype(np.int64), w,
                                   _glm.LOSS_LOGISTIC, 0.5, dense)
         (cols, sums), = partials
-        assert np.array_equal(cols, lot_cols) and np.array_equal(sums, dense[cols])
+        assert cols is None                           # the driver knows them: not sent again
+        cols = lot_cols
+        assert np.array_equal(sums, dense[cols])
         assert np.all(dense[np.setdiff1d(np.arange(d), cols)] == 0.0)
         assert got_sizes == [rows.size]
         assert (ahead is None) == (lot[1] is None)
@@ -198,7 +200,10 @@ def test_support_is_sent_when_the_lot_reads_most_of_it(narrow):
                                sampling_key=np.zeros(2, dtype=np.uint64), n_steps=0))
     sizes, reported = worker.lot_columns((sampling_key(np.random.default_rng(1)), 1))
     assert sizes[0] > 20 and reported is None
-    assert np.array_equal(worker.support(), COLUMNS)
+    assert np.array_equal(worker.support()[0], COLUMNS)
+    partials, _, _ = worker.gradient_sums((sampling_key(np.random.default_rng(1)), 1),
+                                          np.ones(COLUMNS.size), 1.0)
+    assert partials[0][0] is not None and partials[0][0].size <= COLUMNS.size
 
 
 def test_oracle_asks_a_lot_it_has_no_plan_for_once(narrow):

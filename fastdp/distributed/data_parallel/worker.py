@@ -254,9 +254,9 @@ class ShardWorker:
     # ---- lots and the model coordinates they read (DP-SGD, DP-SCD and the line search) ---
 
     def support(self):
-        """Sorted distinct columns the rows of this worker's shards read (computed once, at
-        :meth:`prepare`): the coordinates a full-batch query is sent."""
-        return self._support[1]
+        """Per shard, the sorted distinct columns its rows read (computed once, at
+        :meth:`prepare`); their union is what a full-batch query is sent."""
+        return self._support[0]
 
     def _resolve(self, key, t):
         """``(per shard: (rows, cols), union of cols)`` of lot ``t`` of the sampler keyed by
@@ -348,20 +348,30 @@ class ShardWorker:
     # of the lot read: the lot's union, or the support when that is smaller to
     # ship (:func:`sends_support`; always for a full batch), in sorted order.
     # Every query returns one result per shard, in shard order, for the driver
-    # to add.
+    # to add.  The driver knows each shard's columns of a lot (and so a
+    # gradient partial travels without its indices) for a full batch (the
+    # shard supports, learnt once) and for a lot whose own columns are sent
+    # (learnt from :meth:`lot_columns`).
+
+    def _on_support(self, lot):
+        """Whether queries on a (mini-batch) ``lot`` carry the model on the whole support."""
+        _, union = self._resolve(*lot)
+        return sends_support(union.size, self._support[1].size)
 
     def _sent_columns(self, lot):
         """The columns a query on ``lot`` carries the model on (see above)."""
-        _, union = self._resolve(*lot)
-        support = self._support[1]
-        return support if lot[1] is None or sends_support(union.size, support.size) else union
+        if lot[1] is None or self._on_support(lot):
+            return self._support[1]
+        return self._resolve(*lot)[1]
 
     def lot_columns(self, lot):
-        """``(rows of lot in each shard, the sorted columns its queries are sent, or None for
-        the support)``: what the driver learns once per lot."""
-        lots, union = self._resolve(*lot)
-        sent = self._sent_columns(lot)
-        return [int(rows.size) for rows, _ in lots], (None if sent is self._support[1] else union)
+        """``(rows of lot in each shard, per shard the sorted columns its rows read)``, the
+        columns None when the lot's queries carry the model on the support: what the
+        driver learns once per lot."""
+        lots, _ = self._resolve(*lot)
+        on_support = lot[1] is None or self._on_support(lot)
+        return [int(rows.size) for rows, _ in lots], (None if on_support else
+                                                      [cols for _, cols in lots])
 
     def _place(self, lot, values, scratch):
         """``scratch`` holding ``values`` on the lot's sent columns (other entries are never
@@ -377,16 +387,18 @@ class ShardWorker:
         Returns ``(partials, rows of lot in each shard, ahead)``, ``ahead`` being
         :meth:`lot_columns` of the next lot ``(key, t + 1)`` (None for a full batch): a
         solver's next lot is reported with this reply, not in a round trip of its own.
+        A partial's ``cols`` is None when the driver knows them (see above).
         """
         s = self.setup
         w = self._place(lot, w_values, self._theta)
         partials = []
         lots, _ = self._resolve(*lot)
+        known = lot[1] is None or not self._on_support(lot)
         for (rows, cols), (_, X, y, token) in zip(lots, self.shards):
             _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, w, s.loss_code,
                                       float(clip), self._out, s.num_threads,
                                       check_structure=token)
-            partials.append((cols, self._out[cols].copy()))
+            partials.append((None if known else cols, self._out[cols].copy()))
             self._out[cols] = 0.0
         ahead = None if lot[1] is None else self.lot_columns((lot[0], lot[1] + 1))
         return partials, [int(rows.size) for rows, _ in lots], ahead
