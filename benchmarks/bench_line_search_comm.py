@@ -20,7 +20,7 @@ checkout, side by side, and prints per solver, d and engine:
 
 Data: synthetic rows with 20 nonzeros of unit norm (``bench_data_parallel.problem``),
 ``--rows`` rows, logistic loss, epsilon 1; ``dp_blsgd`` with lots of ``--lot``
-rows for one epoch, ``dp_blgd`` full batch (iterations set by its budget).
+rows for one epoch, ``dp_blgd`` full batch (its default iterations).
 Engines: 2 in-process workers over 2 shards, and 2 Ray actors over 2 shards
 (local cluster, loopback).  The machine is shared: the load average is
 printed with every row.
@@ -66,10 +66,11 @@ def measure(args):
             engines.append(("ray2", lambda: RayWorkers(n_workers=2)))
         for solver in args.solvers.split(","):
             for name, make in engines:
+                length = {"epochs": 1} if solver.startswith("dp_blsgd") else {}
                 est = DPLogisticRegression(
-                    epsilon=1.0, batch_size=args.lot, epochs=1, random_state=0, solver=solver,
+                    epsilon=1.0, batch_size=args.lot, random_state=0, solver=solver,
                     accountant="rdp", sampler=BlockPoissonSampler(batch_size=args.lot,
-                                                                  block_size=block))
+                                                                  block_size=block), **length)
                 best = None
                 for _ in range(args.repeat):     # the fastest of a few runs (a shared machine)
                     started = time.perf_counter()
