@@ -103,16 +103,20 @@ def row_entries(X, rows):
 def rows_columns(X, rows, marks=None):
     """Sorted distinct column indices (int64) of the CSR rows ``rows`` of ``X``.
 
-    ``marks``: optional all-False bool scratch array of length ``X.shape[1]``;
-    when the rows hold many entries, the columns are found by marking it
-    (O(entries + n_features)) instead of sorting (O(entries log entries)); it
-    is left all-False.
+    ``rows=None``: every row (the support of ``X``, read from its stored
+    entries without an O(entries) list of positions).  ``marks``: optional
+    all-False bool scratch array of length ``X.shape[1]``; when the rows hold
+    many entries, the columns are found by marking it (O(entries +
+    n_features)) instead of sorting (O(entries log entries)); it is left
+    all-False.
     """
-    positions, _ = row_entries(X, rows)
-    total = positions.size
+    if rows is None:
+        entries = X.indices[:X.indptr[-1]]
+    else:
+        entries = X.indices[row_entries(X, rows)[0]]
+    total = entries.size
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    entries = X.indices[positions]
     if marks is None or 8 * total < marks.shape[0]:
         return np.unique(entries).astype(np.int64, copy=False)
     marks[entries] = True
@@ -233,8 +237,7 @@ class ShardWorker:
         self._marks = np.zeros(width, dtype=bool)
         self._resolved = {}
         self._streams = {}
-        supports = [rows_columns(X, np.arange(X.shape[0], dtype=np.int64), self._marks)
-                    for _, X, _, _ in shards]
+        supports = [rows_columns(X, None, self._marks) for _, X, _, _ in shards]
         self._support = (supports, union_columns(supports, self._marks))
         self._dual = None if setup.dual is None else [setup.dual.start(X) for _, X, _, _ in shards]
         return "ok", None
