@@ -187,6 +187,7 @@ class ShardOracle:
             supports = self._worker_supports().sent
             sent = [supports[w] if c is None else c for w, c in enumerate(sent)]
         plan = _Plan(sent, shards, int(sum(sum(sizes) for sizes, _ in reports)))
+        self._plans.pop(ident, None)
         if len(self._plans) >= _PLANS_KEPT:
             self._plans.pop(next(iter(self._plans)))
         self._plans[ident] = plan
