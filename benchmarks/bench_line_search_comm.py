@@ -90,7 +90,8 @@ def measure(args):
                             "bytes_to_per_query": st["bytes_to_workers"] / q,
                             "ms_per_query": 1e3 * st["seconds_workers"] / q,
                             "ms_per_iter": 1e3 * solve / it, "wall_s": wall,
-                            "load": os.getloadavg()[0], "coef_head": fit.coef_.ravel()[:3].tolist()})
+                            "load": os.getloadavg()[0],
+                            "coef_head": fit.coef_.ravel()[:3].tolist()})
                 print(json.dumps(out[-1]), file=sys.stderr, flush=True)
     return out
 
@@ -127,8 +128,8 @@ def main():
         argv = [a for a in argv if not a.startswith("--baseline") and a != args.baseline]
     after = _run(os.path.dirname(HERE), argv)
     before = _run(os.path.abspath(args.baseline), argv) if args.baseline else None
-    print("| solver | d | engine | load | bytes/query before → after (×) | bytes/iter before → "
-          "after | ms/query before → after (×) | ms/iter before → after (×) |")
+    print("| solver | d | engine | load | bytes/query before → after (×) | bytes/iter "
+          "before → after | ms/query before → after (×) | ms/iter before → after (×) |")
     print("|---|---|---|---|---|---|---|---|")
     for k, a in enumerate(after):
         b = before[k] if before else None
