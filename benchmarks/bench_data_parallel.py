@@ -118,7 +118,7 @@ def main():
         for L in [int(v) for v in args.lots.split(",")]:
             n = min(4 * L, 400_000)
             X, y = problem(n, d)
-            row = {"L": L, "d": d, "n": n,
+            row = {"L": L, "d": d, "n": n, "load": os.getloadavg()[0],   # a shared machine
                    "kernel": time_kernel(X, y, L, args.steps, "poisson"),
                    "grad": time_grad(X, y, L),
                    "keyed": time_kernel(X, y, L, args.steps, "block_poisson")}

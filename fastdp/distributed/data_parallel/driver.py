@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 from fastdp._kernels._sgd import pending_noise_scales
+from fastdp.distributed.data_parallel.worker import union_columns
 from fastdp.exceptions import FastDPError
 from fastdp.sampling_blocks import keyed_streams
 
@@ -139,19 +140,6 @@ class StepStats:
                 "seconds_workers": self.seconds_workers / k}
 
 
-def _union(columns, marks):
-    """Sorted union of sorted column arrays (``marks``: all-False bool scratch, left so)."""
-    if len(columns) == 1:
-        return columns[0]
-    if 8 * sum(c.size for c in columns) < marks.shape[0]:
-        return np.unique(np.concatenate(columns))
-    for c in columns:
-        marks[c] = True
-    union = np.flatnonzero(marks)
-    marks[union] = False
-    return union
-
-
 def run_dpsgd(executor, *, n_features, epoch_ends, rho, kappa, noise_std, noise_key,
               callback=None, algorithm="dpsgd", n_classes=0):
     """Run the steps of DP-SGD on prepared workers; returns ``(theta, stats)``.
@@ -215,7 +203,7 @@ def run_steps(executor, model, epoch_ends, *, callback=None, algorithm="dpsgd", 
             while t < end:
                 t += 1
                 started = time.perf_counter()
-                union = _union(columns, marks)
+                union = union_columns(columns, marks)
                 position[union] = np.arange(union.size)
                 values = model.read(t, union)
                 sends = [values[position[c]] for c in columns]

@@ -99,6 +99,12 @@ class _Workers:
         """``method(*args)`` on every worker (the same arguments); the replies in worker order."""
         return self._call(method, [args] * len(self.assignment))
 
+    def scatter(self, method, args):
+        """``method(*args[w])`` on worker w (its own arguments); the replies in worker order."""
+        if len(args) != len(self.assignment):
+            raise ValueError(f"{len(args)} argument tuples for {len(self.assignment)} workers")
+        return self._call(method, [tuple(a) for a in args])
+
     def checkpoint(self, initial=False):
         """Keep every worker's private state (dual DP-SCD: alpha) as of now.
 

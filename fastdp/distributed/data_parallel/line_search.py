@@ -38,15 +38,29 @@ read every row.
 Privacy: the event is the single-machine one (the solver's loop, its
 privacy filter and its noise all run on the driver); workers return
 un-noised partial sums, as for DP-SGD (inside the trust boundary).
-Communication: every query sends the dense model point(s) (O(d) per worker:
-the noise of these solvers is dense) and returns a sparse gradient partial
-or K + 1 numbers per shard.
+Communication: a query sends each worker the model point (and a search's
+direction) only on the columns its rows of the batch read, in sorted order
+(values only: the worker knows the columns), never the dense O(d) vectors.
+For a full batch those are the worker's *support* (the columns its shards
+read, computed once when the shards are prepared; the driver asks for it once
+per run).  For a lot they are the lot's columns, or the support when the lot
+reads more than 2/3 of it (:func:`~.worker.sends_support`: then the support
+is the smaller payload, the lot's column indices never travel).  The driver
+learns a lot's columns from the reply to the previous lot's gradient query
+(the worker draws lot t + 1 and reports it with its answer for lot t), so a
+query costs one round trip, as a DP-SGD step; a lot not announced that way
+(the first one) is asked once.  The plans of the last few lots are kept.
+Replies are sparse: per shard, a gradient partial on the columns its rows
+read (indices and values), or K + 1 numbers; the driver scatters them into
+a zero vector in shard order (the reduction is unchanged, hence the bits).
+The dense noise of these solvers stays on the driver.
 """
 
 import time
 
 import numpy as np
 
+from fastdp.distributed.data_parallel.worker import union_columns
 from fastdp.losses import get_loss
 from fastdp.sampling_blocks import BlockPoissonSampler, sampling_key
 
@@ -134,30 +148,91 @@ class ShardOracle:
         self.bytes_to_workers = 0
         self.bytes_from_workers = 0
         self.seconds_workers = 0.0
+        self._supports = None     # per worker: its shards' columns and their union (learnt once)
+        self._plans = {}          # lot -> _Plan
+        self._marks = np.zeros(self.n_features, dtype=bool)
 
-    def _ask(self, method, *args):
+    # ---- transport --------------------------------------------------------------------
+
+    def _ask(self, method, args):
+        """``method(*args[w])`` on worker w; counts the query, its time and the arrays sent."""
         started = time.perf_counter()
-        replies = self.executor.broadcast(method, *args)
+        replies = self.executor.scatter(method, args)
         self.seconds_workers += time.perf_counter() - started
         self.n_queries += 1
-        k = len(replies)
-        self.bytes_to_workers += k * sum(a.nbytes for a in args if isinstance(a, np.ndarray))
+        self.bytes_to_workers += sum(a.nbytes for one in args for a in one
+                                     if isinstance(a, np.ndarray))
         return replies
 
+    def _worker_supports(self):
+        """The plan of a full batch: per worker, the sorted columns its shards read and their
+        union (asked once per run)."""
+        if self._supports is None:
+            shards = self._ask("support", [()] * self._n_workers())
+            self.bytes_from_workers += sum(c.nbytes for cols in shards for c in cols)
+            self._supports = _Plan([union_columns(cols, self._marks) for cols in shards],
+                                   shards, self.n_samples)
+        return self._supports
+
+    def _n_workers(self):
+        return len(self.executor.assignment)
+
+    def _learn(self, ident, reports):
+        """Keep the plan of lot ``ident`` from the workers' ``lot_columns`` reports."""
+        shards = [cols for _, cols in reports]
+        self.bytes_from_workers += sum(c.nbytes for cols in shards if cols is not None
+                                       for c in cols)
+        sent = [None if cols is None else union_columns(cols, self._marks) for cols in shards]
+        if any(cols is None for cols in shards):     # on the support: the worker's union
+            supports = self._worker_supports().sent
+            sent = [supports[w] if c is None else c for w, c in enumerate(sent)]
+        plan = _Plan(sent, shards, int(sum(sum(sizes) for sizes, _ in reports)))
+        self._plans.pop(ident, None)
+        if len(self._plans) >= _PLANS_KEPT:
+            self._plans.pop(next(iter(self._plans)))
+        self._plans[ident] = plan
+        return plan
+
+    def _plan(self, lots):
+        """The :class:`_Plan` of ``lots``.
+
+        A full batch: the workers' supports.  A lot: learnt from the reply of the
+        previous lot's gradient query (its ``ahead``), else asked (one round trip).
+        """
+        key, t = lots.query()
+        if t is None:
+            return self._worker_supports()
+        ident = (np.asarray(key, dtype=np.uint64).tobytes(), int(t))
+        plan = self._plans.get(ident)
+        if plan is None:
+            plan = self._learn(ident, self._ask("lot_columns",
+                                                [(lots.query(),)] * self._n_workers()))
+        return plan
+
+    # ---- the oracle -------------------------------------------------------------------
+
     def lot_size(self, lots):
-        return int(sum(sum(sizes) for sizes in self._ask("lot_sizes", lots.query())))
+        return self._plan(lots).size
 
     def clipped_gradient_sum(self, rows, w, clip):
         """``sum_{i in rows} clip(grad_i(w), clip)`` (dense), reduced in shard order."""
+        plan = self._plan(rows)
+        w = np.asarray(w, dtype=np.float64)
+        lot = rows.query()
+        replies = self._ask("gradient_sums", [(lot, w[cols], float(clip)) for cols in plan.sent])
         out = np.zeros(self.n_features)
-        size = 0
-        for partials, sizes in self._ask("gradient_sums", rows.query(),
-                                         np.ascontiguousarray(w, dtype=np.float64), float(clip)):
-            for cols, sums in partials:
-                out[cols] += sums
-                self.bytes_from_workers += cols.nbytes + sums.nbytes
-            size += sum(sizes)
-        rows._size = size
+        for (partials, _, _), known in zip(replies, plan.shards):
+            for k, (cols, sums) in enumerate(partials):   # shard order
+                if cols is None:
+                    cols = known[k]
+                else:
+                    self.bytes_from_workers += cols.nbytes
+                out[cols] += sums                         # distinct cols: one add per entry
+                self.bytes_from_workers += sums.nbytes
+        if lot[1] is not None:
+            key = np.asarray(lot[0], dtype=np.uint64).tobytes()
+            self._learn((key, lot[1] + 1), [ahead for _, _, ahead in replies])
+        rows._size = plan.size
         return out
 
     def margins(self, rows, v):
@@ -169,8 +244,10 @@ class ShardOracle:
     def loss_sums(self, rows, w, g, etas, c_obj):
         """The K + 1 clipped loss sums over ``rows`` (reduced in shard order)."""
         etas = np.ascontiguousarray(etas, dtype=np.float64)
+        lot = rows.query()
         total = np.zeros(etas.shape[0] + 1)
-        for parts in self._ask("loss_sums", rows.query(), w, g, etas, float(c_obj)):
+        for parts in self._ask("loss_sums", [(lot, w[cols], g[cols], etas, float(c_obj))
+                                             for cols in self._plan(rows).sent]):
             for part in parts:
                 total += part
                 self.bytes_from_workers += part.nbytes
@@ -182,7 +259,9 @@ class ShardOracle:
     def mean_loss(self, w):
         """``(1/n) sum_i loss(x_i . w, y_i)`` over every row (non-private diagnostic)."""
         total = 0.0
-        for parts in self._ask("loss_totals", w, self.loss.name):
+        for parts in self._ask("support_loss_totals",
+                               [(w[cols], self.loss.name)
+                                for cols in self._worker_supports().sent]):
             for part in parts:
                 total += part
         return total / self.n_samples
@@ -194,6 +273,24 @@ class ShardOracle:
                 "bytes_from_workers": int(self.bytes_from_workers),
                 "seconds_workers": self.seconds_workers,
                 "restarts": getattr(self.executor, "restarts", 0)}
+
+
+_PLANS_KEPT = 4    # lots whose plans the driver keeps (current, next, CHEB's)
+
+
+class _Plan:
+    """What the driver knows of a batch on the workers.
+
+    ``sent``: per worker, the sorted columns its queries carry the model on;
+    ``shards``: per worker, per shard the sorted columns the batch's rows read
+    (None when the worker sends them with its partials: a lot on the
+    support); ``size``: the rows of the batch.
+    """
+
+    __slots__ = ("sent", "shards", "size")
+
+    def __init__(self, sent, shards, size):
+        self.sent, self.shards, self.size = sent, shards, int(size)
 
 
 class EngineLotSampler(BlockPoissonSampler):

@@ -23,7 +23,8 @@ from fastdp.distributed.data_parallel.shards import ShardValidationError, load_s
 from fastdp.exceptions import ValidationError
 from fastdp.sampling_blocks import keyed_streams
 
-__all__ = ["WorkerSetup", "ShardWorker", "row_entries", "rows_columns"]
+__all__ = ["WorkerSetup", "ShardWorker", "row_entries", "rows_columns", "sends_support",
+           "union_columns"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,22 +103,60 @@ def row_entries(X, rows):
 def rows_columns(X, rows, marks=None):
     """Sorted distinct column indices (int64) of the CSR rows ``rows`` of ``X``.
 
-    ``marks``: optional all-False bool scratch array of length ``X.shape[1]``;
-    when the rows hold many entries, the columns are found by marking it
-    (O(entries + n_features)) instead of sorting (O(entries log entries)); it
-    is left all-False.
+    ``rows=None``: every row (the support of ``X``, read from its stored
+    entries without an O(entries) list of positions).  ``marks``: optional
+    all-False bool scratch array of length ``X.shape[1]``; when the rows hold
+    many entries, the columns are found by marking it (O(entries +
+    n_features)) instead of sorting (O(entries log entries)); it is left
+    all-False.
     """
-    positions, _ = row_entries(X, rows)
-    total = positions.size
+    if rows is None:
+        entries = X.indices[:X.indptr[-1]]
+    else:
+        entries = X.indices[row_entries(X, rows)[0]]
+    total = entries.size
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    entries = X.indices[positions]
     if marks is None or 8 * total < marks.shape[0]:
         return np.unique(entries).astype(np.int64, copy=False)
     marks[entries] = True
     cols = np.flatnonzero(marks)
     marks[cols] = False
     return cols.astype(np.int64, copy=False)
+
+
+def union_columns(columns, marks):
+    """Sorted union of sorted int64 column arrays.
+
+    ``marks``: all-False bool scratch of length n_features; used (and left
+    all-False) when the arrays hold many entries, as in :func:`rows_columns`.
+    """
+    if len(columns) == 1:
+        return columns[0]
+    if 8 * sum(c.size for c in columns) < marks.shape[0]:
+        return np.unique(np.concatenate(columns)).astype(np.int64, copy=False)
+    for c in columns:
+        marks[c] = True
+    union = np.flatnonzero(marks)
+    marks[union] = False
+    return union.astype(np.int64, copy=False)
+
+
+def sends_support(n_lot_columns, n_support):
+    """Whether a lot's queries carry the model on the worker's whole support.
+
+    A lot's model coordinates travel either on the columns its rows read (the
+    worker first reports those indices: 8 bytes each, once per lot, then 8 per
+    value per query) or on the shard support the driver learnt once (8 bytes
+    per value per query, nothing reported).  With about two queries per lot
+    (a gradient and a search) the support is the smaller payload once the lot
+    reads more than 2/3 of it.  A pure function of the two sizes, so the
+    driver, the worker and a restarted worker agree.
+    """
+    return 3 * int(n_lot_columns) > 2 * int(n_support)
+
+
+_LOTS_KEPT = 4   # lots a worker keeps resolved (current, prefetched, CHEB's, DP-SGD's next)
 
 
 class ShardWorker:
@@ -137,7 +176,7 @@ class ShardWorker:
         self.raw = None
         self.shards = None
         self.setup = None
-        self._lot = None
+        self._resolved = {}
 
     def ping(self):
         return True
@@ -194,11 +233,13 @@ class ShardWorker:
         self._out = np.zeros(shape, dtype=np.float64)
         self._sq_norms = ([_scd.row_squared_norms(X.data, X.indptr) for _, X, _, _ in shards]
                           if setup.n_classes else None)
+        self._direction = None          # line-search scratch (allocated on first use)
         self._marks = np.zeros(width, dtype=bool)
-        self._streams = keyed_streams(setup.sampling_key)
-        self._lot = None
+        self._resolved = {}
+        self._streams = {}
+        supports = [rows_columns(X, None, self._marks) for _, X, _, _ in shards]
+        self._support = (supports, union_columns(supports, self._marks))
         self._dual = None if setup.dual is None else [setup.dual.start(X) for _, X, _, _ in shards]
-        self._keyed_lot = None
         return "ok", None
 
     def checkpoint(self):
@@ -210,20 +251,47 @@ class ShardWorker:
         if self._dual is not None:
             for state, saved in zip(self._dual, states or [None] * len(self._dual)):
                 state.restore(saved)
-        self._lot = None
+        self._resolved = {}
         return True
 
+    # ---- lots and the model coordinates they read (DP-SGD, DP-SCD and the line search) ---
+
+    def support(self):
+        """Per shard, the sorted distinct columns its rows read (computed once, at
+        :meth:`prepare`); their union is what a full-batch query is sent."""
+        return self._support[0]
+
+    def _resolve(self, key, t):
+        """``(per shard: (rows, cols), union of cols)`` of lot ``t`` of the sampler keyed by
+        ``key``: the shard-local rows, the sorted columns they read and the union over the
+        shards.  ``t = None``: every row (the supports, computed once).  The last few lots
+        are kept, so a lot drawn to report its columns is not drawn again by its query."""
+        if t is None:
+            return [(np.arange(spec.n_rows, dtype=np.int64), cols)
+                    for (spec, _, _, _), cols in zip(self.shards, self._support[0])], \
+                self._support[1]
+        key = np.asarray(key, dtype=np.uint64)
+        ident = (key.tobytes(), int(t))
+        found = self._resolved.get(ident)
+        if found is None:
+            s = self.setup
+            streams = self._streams.get(ident[0])
+            if streams is None:
+                streams = self._streams[ident[0]] = keyed_streams(key)
+            lots = []
+            for spec, X, _, _ in self.shards:
+                rows = s.sampler.lot(streams, s.n_rows, int(t), spec.start, spec.stop) - spec.start
+                lots.append((rows, rows_columns(X, rows, self._marks)))
+            found = (lots, union_columns([c for _, c in lots], self._marks))
+            if len(self._resolved) >= _LOTS_KEPT:
+                self._resolved.pop(next(iter(self._resolved)))
+            self._resolved[ident] = found
+        return found
+
     def columns(self, t):
-        """Sorted distinct columns the rows of lot ``t`` read in this worker's shards."""
-        s = self.setup
-        lots = []
-        for spec, X, _, _ in self.shards:
-            rows = s.sampler.lot(self._streams, s.n_rows, t, spec.start, spec.stop) - spec.start
-            lots.append((rows, rows_columns(X, rows, self._marks)))
-        cols = [c for _, c in lots]
-        union = cols[0] if len(cols) == 1 else np.unique(np.concatenate(cols))
-        self._lot = (t, lots, union)
-        return union
+        """Sorted distinct columns the rows of lot ``t`` (the run's sampling key) read in this
+        worker's shards."""
+        return self._resolve(self.setup.sampling_key, t)[1]
 
     def step(self, t, theta_values):
         """Partial sums of lot ``t`` given the model at this worker's columns.
@@ -243,9 +311,7 @@ class ShardWorker:
         next_columns : int64 array or None
             ``columns(t + 1)``, or None after the last step.
         """
-        if self._lot is None or self._lot[0] != t:
-            self.columns(t)
-        _, lots, union = self._lot
+        lots, union = self._resolve(self.setup.sampling_key, t)
         s = self.setup
         self._theta[union] = theta_values
         if self._dual is not None:
@@ -280,43 +346,65 @@ class ShardWorker:
     # ---- queries of the line-search family (driver: :mod:`.line_search`) --------------
     #
     # A lot is ``(key, t)``: the members of lot t of the block-keyed sampler with
-    # sampling key ``key`` (``t = None``: every row, a full batch).  Every query
-    # returns one result per shard, in shard order, for the driver to add.
+    # sampling key ``key`` (``t = None``: every row, a full batch).  A query sends
+    # the model (and a search's direction) only on the columns the worker's rows
+    # of the lot read: the lot's union, or the support when that is smaller to
+    # ship (:func:`sends_support`; always for a full batch), in sorted order.
+    # Every query returns one result per shard, in shard order, for the driver
+    # to add.  The driver knows each shard's columns of a lot (and so a
+    # gradient partial travels without its indices) for a full batch (the
+    # shard supports, learnt once) and for a lot whose own columns are sent
+    # (learnt from :meth:`lot_columns`).
 
-    def _lot_rows(self, lot):
-        """Shard-local rows of ``lot`` in each shard (the last lot is cached)."""
-        key, t = lot
-        if t is None:
-            return [np.arange(spec.n_rows, dtype=np.int64) for spec, _, _, _ in self.shards]
-        ident = (np.asarray(key, dtype=np.uint64).tobytes(), int(t))
-        if self._keyed_lot is None or self._keyed_lot[0] != ident:
-            s = self.setup
-            streams = keyed_streams(np.asarray(key, dtype=np.uint64))
-            rows = [s.sampler.lot(streams, s.n_rows, int(t), spec.start, spec.stop) - spec.start
-                    for spec, _, _, _ in self.shards]
-            self._keyed_lot = (ident, rows)
-        return self._keyed_lot[1]
+    def _on_support(self, lot):
+        """Whether queries on a (mini-batch) ``lot`` carry the model on the whole support."""
+        _, union = self._resolve(*lot)
+        return sends_support(union.size, self._support[1].size)
 
-    def lot_sizes(self, lot):
-        """Rows of ``lot`` in each shard."""
-        return [int(rows.size) for rows in self._lot_rows(lot)]
+    def _sent_columns(self, lot):
+        """The columns a query on ``lot`` carries the model on (see above)."""
+        if lot[1] is None or self._on_support(lot):
+            return self._support[1]
+        return self._resolve(*lot)[1]
 
-    def gradient_sums(self, lot, w, clip):
+    def lot_columns(self, lot):
+        """``(rows of lot in each shard, per shard the sorted columns its rows read)``, the
+        columns None when the lot's queries carry the model on the support: what the
+        driver learns once per lot."""
+        lots, _ = self._resolve(*lot)
+        on_support = lot[1] is None or self._on_support(lot)
+        return [int(rows.size) for rows, _ in lots], (None if on_support else
+                                                      [cols for _, cols in lots])
+
+    def _place(self, lot, values, scratch):
+        """``scratch`` holding ``values`` on the lot's sent columns (other entries are never
+        read by the lot's rows)."""
+        scratch[self._sent_columns(lot)] = values
+        return scratch
+
+    def gradient_sums(self, lot, w_values, clip):
         """Per shard: ``(cols, sum of clip(grad_i, clip) on cols)`` over the rows of ``lot``
         (the single-machine kernel, :meth:`fastdp.solvers.glm_oracle.GlmOracle.clipped_gradient_sum`),
-        and the rows of ``lot`` in each shard."""
+        at the model ``w_values`` on the lot's sent columns.
+
+        Returns ``(partials, rows of lot in each shard, ahead)``, ``ahead`` being
+        :meth:`lot_columns` of the next lot ``(key, t + 1)`` (None for a full batch): a
+        solver's next lot is reported with this reply, not in a round trip of its own.
+        A partial's ``cols`` is None when the driver knows them (see above).
+        """
         s = self.setup
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        w = self._place(lot, w_values, self._theta)
         partials = []
-        lots = self._lot_rows(lot)
-        for rows, (_, X, y, token) in zip(lots, self.shards):
+        lots, _ = self._resolve(*lot)
+        known = lot[1] is None or not self._on_support(lot)
+        for (rows, cols), (_, X, y, token) in zip(lots, self.shards):
             _glm.clipped_gradient_sum(X.data, X.indices, X.indptr, y, rows, w, s.loss_code,
                                       float(clip), self._out, s.num_threads,
                                       check_structure=token)
-            cols = rows_columns(X, rows, self._marks)
-            partials.append((cols, self._out[cols].copy()))
+            partials.append((None if known else cols, self._out[cols].copy()))
             self._out[cols] = 0.0
-        return partials, [int(rows.size) for rows in lots]
+        ahead = None if lot[1] is None else self.lot_columns((lot[0], lot[1] + 1))
+        return partials, [int(rows.size) for rows, _ in lots], ahead
 
     def _margins(self, X, token, rows, v):
         out = np.empty(rows.shape[0])
@@ -324,14 +412,17 @@ class ShardWorker:
                      num_threads=self.setup.num_threads, check_structure=token)
         return out
 
-    def loss_sums(self, lot, w, g, etas, c_obj):
+    def loss_sums(self, lot, w_values, g_values, etas, c_obj):
         """Per shard: the K + 1 clipped loss sums at ``w`` and ``w - etas[k] g`` over the rows
-        of ``lot`` (:func:`fastdp._kernels._line_search.clipped_loss_sums`)."""
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        g = np.ascontiguousarray(g, dtype=np.float64)
+        of ``lot`` (:func:`fastdp._kernels._line_search.clipped_loss_sums`); ``w_values`` and
+        ``g_values`` on the lot's sent columns."""
+        if self._direction is None:
+            self._direction = np.zeros(self._theta.shape[0])
+        w = self._place(lot, w_values, self._theta)
+        g = self._place(lot, g_values, self._direction)
         etas = np.ascontiguousarray(etas, dtype=np.float64)
         parts = []
-        for rows, (_, X, y, token) in zip(self._lot_rows(lot), self.shards):
+        for (rows, _), (_, X, y, token) in zip(self._resolve(*lot)[0], self.shards):
             out = np.empty(etas.shape[0] + 1)
             _line_search.clipped_loss_sums(self._margins(X, token, rows, w),
                                            self._margins(X, token, rows, g),
@@ -339,6 +430,10 @@ class ShardWorker:
                                            self.setup.loss_code, float(c_obj), out)
             parts.append(out)
         return parts
+
+    def support_loss_totals(self, values, loss):
+        """:meth:`loss_totals` at the model ``values`` on :meth:`support` (full batch)."""
+        return self.loss_totals(self._place((None, None), values, self._theta), loss)
 
     def loss_totals(self, w, loss):
         """Per shard: ``sum_i loss(x_i . w, y_i)`` over all its rows (a non-private
