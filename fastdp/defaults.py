@@ -97,6 +97,44 @@ a finite epsilon is covered; the squared loss and epsilon = inf keep each
 solver's own defaults.  Evidence: benchmarks/solver_defaults.py,
 docs/defaults.md.
 
+The step grids and objective clip of DP-AGD and DP-BLGD (logistic loss)
+----------------------------------------------------------------------
+Their own grids (DP-AGD: 21 steps in [0, 2] along the normalised gradient;
+DP-BLGD: Armijo backtracking from eta0 = 1) and objective clip C_obj = 1 were
+set for other data.  On rows of norm <= R (R = 1 after the row map) the mean
+logistic objective with L2 strength mu is beta-smooth with
+``beta = R^2 / 4 + mu``, its mean gradient has norm <= ``G = R`` (|l'| <= 1)
+and ``G0 = R / 2`` at w = 0 (|l'(0)| = 1/2).  So:
+
+* C_obj = ``l(-G R^2 / beta)`` = ``log(1 + e^4)`` = 4.02 (mu -> 0): the loss of an
+  example whose margin fell by ``R G / beta``, the longest step the smoothness
+  bound ever calls optimal along a unit direction (below), so that no
+  example's loss is clipped flat by one such step from w = 0.  With C_obj = 1
+  (= l(-0.54)) the minority class of a9a (24 %) is clipped flat after the
+  first step, the clipped objective then rises along every descent direction,
+  and DP-AGD's noisy min picks step 0 on every later iteration (and DP-BLGD's
+  Armijo search fails): both predicted the majority class at every epsilon.
+  (C_obj = l(-2) = 2.13 still left w8a's 3 % minority class flat.)
+* DP-AGD's largest step ``step_max = G / beta`` (4 for mu -> 0): along a unit
+  direction ``u`` the smoothness bound ``f(w - s u) <= f(w) - s g.u + beta s^2 / 2``
+  is least at ``s = g.u / beta <= G / beta``; the grid keeps 21 equally spaced
+  candidates in [0, step_max], and its every-10-iterations shrinking is
+  capped at this initial step_max (the code's ``min(1.1 max, 2.0)`` with 2.0
+  its initial value).
+* DP-BLGD's backtracking grid ``eta0 b^k``, k < m: m = 20 candidates (was 10;
+  under the paper's SVT analysis a search costs the same for any m) and
+  ``eta0 = 2 (1 - a) / (beta b^(m - 1))`` = 278 (Armijo constant a = 0.5,
+  factor b = 0.8): the smoothness bound accepts every step
+  ``eta <= 2 (1 - a) / beta`` (= 4), so the grid's smallest candidate is a step
+  the bound guarantees, and the larger ones (up to 69 times more) let the
+  search take the long steps that the flat directions of unit-norm rows
+  accept (a9a, w8a: curvature far below beta).  eta0 = 1 stopped at
+  ||w|| ~ 1.8 even without noise; eta0 = 29.8 (m = 10) took its largest step
+  on every iteration of w8a and stayed at the majority class.
+
+These read only R = 1, mu (public) and the search's constants; the
+mechanisms are unchanged (what is drawn is what is accounted).
+
 Output and objective perturbation
 ---------------------------------
 These release one perturbed minimiser, whose noise shrinks with the L2
@@ -117,7 +155,8 @@ Everything here is a pure function: no data, no randomness.
 import math
 
 __all__ = ["default_alpha", "dpsgd_defaults", "multiclass_noise_factor", "perturbation_alpha",
-           "solver_defaults", "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS"]
+           "solver_defaults", "line_search_options", "logistic_smoothness",
+           "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
 #: 1/beta for the squared loss (beta = 1), and 4 for the non-smooth hinge loss.
@@ -183,6 +222,64 @@ def solver_defaults(solver, loss, epsilon):
     if loss != "logistic" or not math.isfinite(float(epsilon)):
         return {}
     return dict(SOLVER_DEFAULTS.get(solver, {}))
+
+
+def logistic_smoothness(mu=0.0, row_bound=1.0):
+    """``beta = R^2 / 4 + mu``: smoothness of the mean L2-regularised logistic objective.
+
+    Rows of norm <= R (public bound; 1 after the estimator's row map) and L2
+    strength ``mu`` (the objective's ``mu/2 ||w||^2``).
+    """
+    return float(row_bound) ** 2 / 4.0 + float(mu)
+
+
+#: Backtracking constants of the line searches (BlsgdSettings' defaults, written out
+#: again so that this module stays free of solver imports; a test checks they agree).
+_ARMIJO = {"armijo_alpha": 0.5, "beta": 0.8}
+#: DP-BLGD's default number of backtracking candidates under the rule (its own: 10).
+BLGD_MAX_IT = 20
+
+
+def line_search_options(solver, loss, alpha, options=None, row_bound=1.0):
+    """Default step grid and objective clip of DP-AGD and DP-BLGD for the logistic loss.
+
+    Parameters
+    ----------
+    solver : str
+        The estimator's ``solver`` name.
+    loss : str
+        The estimator's loss.
+    alpha : float
+        The L2 strength mu (public).
+    options : dict, optional
+        The user's ``solver_options``: the Armijo constants ``armijo_alpha``,
+        ``beta`` and ``max_it`` are read from them when given.
+    row_bound : float, default 1
+        R, the public bound on a row's L2 norm (1 after the row map).
+
+    Returns
+    -------
+    dict
+        ``solver_options`` defaults (an explicit option always wins):
+        ``{"c_obj", "step_max"}`` for ``"dpagd"``/``"dp_agd"``,
+        ``{"c_obj", "max_it", "eta0"}`` for ``"dp_blgd"``; empty for other solvers and
+        losses.  See the module docstring for the derivation.
+    """
+    if loss != "logistic" or solver not in ("dpagd", "dp_agd", "dp_blgd"):
+        return {}
+    options = {} if options is None else options
+    R = float(row_bound)
+    beta = logistic_smoothness(alpha, R)
+    out = {"c_obj": math.log1p(math.exp(R * R / beta))}     # l(-R G / beta), G = R
+    if solver == "dp_blgd":
+        a = float(options.get("armijo_alpha", _ARMIJO["armijo_alpha"]))
+        b = float(options.get("beta", _ARMIJO["beta"]))
+        m = int(options.get("max_it", BLGD_MAX_IT))
+        out["max_it"] = m
+        out["eta0"] = 2.0 * (1.0 - a) / (beta * b ** (m - 1))
+    else:
+        out["step_max"] = R / beta                                     # G / beta, G = R
+    return out
 
 
 def multiclass_noise_factor(n_classes):
