@@ -167,3 +167,10 @@ def test_default_fit_beats_the_majority_class_on_a9a(solver):
     accs = [100.0 * DPLogisticRegression(solver=solver, epsilon=1.0, random_state=s)
             .fit(X, y).score(Xt, yt) for s in range(3)]
     assert np.median(accs) >= majority + 5.0, (accs, majority)
+
+
+def test_backtracking_constants_of_the_rule_are_the_solver_defaults():
+    from fastdp.defaults import _ARMIJO
+    from fastdp.solvers.line_search.settings import BlsgdSettings
+
+    assert _ARMIJO == {"armijo_alpha": BlsgdSettings.alpha, "beta": BlsgdSettings.beta}
