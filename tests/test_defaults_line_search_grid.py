@@ -174,3 +174,14 @@ def test_backtracking_constants_of_the_rule_are_the_solver_defaults():
     from fastdp.solvers.line_search.settings import BlsgdSettings
 
     assert _ARMIJO == {"armijo_alpha": BlsgdSettings.alpha, "beta": BlsgdSettings.beta}
+
+
+@pytest.mark.parametrize("bad", [{"max_it": 0}, {"beta": 1.5}, {"armijo_alpha": "x"},
+                                 {"max_it": 2.5}])
+def test_invalid_user_constants_are_left_to_the_solver_validation(bad):
+    from fastdp.exceptions import ValidationError
+
+    assert "eta0" not in line_search_options("dp_blgd", "logistic", 0.0, bad)
+    X, y = _two_blobs(n=200)
+    with pytest.raises(ValidationError):
+        DPLogisticRegression(solver="dp_blgd", epsilon=1.0, solver_options=bad).fit(X, y)
