@@ -42,9 +42,9 @@ gradient is 0 or the row, so clipping it is a rescaling of ``eta`` (C = 1
 kept); the squared loss keeps C = 1 (its gradients are not bounded by 1).
 The squared loss's cap was ``1 / beta`` = 1 until issue 17's follow-up; ``2 / beta`` = 2,
 the same rule as the logistic loss's, raised ``DPRidge``'s R^2 on cpusmall (shared
-rows, 3 seeds) from 0.420 / 0.512 / 0.566 / 0.603 to 0.488 / 0.570 / 0.597 / 0.627
-at epsilon = 0.5 / 1 / 2 / 8 (0.355 -> 0.332 at 0.1), and on the held-out
-cal_housing and abalone (same preprocessing) at every epsilon; the clip C = 1
+rows, 3 seeds) from 0.355 / 0.420 / 0.512 / 0.566 / 0.603 to 0.363 / 0.488 / 0.570 /
+0.597 / 0.627 at epsilon = 0.1 / 0.5 / 1 / 2 / 8, and on the held-out cal_housing and
+abalone (same preprocessing) at every epsilon (benchmarks/regression_step_cap.py); the clip C = 1
 bounds every update, so the step at the stability edge cannot diverge.
 At ``epsilon = inf`` (non-private SGD) C = 1.
 ``alpha`` (the L2 strength) defaults to ``0.1 / n`` (scikit-learn's ``C = 10``):
