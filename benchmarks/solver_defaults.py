@@ -28,7 +28,8 @@ Usage::
 
 The DP-AGD / DP-BLGD step-grid rule (rev a2; docs/defaults.md) was explored
 with ``--grid agdfix --rev a1`` and measured with ``--grid default --rev a2``
-and ``--grid tuned --rev a2``.
+(40 epochs), ``--grid epochs100 --rev a3`` (100 epochs, the adopted default) and
+``--grid tuned --rev a2``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def grid(kind, solver, n):
                           for e, c, E in ((29.8, 2.13, 40), (29.8, 4.02, 40), (29.8, 2.13, 100),
                                           (8.0, 2.13, 40), (29.8, 1.0, 40))]
         return out
+    if kind == "epochs100":
+        # candidate: 100 nominal iterations for the full-batch solvers (rev a3)
+        return [("E=100", {"epochs": 100})] if solver in ("dpagd", "dp_blgd") else []
     if kind == "tuned" and solver in ACCELERATED:
         batches, epochs, clips, alphas = [1000, n], [3, 10, 30], [0.1, 0.3, 1.0], [None]
     elif kind == "tuned":
@@ -164,7 +168,8 @@ def run(args):
 
                     points = grid(args.grid, solver, n)
                     for label, kw in points:
-                        for seed in (args.seeds if label in ("default", "rule") else [0]):
+                        for seed in (args.seeds if label in ("default", "rule") or args.grid == "epochs100"
+                                     else [0]):
                             one(label, kw, seed)
                     if args.grid in ("tuned", "explore"):
                         best = _best_seed0(task, solver, eps, args.rev, [p[0] for p in points])
@@ -297,7 +302,7 @@ def main(argv=None):
     ap.add_argument("--compare", action="store_true",
                     help="table: --old REV:LABEL -> --new REV:LABEL (best of --tuned-rev)")
     ap.add_argument("--old", default="r1:rule")
-    ap.add_argument("--new", default="a2:default")
+    ap.add_argument("--new", default="a3:E=100")
     ap.add_argument("--tuned-rev", default="a2")
     args = ap.parse_args(argv)
     if args.compare:
