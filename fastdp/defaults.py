@@ -95,7 +95,8 @@ logistic loss on rows of norm <= 1 a gradient has norm <= 1, so:
 * the adaptive line searches (DP-BLSGD adaptive and -AC, DP-BLGD, DP-AGD)
   take C = 1 (a clip of 3 never clips a gradient of norm <= 1 and triples
   the noise) and 40 nominal epochs (a larger planned horizon lets the
-  adaptive budget rule spend the cap in more, cheaper steps);
+  adaptive budget rule spend the cap in more, cheaper steps); DP-BLGD and
+  DP-AGD, with the step grid below, 100;
 * fixed-split DP-BLSGD keeps its defaults (C = 1 already).
 
 These are public constants (no n, d or data).  Only the logistic loss with
