@@ -24,6 +24,12 @@ Usage::
     python benchmarks/solver_defaults.py --tasks phishing --grid explore --eps 1
     python benchmarks/solver_defaults.py --tasks a9a,phishing,mushrooms,w8a,bank --grid tuned
     python benchmarks/solver_defaults.py --summary
+    python benchmarks/solver_defaults.py --compare --solvers dpagd,dp_blgd --eps 0.1,0.5,1,2,8
+
+The DP-AGD / DP-BLGD step-grid rule (rev a2; docs/defaults.md) was explored
+with ``--grid agdfix --rev a1`` and measured with ``--grid default --rev a2``
+(40 epochs), ``--grid epochs100 --rev a3`` (100 epochs, the adopted default) and
+``--grid tuned --rev a2``.
 """
 
 from __future__ import annotations
@@ -78,6 +84,19 @@ def grid(kind, solver, n):
         if solver == "dp_blsgd":
             return out + [("rule", {"clip": 1.0})]
         return out + [("rule", {"clip": 1.0, "epochs": 40})]
+    if kind == "agdfix":
+        # step grid / objective clip from the smoothness bound (rev a1, exploration)
+        if solver == "dpagd":
+            return out + [(f"smax={m:g},cobj={c:g}", {"solver_options": {"step_max": m, "c_obj": c}})
+                          for m, c in ((2.0, 2.13), (4.0, 2.13), (4.0, 4.02), (2.0, 1.0))]
+        if solver == "dp_blgd":
+            return out + [(f"eta0={e:g},cobj={c:g},E={E}", {"epochs": E, "solver_options": {"eta0": e, "c_obj": c}})
+                          for e, c, E in ((29.8, 2.13, 40), (29.8, 4.02, 40), (29.8, 2.13, 100),
+                                          (8.0, 2.13, 40), (29.8, 1.0, 40))]
+        return out
+    if kind == "epochs100":
+        # candidate: 100 nominal iterations for the full-batch solvers (rev a3)
+        return [("E=100", {"epochs": 100})] if solver in ("dpagd", "dp_blgd") else []
     if kind == "tuned" and solver in ACCELERATED:
         batches, epochs, clips, alphas = [1000, n], [3, 10, 30], [0.1, 0.3, 1.0], [None]
     elif kind == "tuned":
@@ -149,7 +168,8 @@ def run(args):
 
                     points = grid(args.grid, solver, n)
                     for label, kw in points:
-                        for seed in (args.seeds if label in ("default", "rule") else [0]):
+                        for seed in (args.seeds if label in ("default", "rule") or args.grid == "epochs100"
+                                     else [0]):
                             one(label, kw, seed)
                     if args.grid in ("tuned", "explore"):
                         best = _best_seed0(task, solver, eps, args.rev, [p[0] for p in points])
@@ -228,6 +248,43 @@ def summary(args):
                     + " |")
 
 
+def _median(recs, task, solver, eps, rev, label):
+    accs = [r["acc"] for r in recs if (r["task"], r["solver"], r["eps"], r.get("rev", ""),
+                                       r["label"]) == (task, solver, eps, rev, label)]
+    return float(np.median(accs)) if len(accs) >= 3 and None not in accs else None
+
+
+def compare(args):
+    """One table "previous default -> new default (tuned; majority class)" across revisions.
+
+    ``--old REV:LABEL`` and ``--new REV:LABEL`` name the two defaults' records;
+    the tuned cell is the median of the grid point of rev ``--tuned-rev`` with
+    the best seed-0 score (the new default competes too).
+    """
+    recs = _records()
+    (old_rev, old_label), (new_rev, new_label) = (x.split(":") for x in (args.old, args.new))
+    print("| solver | data | majority | " + " | ".join(f"ε = {e:g}" for e in args.eps) + " |")
+    print("|---|---|---|" + "---|" * len(args.eps))
+    for solver in args.solvers:
+        for task in args.tasks:
+            _, _, _, yte = load(task)
+            majority = 100.0 * max(float(np.mean(yte == v)) for v in np.unique(yte))
+            cells = []
+            for eps in args.eps:
+                old = _median(recs, task, solver, eps, old_rev, old_label)
+                new = _median(recs, task, solver, eps, new_rev, new_label)
+                seed0 = {r["label"]: r["acc"] for r in recs if (
+                    r["task"], r["solver"], r["eps"], r.get("rev", ""), r["seed"]) == (
+                    task, solver, eps, args.tuned_rev, 0) and r["acc"] is not None}
+                best = max(seed0, key=seed0.get) if seed0 else None
+                tuned = None if best is None else _median(recs, task, solver, eps,
+                                                          args.tuned_rev, best)
+                f = (lambda v: "—" if v is None else f"{v:.1f}")
+                cells.append(f"{f(old)} → **{f(new)}** ({f(tuned)})")
+            if any("**—**" not in c for c in cells):
+                print(f"| `{solver}` | {task} | {majority:.1f} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","),
@@ -242,7 +299,14 @@ def main(argv=None):
     ap.add_argument("--configs", action="store_true", help="list the selected tuned settings")
     ap.add_argument("--compact", action="store_true",
                     help="one table: old default -> rule (tuned) per solver and data set")
+    ap.add_argument("--compare", action="store_true",
+                    help="table: --old REV:LABEL -> --new REV:LABEL (best of --tuned-rev)")
+    ap.add_argument("--old", default="r1:rule")
+    ap.add_argument("--new", default="a3:E=100")
+    ap.add_argument("--tuned-rev", default="a2")
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(args)
     if args.summary:
         args.rev = args.rev or None
         return summary(args)

@@ -10,12 +10,15 @@ from fastdp.defaults import SOLVER_DEFAULTS, solver_defaults
 from fastdp.linear_model import DPLogisticRegression, DPRidge
 
 MOMENTUM = ["dp_heavy_ball", "dp_nesterov", "dp_masg"]
-ADAPTIVE = ["dp_blsgd_adaptive", "dp_blsgd_ac", "dp_blgd", "dpagd"]
+ADAPTIVE = ["dp_blsgd_adaptive", "dp_blsgd_ac"]
+FULL_BATCH = ["dp_blgd", "dpagd"]
 
 #: docs/defaults.md, written out again
 DOCUMENTED = {"dp_gd_laplace": {"clip": 0.3},
               **{s: {"clip": 0.3, "epochs": 3.0} for s in MOMENTUM},
-              **{s: {"clip": 1.0, "epochs": 40.0} for s in ADAPTIVE}}
+              **{s: {"clip": 1.0, "epochs": 40.0} for s in ADAPTIVE},
+              # full batch, with the step-grid rule (issue 17): 100 nominal iterations
+              **{s: {"clip": 1.0, "epochs": 100.0} for s in FULL_BATCH}}
 ALIASES = {"heavy_ball": "dp_heavy_ball", "nag": "dp_nesterov", "masg": "dp_masg",
            "dp_agd": "dpagd"}
 
@@ -45,7 +48,7 @@ def test_squared_loss_and_eps_inf_are_not_covered(name):
     assert solver_defaults(name, "logistic", math.inf) == {}
 
 
-@pytest.mark.parametrize("name", ["dp_gd_laplace"] + MOMENTUM + ADAPTIVE)
+@pytest.mark.parametrize("name", ["dp_gd_laplace"] + MOMENTUM + ADAPTIVE + FULL_BATCH)
 def test_estimator_resolves_the_rule_and_explicit_settings_win(name):
     X, y = _data()
     kw = {"batch_size": len(y)} if name in ("dpagd", "dp_blgd") else {}

@@ -25,7 +25,8 @@ from fastdp._validation import (
     check_sparse_structure,
     check_X,
 )
-from fastdp.defaults import default_alpha, dpsgd_defaults, perturbation_alpha, solver_defaults
+from fastdp.defaults import (default_alpha, dpsgd_defaults, line_search_options,
+                             perturbation_alpha, solver_defaults)
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
 from fastdp.linear_model._run_size import _check_run_size
 from fastdp.preprocessing import RowMap
@@ -301,6 +302,8 @@ class _DPLinearModel(BaseEstimator):
                                        else math.inf, name)
         else:
             alpha = default_alpha(n_samples)
+        for key, value in line_search_options(name, self._loss, alpha, options).items():
+            options.setdefault(key, value)    # DP-AGD / DP-BLGD step grid (public rule)
         if rule is not None and "learning_rate" in solver.options:
             # the rule's step, kept below 1 / (2 lam) so the decay stays in (1/2, 1)
             options.setdefault("learning_rate", min(rule["learning_rate"], 0.5 / alpha))

@@ -99,7 +99,8 @@ def dp_agd(X, y, *, epsilon, delta, loss="logistic", mu=1e-3, c_grad=3.0, c_obj=
     noise of scale C_obj/ε_nmax. If step 0 wins, ρ_grad grows by (1 + γ), the
     same sum is re-released with the budget difference and averaged (GradAvg),
     and the selection is repeated. Every ``step_update_period`` iterations
-    ``step_max ← min(1.1·max(chosen), 2.0)``. Stops when the remaining ρ
+    ``step_max ← min(1.1·max(chosen), initial step_max)``
+    (the DP-AGD code's cap 2.0 is its initial ``step_max``). Stops when the remaining ρ
     cannot pay for the next call.
 
     Privacy
@@ -165,6 +166,7 @@ def dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, 
     chosen, etas_log, history = [], [], ([] if record_history else None)
     y_all = oracle.y
     n_refinements = 0
+    step_cap = step_max        # the shrinking rule's cap: the initial step_max (the code's 2.0)
     t = 0
     while max_iter is None or t < max_iter:
         grad_event = gradient_event(rho_grad)
@@ -210,7 +212,7 @@ def dp_agd_core(oracle, *, budget, rho_grad, eps_nmax, loss, mu, c_grad, c_obj, 
         etas_log.append(step)
         t += 1
         if t % step_update_period == 0 and chosen:
-            step_max = min(step_update_factor * max(chosen), 2.0)
+            step_max = min(step_update_factor * max(chosen), step_cap)
             chosen = []
         if record_history:
             mean, reg_obj = objective_values(oracle, w, mu)
