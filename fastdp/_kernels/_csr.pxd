@@ -24,7 +24,7 @@ copy of X: O(n) extra memory instead of O(nnz).  :func:`csr_row` resolves a
 row's map once; :func:`row_value` and :attr:`CsrRow.tail` give its values.
 
 Nothing here checks anything: the entry points check the arrays first
-(``_glm.pxd``, "argument checks").
+(``_checks.pxd``).
 """
 from libc.stdint cimport int32_t, int64_t
 
@@ -36,6 +36,10 @@ ctypedef fused real_t:
 ctypedef fused index_t:
     int32_t
     int64_t
+
+ctypedef fused coef_t:      # a dense vector beside X (theta, w, v): float64, or float32
+    float                   # for DP-SCD's v, which has the dtype of X
+    double
 
 
 cdef extern from *:
@@ -129,7 +133,7 @@ cdef inline CsrView[real_t, index_t] mapped_view(
         int64_t tail_column) noexcept:
     """The view of CSR arrays read through an optional row map (``row_scale``,
     ``row_shrink``: None for none; ``tail_column`` -1 for no appended entry); the entry
-    points check the map first (``_glm.pxd: check_row_map``)."""
+    points check the map first (``_checks.pxd: check_row_map``)."""
     cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
     csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
                     &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
@@ -197,18 +201,19 @@ cdef inline index_t lower_bound(const index_t* columns, index_t lo, index_t hi,
     return lo
 
 
-cdef inline double row_dot(CsrRow[real_t, index_t] row, const double* theta) noexcept nogil:
-    """``x^T theta`` over the row's stored entries, in storage order, in float64."""
+cdef inline double row_dot(CsrRow[real_t, index_t] row, const coef_t* theta) noexcept nogil:
+    """``x^T theta`` over the row's stored entries, in storage order, in float64
+    (``theta`` float64, or float32 read as float64)."""
     cdef double s = 0.0
     cdef index_t p                      # position within the row
     if row.mapped:
         for p in range(row.nnz):
-            s = s + row_value(&row, p) * theta[row.columns[p]]
+            s = s + row_value(&row, p) * <double>theta[row.columns[p]]
     else:
         for p in range(row.nnz):
-            s = s + <double>row.values[p] * theta[row.columns[p]]
+            s = s + <double>row.values[p] * <double>theta[row.columns[p]]
     if row.tail_column >= 0:
-        s = s + row.tail * theta[row.tail_column]
+        s = s + row.tail * <double>theta[row.tail_column]
     return s
 
 

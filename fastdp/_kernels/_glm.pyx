@@ -25,8 +25,7 @@ Array contract (every entry point)
 Checks
 ------
 Every entry point refuses, with ``fastdp.exceptions.ValidationError``, any
-argument that could make it read or write out of bounds (``_glm.pxd``,
-"argument checks").  Always (O(1) or O(len(rows))): the array lengths,
+argument that could make it read or write out of bounds (``_checks.pxd``).  Always (O(1) or O(len(rows))): the array lengths,
 ``indptr[0] == 0``, ``indptr[-1] == len(indices) <= len(data)``, every row
 number in range, ``1 <= num_threads <= 1024``; and the CSR structure of the
 rows read, one pass over their column indices:
@@ -44,8 +43,8 @@ coefficients (``prange`` over rows), then the scatter into ``out`` with the
 columns split among threads; each column still receives its updates in row
 order, so results are bit-identical for any thread count.  Each call takes
 the parallel or the serial path as a timing gate per entry point decides
-(``_glm.pxd: ParallelGate``), so threads never cost much more than one on a
-busy machine; the bits do not depend on the path.
+(``_gate.pxd: ParallelGate``, opened by :func:`_open_gate`), so threads never
+cost much more than one on a busy machine; the bits do not depend on the path.
 
 Privacy: these kernels read private data and release nothing; clipping bounds
 each example's contribution (``||clip(g, C)|| <= C``), which is what makes the
@@ -55,8 +54,19 @@ from cython.parallel cimport prange
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
+from fastdp._kernels._checks cimport (
+    check_csr, check_length, check_loss_code, check_row_map, check_rows_read, check_threads,
+    column_splits_of, raise_invalid,
+)
 from fastdp._kernels._csr cimport (
     CsrView, csr_row, csr_view, index_t, mapped_view, prefetch_row, real_t, row_dot,
+)
+from fastdp._kernels._gate cimport (
+    GATE_SLOTS, GatedBatch, ParallelGate, gate_close, gate_open, gate_slot, gate_state,
+    gates_reset,
+)
+from fastdp._kernels._glm cimport (
+    ClippedLoss, RowBatch, every_column, gradient_coefficient, scatter_rows, thread_columns,
 )
 
 import numpy as np
@@ -72,7 +82,7 @@ LOSS_HINGE = _LossCode.HINGE
 
 _PARALLEL_MIN_ROWS = 256
 
-# Serial-or-parallel choice (speed only, see ``_glm.pxd: ParallelGate``), one
+# Serial-or-parallel choice (speed only, see ``_gate.pxd: ParallelGate``), one
 # gate per entry point (margins, clipped_gradient_sum, weighted_row_sum) and
 # thread count.
 cdef enum:
@@ -83,13 +93,17 @@ cdef ParallelGate _gates[3][GATE_SLOTS]
 gates_reset(&_gates[0][0], 3 * GATE_SLOTS)
 
 
-cdef int _threads(str caller, num_threads, Py_ssize_t count) except -1:
-    """The thread count of a call of ``count`` rows (1 below ``_PARALLEL_MIN_ROWS``)."""
+cdef int _open_gate(str caller, int kind, num_threads, Py_ssize_t count,
+                    GatedBatch* timed) except -1:
+    """Check ``num_threads`` (None: 1) and open the timed call of ``count`` rows on the
+    entry point's gate (``kind``) for that thread count: ``timed.nt`` threads, or one
+    below ``_PARALLEL_MIN_ROWS`` rows or when the gate chose the serial path."""
     cdef int64_t nt = 1 if num_threads is None else int(num_threads)
     if nt < 1:
         return raise_invalid(f"{caller}: num_threads must be >= 1; got {nt}.")
     check_threads(caller, nt)
-    return <int>nt if count >= _PARALLEL_MIN_ROWS else 1
+    timed[0] = gate_open(&_gates[kind][gate_slot(nt)], <int>nt, count, _PARALLEL_MIN_ROWS)
+    return 0
 
 
 cdef int _check_arrays(str caller, const real_t[::1] data, const index_t[::1] indices,
@@ -98,13 +112,9 @@ cdef int _check_arrays(str caller, const real_t[::1] data, const index_t[::1] in
     """The CSR arrays (O(1)), the row numbers (O(len(rows))) and, unless
     ``check_structure`` is a token proving it, the CSR structure of the rows read
     (O(their nnz)); see the module docstring."""
-    cdef bint proven
     check_csr(caller, data.shape[0], indices, indptr)
-    proven = structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                              n_features)
-    check_rows(caller, "rows", indices, indptr, &rows[0] if rows.shape[0] > 0 else NULL,
-               rows.shape[0], not proven, n_features, features_name)
-    return 0
+    return check_rows_read(caller, check_structure, _StructureToken, indices, indptr, rows,
+                           n_features, features_name)
 
 
 cdef inline int64_t _row_map_columns(str caller, const double[::1] row_scale,
@@ -165,22 +175,21 @@ def margins(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     _check_arrays("margins", data, indices, indptr, rows, check_structure, stored, "theta")
     if count == 0:
         return
-    cdef int requested = _threads("margins", num_threads, count)
-    cdef ParallelGate* gate = &_gates[_KIND_MARGINS][gate_slot(requested)]
-    cdef int path = gate_begin(gate, requested > 1)
+    cdef GatedBatch timed               # the path the gate chose, and its threads
+    _open_gate("margins", _KIND_MARGINS, num_threads, count, &timed)
     cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale,
                                                   row_shrink, tail_value, tail_column)
     cdef const double* theta_ = &theta[0] if theta.shape[0] > 0 else NULL
     with nogil:
-        if path == 1:
-            for q in prange(count, num_threads=requested, schedule="static"):
+        if timed.path == 1:
+            for q in prange(count, num_threads=timed.nt, schedule="static"):
                 out[q] = row_dot(csr_row(&X, rows[q]), theta_)
         else:
             for q in range(count):
                 if q + 4 < count:
                     prefetch_row(&X, rows[q + 4])
                 out[q] = row_dot(csr_row(&X, rows[q]), theta_)
-    gate_end(gate, requested > 1, path, count)
+    gate_close(&timed, count)
 
 
 def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
@@ -239,10 +248,9 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                   stored, "theta and out")
     if count == 0:
         return
-    cdef int requested = _threads("clipped_gradient_sum", num_threads, count)
-    cdef ParallelGate* gate = &_gates[_KIND_GRADIENT][gate_slot(requested)]
-    cdef int path = gate_begin(gate, requested > 1)
-    cdef int nt = requested if path == 1 else 1
+    cdef GatedBatch timed               # the path the gate chose, and its threads
+    _open_gate("clipped_gradient_sum", _KIND_GRADIENT, num_threads, count, &timed)
+    cdef int nt = timed.nt
     coef_arr = np.empty(count, dtype=np.float64)
     splits_arr = column_splits_of("clipped_gradient_sum", None, nt, n_columns, "len(out)")
     cdef double[::1] coefs = coef_arr
@@ -269,7 +277,7 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
                     prefetch_row(&X, rows[q + 4])
                 coefs[q] = gradient_coefficient(&g, &X, rows[q], theta_, 1.0)
         _scatter(&X, batch, &coefs[0], &out[0] if n_columns > 0 else NULL, nt, &splits[0])
-    gate_end(gate, requested > 1, path, count)
+    gate_close(&timed, count)
 
 
 def gradient_sum(const real_t[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
@@ -322,10 +330,9 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
                   "out")
     if count == 0:
         return
-    cdef int requested = _threads("weighted_row_sum", num_threads, count)
-    cdef ParallelGate* gate = &_gates[_KIND_SCATTER][gate_slot(requested)]
-    cdef int path = gate_begin(gate, requested > 1)
-    cdef int nt = requested if path == 1 else 1
+    cdef GatedBatch timed               # the path the gate chose, and its threads
+    _open_gate("weighted_row_sum", _KIND_SCATTER, num_threads, count, &timed)
+    cdef int nt = timed.nt
     splits_arr = column_splits_of("weighted_row_sum", None, nt, n_columns, "len(out)")
     cdef const int64_t[::1] splits = splits_arr
     cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale,
@@ -335,7 +342,7 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     batch.count = count
     with nogil:
         _scatter(&X, batch, &weights[0], &out[0] if n_columns > 0 else NULL, nt, &splits[0])
-    gate_end(gate, requested > 1, path, count)
+    gate_close(&timed, count)
 
 
 def _parallel_gate_state(str kind, int num_threads):

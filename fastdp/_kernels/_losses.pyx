@@ -23,26 +23,29 @@ cdef int _check(str caller, long loss_code, Py_ssize_t n, tuple others) except -
     return 0
 
 
-def values(long loss_code, const double[::1] z, const double[::1] y):
-    """``loss(z[i], y[i])`` for every i (``loss_value`` of ``_losses.pxd``)."""
+cdef object _elementwise(str caller, long loss_code, const double[::1] z, const double[::1] y,
+                         bint derivative):
+    """``loss(z[i], y[i])``, or its derivative in z, for every i."""
     cdef Py_ssize_t i, n = z.shape[0]
-    _check("values", loss_code, n, (y.shape[0],))
+    _check(caller, loss_code, n, (y.shape[0],))
     out = np.empty(n)
     cdef double[::1] o = out
     for i in range(n):
-        o[i] = loss_value(<int>loss_code, z[i], y[i])
+        if derivative:
+            o[i] = loss_derivative(<int>loss_code, z[i], y[i])
+        else:
+            o[i] = loss_value(<int>loss_code, z[i], y[i])
     return out
+
+
+def values(long loss_code, const double[::1] z, const double[::1] y):
+    """``loss(z[i], y[i])`` for every i (``loss_value`` of ``_losses.pxd``)."""
+    return _elementwise("values", loss_code, z, y, False)
 
 
 def derivatives(long loss_code, const double[::1] z, const double[::1] y):
     """``d loss(z[i], y[i]) / dz`` for every i (``loss_derivative`` of ``_losses.pxd``)."""
-    cdef Py_ssize_t i, n = z.shape[0]
-    _check("derivatives", loss_code, n, (y.shape[0],))
-    out = np.empty(n)
-    cdef double[::1] o = out
-    for i in range(n):
-        o[i] = loss_derivative(<int>loss_code, z[i], y[i])
-    return out
+    return _elementwise("derivatives", loss_code, z, y, True)
 
 
 def dual_steps(long loss_code, const double[::1] alpha, const double[::1] y,

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The step loop of the mini-batch (DP-)SGD kernels, written once.
+"""The step loop of the mini-batch (DP-)SGD kernels, and the noise steps of every epoch kernel.
 
 ``_sgd.pyx`` (a GLM: one coefficient per column of X) and ``_multinomial.pyx``
 (softmax over K classes: K coefficients per column, stored feature-major)
@@ -28,6 +28,12 @@ Draws, threads and bits are as the kernels' docstrings describe: every draw in
 the sequential part, batches parallel over rows (residuals) and columns
 (scatter), each column updated in batch order; the same bits for any thread
 count and either path of the timing gate.
+
+The noise steps (lazy noise brought up to date, eager noise, the final flush:
+:func:`bring_up_to_date`, :func:`add_eager_noise`, :func:`flush_pending_noise`),
+the cache hints of a serial pass (:func:`prefetch_ahead`) and the pending-noise
+scales are also those of DP-SCD (``_scd.pyx``), whose coordinate step differs;
+they take the dense vector as :data:`coef_t` (float64, or DP-SCD's float32 v).
 """
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, exp, sqrt
@@ -35,16 +41,18 @@ from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
 from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
 
-from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, mapped_view, prefetch_row, real_t,
-    row_value,
+from fastdp._kernels._checks cimport (
+    bit_generator_of, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
+    check_csr_structure, check_step_count, check_threads, column_splits_of, raise_invalid,
 )
+from fastdp._kernels._csr cimport (
+    CsrRow, CsrView, FASTDP_PREFETCH, coef_t, csr_row, index_t, mapped_view, prefetch_row,
+    real_t, row_value,
+)
+from fastdp._kernels._gate cimport GatedBatch, ParallelGate, gate_close, gate_open, gate_slot
 from fastdp._kernels._glm cimport (
-    ClippedLoss, ColumnRange, LazyNoise, ParallelGate, RowBatch, bit_generator_of,
-    check_all_rows, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
-    check_threads, collect_pending, column_splits_of, every_column, gate_begin, gate_end,
-    gate_slot, gradient_coefficient, lazy_noise_scratch, raise_invalid, row_span, scatter_rows,
-    structure_proven, thread_columns,
+    ClippedLoss, ColumnRange, LazyNoise, RowBatch, collect_pending, every_column,
+    gradient_coefficient, lazy_noise_scratch, row_span, scatter_rows, step_batch, thread_columns,
 )
 
 
@@ -221,20 +229,21 @@ cdef inline void fold(double* w, Py_ssize_t size, double a) noexcept nogil:
         w[i] = w[i] * a
 
 
-cdef inline void add_column_noise(bitgen_t* rng, double* wcol, Py_ssize_t K, double scale,
+cdef inline void add_column_noise(bitgen_t* rng, coef_t* wcol, Py_ssize_t K, double scale,
                                   double* normals) noexcept nogil:
-    """``wcol[k] += scale * z_k`` for K fresh standard normals (drawn in order k = 0..K-1)."""
+    """``wcol[k] += scale * z_k`` for K fresh standard normals (drawn in order k = 0..K-1),
+    in float64 (rounded to the type of w once)."""
     cdef Py_ssize_t c
     if K == 1:
-        wcol[0] = wcol[0] + scale * random_standard_normal(rng)
+        wcol[0] = <coef_t>(<double>wcol[0] + scale * random_standard_normal(rng))
         return
     random_standard_normal_fill(rng, K, normals)
     for c in range(K):
-        wcol[c] = wcol[c] + scale * normals[c]
+        wcol[c] = <coef_t>(<double>wcol[c] + scale * normals[c])
 
 
 cdef inline int64_t add_pending_noise(bitgen_t* rng, const LazyNoise* pending, int64_t n_owing,
-                                      double* w, Py_ssize_t K, const double* noise_scale,
+                                      coef_t* w, Py_ssize_t K, const double* noise_scale,
                                       double a) noexcept nogil:
     """The noise the listed columns owe (``collect_pending``), in list order; returns the
     draws.  One coefficient per column: the normals in one run (the same stream and order
@@ -246,7 +255,7 @@ cdef inline int64_t add_pending_noise(bitgen_t* rng, const LazyNoise* pending, i
             if i + 16 < n_owing:
                 FASTDP_PREFETCH(&w[pending.columns[i + 16]])
             c = pending.columns[i]
-            w[c] = w[c] + (noise_scale[pending.owed[i]] / a) * pending.normals[i]
+            w[c] = <coef_t>(<double>w[c] + (noise_scale[pending.owed[i]] / a) * pending.normals[i])
         return n_owing
     for i in range(n_owing):
         if i + 8 < n_owing:
@@ -254,6 +263,44 @@ cdef inline int64_t add_pending_noise(bitgen_t* rng, const LazyNoise* pending, i
         add_column_noise(rng, &w[pending.columns[i] * K], K, noise_scale[pending.owed[i]] / a,
                          pending.normals)
     return n_owing * K
+
+
+cdef inline int64_t bring_up_to_date(const CsrView[real_t, index_t]* X, RowBatch batch,
+                                     int32_t t_prev, LazyNoise* pending, bitgen_t* rng,
+                                     coef_t* w, Py_ssize_t K, const double* noise_scale,
+                                     double a) noexcept nogil:
+    """Step 1 with lazy noise: every column the batch reads gets the noise of the steps
+    up to ``t_prev`` it still owes (``noise_scale[p] / a``: the std of p pending steps, in
+    w units); returns the draws."""
+    cdef int64_t n_owing = collect_pending(X, batch, t_prev, pending)
+    return add_pending_noise(rng, pending, n_owing, w, K, noise_scale, a)
+
+
+cdef inline int64_t add_eager_noise(bitgen_t* rng, coef_t* w, Py_ssize_t size,
+                                    double std) noexcept nogil:
+    """Eager noise: ``w[i] += std * z_i`` for i = 0..size-1, in order; returns the draws."""
+    cdef Py_ssize_t i
+    for i in range(size):
+        w[i] = <coef_t>(<double>w[i] + std * random_standard_normal(rng))
+    return size
+
+
+cdef inline int64_t flush_pending_noise(bitgen_t* rng, LazyNoise* pending, coef_t* w,
+                                        Py_ssize_t m, Py_ssize_t K, int32_t n_steps,
+                                        const double* noise_scale, double a) noexcept nogil:
+    """The final flush of a lazy call: each of the m columns (K coefficients each) gets
+    the noise of the steps up to ``n_steps`` it still owes, so nothing leaves the call
+    with pending noise; returns the draws."""
+    cdef int64_t c                      # column
+    cdef int64_t n_draws = 0
+    cdef int32_t owed                   # steps of noise column c owes
+    for c in range(m):
+        owed = n_steps - pending.last[c]
+        if owed > 0:
+            add_column_noise(rng, &w[c * K], K, noise_scale[owed] / a, pending.normals)
+            n_draws += K
+            pending.last[c] = n_steps
+    return n_draws
 
 
 cdef inline int64_t prefetch_ahead(const CsrView[real_t, index_t]* X, RowBatch batch,
@@ -300,29 +347,24 @@ cdef inline int64_t run_steps(const StepModel* model, const CsrView[real_t, inde
     cdef Py_ssize_t size = m * K        # coefficients in w
     cdef int nt = rule.nt
     cdef int64_t n_draws = 0
-    cdef int64_t t, c, i                # step, column, coefficient
-    cdef int64_t n_owing                # columns of a batch that owe noise
+    cdef int64_t t, c                   # step, column
     cdef Py_ssize_t q                   # position in the batch
     cdef int tid                        # OpenMP thread
-    cdef int32_t owed                   # steps of noise a column owes
     cdef double a = 1.0                 # theta = a w
     cdef RowBatch batch                 # the rows of step t
-    cdef bint eligible                  # the batch may take the parallel path
-    cdef int path                       # 1: parallel, 0: serial
+    cdef GatedBatch timed               # the path the gate chose for the batch
     if rule.lazy:
         for c in range(m):
             pending.last[c] = 0
     for t in range(1, n_steps + 1):
-        batch.rows = rows + batch_ptr[t - 1]
-        batch.count = batch_ptr[t] - batch_ptr[t - 1]
+        batch = step_batch(rows, batch_ptr, t)
         # 1. lazy noise: bring every column the batch reads up to step t-1
         if rule.lazy and batch.count > 0:
-            n_owing = collect_pending(X, batch, <int32_t>(t - 1), pending)
-            n_draws += add_pending_noise(rng, pending, n_owing, w, K, rule.noise_scale, a)
+            n_draws += bring_up_to_date(X, batch, <int32_t>(t - 1), pending, rng, w, K,
+                                        rule.noise_scale, a)
         # 2. clipped per-example gradients from the same theta = a w
-        eligible = nt > 1 and batch.count >= rule.parallel_min_rows
-        path = gate_begin(gate, eligible)
-        if path == 1:
+        timed = gate_open(gate, nt, batch.count, rule.parallel_min_rows)
+        if timed.path == 1:
             for q in prange(batch.count, num_threads=nt, schedule="static"):
                 example_gradient(model, X, batch.rows[q], w, a, &grads[q * K])
         else:
@@ -332,29 +374,23 @@ cdef inline int64_t run_steps(const StepModel* model, const CsrView[real_t, inde
         # 3. decay, then the sparse gradient step in w units
         a = a * rule.rho
         if batch.count > 0:
-            if path == 1:
+            if timed.path == 1:
                 for tid in prange(nt, num_threads=nt, schedule="static"):
                     scatter_gradients(model, X, batch, grads, -rule.kappa / a, w,
                                       thread_columns(rule.splits, tid))
             else:
                 scatter_gradients(model, X, batch, grads, -rule.kappa / a, w, every_column())
-        gate_end(gate, eligible, path, batch.count)
+        gate_close(&timed, batch.count)
         # 4. eager noise on every coordinate
         if rule.noisy and not rule.lazy:
-            for i in range(size):
-                w[i] = w[i] + (rule.step_std / a) * random_standard_normal(rng)
-            n_draws += size
+            n_draws += add_eager_noise(rng, w, size, rule.step_std / a)
         if a < 1e-100:                  # fold before a underflows
             fold(w, size, a)
             a = 1.0
     # final flush: nothing leaves this call with pending noise
     if rule.lazy:
-        for c in range(m):
-            owed = <int32_t>n_steps - pending.last[c]
-            if owed > 0:
-                add_column_noise(rng, &w[c * K], K, rule.noise_scale[owed] / a, pending.normals)
-                n_draws += K
-                pending.last[c] = <int32_t>n_steps
+        n_draws += flush_pending_noise(rng, pending, w, m, K, <int32_t>n_steps, rule.noise_scale,
+                                       a)
     if a != 1.0:
         fold(w, size, a)
     return n_draws
@@ -453,9 +489,8 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data
                       f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
                       f"noise_std={noise_std}.")
     check_threads(caller, num_threads)
-    if not structure_proven(caller, check_structure, token_class, indices, indptr,
-                            stored_columns):
-        check_all_rows(caller, indices, indptr, stored_columns, "w")
+    check_csr_structure(caller, check_structure, token_class, indices, indptr, stored_columns,
+                        "w")
     return 0
 
 
@@ -486,9 +521,7 @@ cdef inline int64_t run_step_kernel(
                          check_structure, token_class, stored_columns)
     if n_steps <= 0:
         return 0
-    if n_steps >= 2**31 - 1:
-        raise_invalid(f"{caller}: at most 2**31 - 2 steps per call; split the batches over "
-                      f"several calls.")
+    check_step_count(caller, n_steps)
     keep = []                                       # arrays the rule points to
     rule = step_rule(caller, n_steps, m, model.K, rho, kappa, noise_std, lazy_noise,
                      bit_generator, num_threads, parallel_min_rows, column_splits, what,

@@ -54,7 +54,7 @@ The residuals of a batch's rows are independent (OpenMP ``prange`` when
 the scatter into ``w`` is split by columns, each column receiving its
 updates in batch order; every draw happens in the sequential part.  Results
 are bit-identical for any thread count and either path of the timing gate
-(``_glm.pxd: ParallelGate``).
+(``_gate.pxd: ParallelGate``).
 
 The step loop is the one of :mod:`fastdp._kernels._sgd`, written once in
 ``_minibatch.pxd`` (``run_steps``, with the softmax residual as the
@@ -66,10 +66,11 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
 from fastdp._kernels._csr cimport CsrView, index_t, mapped_view, real_t
-from fastdp._kernels._glm cimport (
-    GATE_SLOTS, ParallelGate, RowBatch, check_csr, check_length, check_row_map, check_rows,
-    every_column, gates_reset, raise_invalid, structure_proven,
+from fastdp._kernels._checks cimport (
+    check_csr, check_length, check_row_map, check_rows_read, raise_invalid,
 )
+from fastdp._kernels._gate cimport GATE_SLOTS, ParallelGate, gates_reset
+from fastdp._kernels._glm cimport RowBatch, every_column
 from fastdp._kernels._minibatch cimport (
     SoftmaxLoss, StepModel, run_step_kernel, scatter_residuals, softmax_residual,
 )
@@ -219,7 +220,6 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     cdef Py_ssize_t K = w.shape[1]
     cdef Py_ssize_t q
     cdef int64_t bad = -1
-    cdef bint proven
     cdef int64_t stored_columns = check_row_map(
         caller, row_scale.shape[0] if row_scale is not None else -1,
         row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
@@ -234,10 +234,8 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
     if clip < INFINITY:
         check_length(caller, "sq_norms", sq_norms.shape[0], indptr.shape[0] - 1,
                      "one squared norm per row of X")
-    proven = structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                              stored_columns)
-    check_rows(caller, "rows", indices, indptr, &rows[0] if count > 0 else NULL, count,
-               not proven, stored_columns, "w")
+    check_rows_read(caller, check_structure, _StructureToken, indices, indptr, rows,
+                    stored_columns, "w")
     if count == 0:
         return
     with nogil:

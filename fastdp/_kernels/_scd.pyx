@@ -34,7 +34,7 @@ a fixed order.  The result is therefore bit-identical for any thread count.
 Input CSR must be canonical (column indices sorted within rows).
 
 Whether a batch takes the parallel or the serial path is decided per batch by
-a gate that times both (``_glm.pxd: ParallelGate``): on a machine whose cores
+a gate that times both (``_gate.pxd: ParallelGate``): on a machine whose cores
 are busy, OpenMP threads wait for a core at every barrier and the parallel
 path can be many times slower than the serial one; the gate then keeps to
 the serial path and re-tries the parallel one at doubling intervals.  The
@@ -46,6 +46,16 @@ The first pass over a batch (the lazy-noise bookkeeping, or the margins)
 prefetches whole rows a few rows ahead: rows of a random batch are far apart
 in memory, and waiting for each row is the main cost otherwise.  The
 bookkeeping pass is branch-free; the draws then run over a compact list.
+
+Shared pieces
+-------------
+X is read through the CSR view and row accessor of ``_csr.pxd`` (row map
+included); the batches, the lazy-noise bookkeeping, the noise steps (lazy,
+eager, final flush), the cache hints and the timing gate are the ones of the
+mini-batch SGD kernels (``_glm.pxd``, ``_minibatch.pxd``, ``_gate.pxd``), with
+K = 1 coefficient per column and no decay (a = 1); the argument checks are
+``_checks.pxd``.  What is DP-SCD's own is the scaled dual coordinate step, its
+application to (alpha, v), and the noise on alpha.
 
 Order of the Gaussian draws (the numpy reference in the tests follows it)
 --------------------------------------------------------------------------
@@ -81,26 +91,33 @@ from cython.parallel cimport prange
 from libc.math cimport fabs
 from libc.stdint cimport int32_t, int64_t
 from numpy.random cimport bitgen_t
-from numpy.random.c_distributions cimport random_standard_normal, random_standard_normal_fill
+from numpy.random.c_distributions cimport random_standard_normal
 
+from fastdp._kernels._checks cimport (
+    bit_generator_of, check_batches, check_csr, check_csr_structure, check_length,
+    check_loss_code, check_min_length, check_row_map, check_sq_norms, check_step_count,
+    check_threads, column_splits_of, first_bad_pointer, raise_invalid,
+)
 from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_set_row_map, csr_view, index_t, lower_bound,
-    map_value, prefetch_row, real_t, row_value,
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, lower_bound, map_value, mapped_view,
+    real_t, row_dot, row_value,
 )
-from fastdp._kernels._glm cimport (
-    GATE_SLOTS, LazyNoise, ParallelGate, RowBatch, bit_generator_of, check_all_rows,
-    check_batches, check_csr, check_length, check_loss_code, check_min_length, check_row_map,
-    check_sq_norms,
-    check_threads, collect_pending, column_splits_of, first_bad_pointer, gate_begin, gate_end,
-    gate_slot, gate_state, gates_reset, lazy_noise_scratch, raise_invalid, structure_proven,
+from fastdp._kernels._gate cimport (
+    GATE_SLOTS, GatedBatch, ParallelGate, gate_close, gate_open, gate_slot, gate_state,
+    gates_reset,
 )
+from fastdp._kernels._glm cimport LazyNoise, RowBatch, lazy_noise_scratch, step_batch
 from fastdp._kernels._losses cimport dual_coordinate_step
+from fastdp._kernels._minibatch cimport (
+    add_eager_noise, bring_up_to_date, flush_pending_noise, pending_noise_scale_array,
+    prefetch_ahead,
+)
 
 import numpy as np
 
 from fastdp._validation import _StructureToken
 
-# Serial-or-parallel choice for batches (speed only; see ``_glm.pxd: ParallelGate``),
+# Serial-or-parallel choice for batches (speed only; see ``_gate.pxd: ParallelGate``),
 # one per thread count.  Copied into each call and written back at its end
 # (concurrent calls may lose an update: harmless).
 cdef ParallelGate _gates[GATE_SLOTS]
@@ -122,14 +139,8 @@ cdef inline double _scaled_row_step(const DualStep* s, const CsrView[real_t, ind
                                     const real_t* alpha, const real_t* v,
                                     int64_t j) noexcept nogil:
     """zeta_j of row j from the current (alpha, v), scaled so that |zeta_j| <= clip."""
-    cdef CsrRow[real_t, index_t] row = csr_row(X, j)
-    cdef double dot = 0.0               # x_j^T v
+    cdef double dot = row_dot(csr_row(X, j), v)     # x_j^T v
     cdef double zeta, ratio
-    cdef index_t p                      # position within the row
-    for p in range(row.nnz):
-        dot = dot + row_value(&row, p) * <double>v[row.columns[p]]
-    if row.tail_column >= 0:
-        dot = dot + row.tail * <double>v[row.tail_column]
     zeta = dual_coordinate_step(s.loss, <double>alpha[j], s.y[j], dot / s.lam_n,
                                 s.sigma_prime * s.sq_norms[j] / s.lam_n, s.box_eps)
     ratio = fabs(zeta) / s.clip
@@ -138,36 +149,16 @@ cdef inline double _scaled_row_step(const DualStep* s, const CsrView[real_t, ind
     return zeta
 
 
-cdef inline void _draw_pending(real_t* v, const LazyNoise* lazy, int64_t n_owing,
-                               const double* noise_scale, bitgen_t* rng) noexcept nogil:
-    """v[c] += noise_std_v * sqrt(p_c) * z for the listed columns, in list order.
-
-    The normals are drawn first, in one run (the same stream, in the same
-    order, as one draw per column), then added with the v entries prefetched
-    ahead: the generator and the scattered memory accesses no longer wait
-    for each other.  ``noise_scale[p] = noise_std_v * sqrt(p)``.
-    """
-    cdef int64_t i, c                   # position in the list, column
-    random_standard_normal_fill(rng, n_owing, lazy.normals)
-    for i in range(n_owing):
-        if i + 16 < n_owing:
-            FASTDP_PREFETCH(&v[lazy.columns[i + 16]])
-        c = lazy.columns[i]
-        v[c] = <real_t>(<double>v[c] + noise_scale[lazy.owed[i]] * lazy.normals[i])
-
-
-cdef inline void _prefetch_ahead(const DualStep* s, const CsrView[real_t, index_t]* X,
-                                 RowBatch batch, int64_t q, const real_t* alpha) noexcept nogil:
-    """Hint the cache: the row pointer 8 rows ahead, all of the row 4 rows ahead."""
-    cdef int64_t j
-    if q + 8 < batch.count:
-        FASTDP_PREFETCH(&X.indptr[batch.rows[q + 8]])
-    if q + 4 < batch.count:
-        j = batch.rows[q + 4]
-        prefetch_row(X, j)
-        FASTDP_PREFETCH(&alpha[j])
-        FASTDP_PREFETCH(&s.y[j])
-        FASTDP_PREFETCH(&s.sq_norms[j])
+cdef inline void _prefetch_example(const DualStep* s, const CsrView[real_t, index_t]* X,
+                                   RowBatch batch, int64_t q, const real_t* alpha) noexcept nogil:
+    """``_minibatch.pxd: prefetch_ahead`` (the row pointer 8 rows ahead, all of the row 4
+    rows ahead), and the dual variable, label and norm of the row 4 ahead."""
+    cdef int64_t j = prefetch_ahead(X, batch, q)
+    if j < 0:
+        return
+    FASTDP_PREFETCH(&alpha[j])
+    FASTDP_PREFETCH(&s.y[j])
+    FASTDP_PREFETCH(&s.sq_norms[j])
 
 
 cdef inline void _row_splits(const CsrView[real_t, index_t]* X, int64_t j, const int64_t* cs,
@@ -191,29 +182,29 @@ cdef inline void _apply_split(const CsrView[real_t, index_t]* X, const double* z
     :func:`_row_splits`, nt + 1 per row) and a row map's appended entry if its column is
     in that range, rows in batch order."""
     cdef int64_t q, k                   # position in the batch, storage position
-    cdef int64_t j, c                   # row, appended column
+    cdef int64_t c                      # appended column
     cdef double z
-    cdef real_t x
-    cdef real_t scale
-    cdef double shrink
+    cdef int64_t k0, k1                 # row q's storage positions in the thread's columns
+    cdef int64_t start                  # row q's first storage position
+    cdef CsrRow[real_t, index_t] row    # row q of the batch with its map (mapped views only)
     cdef bint mapped = X.row_scale != NULL or X.row_shrink != NULL
     for q in range(batch.count):
         z = zeta[q]
+        start = row_splits[q * (nt + 1)]
+        k0 = row_splits[q * (nt + 1) + tid]
+        k1 = row_splits[q * (nt + 1) + tid + 1]
         if not mapped:
-            for k in range(row_splits[q * (nt + 1) + tid], row_splits[q * (nt + 1) + tid + 1]):
+            for k in range(k0, k1):
                 v[X.indices[k]] = <real_t>(<double>v[X.indices[k]] + z * <double>X.data[k])
         else:
-            j = batch.rows[q]
-            scale = <real_t>X.row_scale[j] if X.row_scale != NULL else <real_t>1
-            shrink = X.row_shrink[j] if X.row_shrink != NULL else 1.0
-            for k in range(row_splits[q * (nt + 1) + tid], row_splits[q * (nt + 1) + tid + 1]):
-                x = map_value(X.data[k], scale, shrink)
-                v[X.indices[k]] = <real_t>(<double>v[X.indices[k]] + z * <double>x)
+            row = csr_row(X, batch.rows[q])
+            for k in range(k0, k1):
+                v[X.indices[k]] = <real_t>(<double>v[X.indices[k]]
+                                           + z * row_value(&row, <index_t>(k - start)))
         c = X.tail_column
         if c >= 0 and cs[tid] <= c and c < cs[tid + 1]:
-            x = map_value(<real_t>X.tail_value, <real_t>1,
-                          X.row_shrink[batch.rows[q]] if X.row_shrink != NULL else 1.0)
-            v[c] = <real_t>(<double>v[c] + z * <double>x)
+            row = csr_row(X, batch.rows[q])
+            v[c] = <real_t>(<double>v[c] + z * row.tail)
 
 
 cdef inline void _apply_row(const CsrView[real_t, index_t]* X, int64_t j, double zeta,
@@ -276,11 +267,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         them by column counts); default: equal ranges.  The parallel apply
         needs column indices sorted within rows (canonical CSR).
     check_structure : True or a structure token, default=True
-        The CSR structure of X is checked (one sequential pass over
-        ``indices``: row pointers non-decreasing, column indices strictly
-        increasing within ``[0, len(v))``) unless this is
-        ``fastdp._validation.structure_token(X)`` for these arrays (O(1) for
-        ``check_X`` output); ``False`` checks too.
+        As ``_sgd.run_sgd`` (column indices within ``[0, len(v))``).
     row_scale, row_shrink, tail_value, tail_column : optional row map
         Read the rows of X through a row map instead of as stored (see
         ``_csr.pxd: csr_set_row_map`` and ``_sgd.run_sgd``); ``sq_norms`` are
@@ -316,12 +303,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef int64_t t, j, c                            # step, row, column
     cdef Py_ssize_t q                               # position in the batch
     cdef int tid                                    # OpenMP thread
-    cdef int32_t pending                            # steps of v-noise a column owes
-    cdef int64_t n_owing                            # columns of a batch that owe noise
     cdef RowBatch batch                             # the rows of step t
     cdef ParallelGate gate = _gates[gate_slot(num_threads)]
-    cdef bint eligible                              # the batch may take the parallel path
-    cdef int path                                   # 1: parallel, 0: serial
+    cdef GatedBatch timed                           # the path the gate chose for the batch
 
     cdef int64_t stored_columns = check_row_map(
         "run_dual_scd", row_scale.shape[0] if row_scale is not None else -1,
@@ -333,11 +317,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                          stored_columns)
     if n_steps <= 0:
         return 0
-    if n_steps >= 2**31 - 1:
-        raise_invalid("run_dual_scd: at most 2**31 - 2 steps per call; split the batches "
-                      "over several calls.")
-    # noise_scale[p] = noise_std_v * sqrt(p): the std of p pending steps of v-noise
-    scale_arr = noise_std_v * np.sqrt(np.arange(n_steps + 1, dtype=np.float64))
+    check_step_count("run_dual_scd", n_steps)
+    # noise_scale[p] = noise_std_v * sqrt(p): the std of p pending steps of v-noise (no decay)
+    scale_arr = noise_std_v * pending_noise_scale_array(1.0, n_steps)
     cdef const double[::1] noise_scale = scale_arr
     splits_arr = column_splits_of("run_dual_scd", column_splits, nt, n_features, "len(v)")
     cdef const int64_t[::1] splits = splits_arr     # the threads' column ranges
@@ -350,10 +332,8 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                                              n_features if lazy_v else 0, scratch)
     if noisy:
         rng = bit_generator_of("run_dual_scd", bit_generator)
-    cdef CsrView[real_t, index_t] X = csr_view(data, indices, indptr)
-    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and row_scale.shape[0] > 0 else NULL,
-                    &row_shrink[0] if row_shrink is not None and row_shrink.shape[0] > 0 else NULL,
-                    tail_value, tail_column)
+    cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale, row_shrink,
+                                                  tail_value, tail_column)
     cdef DualStep step
     step.loss = loss
     step.lam_n = lam_n
@@ -374,27 +354,24 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
             for c in range(n_features):
                 lazy.last[c] = 0
         for t in range(1, n_steps + 1):
-            batch.rows = rows + batch_ptr[t - 1]
-            batch.count = batch_ptr[t] - batch_ptr[t - 1]
+            batch = step_batch(rows, &batch_ptr[0], t)
             # 1. lazy noise: bring every column the batch reads up to step t-1
             if lazy_v:
-                n_owing = collect_pending(&X, batch, <int32_t>(t - 1), &lazy)
-                _draw_pending(v_, &lazy, n_owing, &noise_scale[0], rng)
-                n_draws += n_owing
+                n_draws += bring_up_to_date(&X, batch, <int32_t>(t - 1), &lazy, rng, v_, 1,
+                                            &noise_scale[0], 1.0)
             # 2. the coordinate steps
             if sequential:
                 for q in range(batch.count):
                     j = batch.rows[q]
                     _apply_row(&X, j, _scaled_row_step(&step, &X, alpha_, v_, j), alpha_, v_)
             else:
-                eligible = nt > 1 and batch.count >= parallel_min_rows
-                path = gate_begin(&gate, eligible)
-                if path == 1:
+                timed = gate_open(&gate, nt, batch.count, parallel_min_rows)
+                if timed.path == 1:
                     # margins and steps, rows prefetched ahead; each row's
                     # boundaries between the threads' column ranges are found
                     # here, while the row is in cache
                     for q in prange(batch.count, num_threads=nt, schedule="static"):
-                        _prefetch_ahead(&step, &X, batch, q, alpha_)
+                        _prefetch_example(&step, &X, batch, q, alpha_)
                         zeta[q] = _scaled_row_step(&step, &X, alpha_, v_, batch.rows[q])
                         _row_splits(&X, batch.rows[q], &splits[0], nt, &row_splits[q * (nt + 1)])
                     for tid in prange(nt, num_threads=nt, schedule="static"):
@@ -404,11 +381,11 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                         alpha_[j] = <real_t>(<double>alpha_[j] + zeta[q])
                 else:
                     for q in range(batch.count):
-                        _prefetch_ahead(&step, &X, batch, q, alpha_)
+                        _prefetch_example(&step, &X, batch, q, alpha_)
                         zeta[q] = _scaled_row_step(&step, &X, alpha_, v_, batch.rows[q])
                     for q in range(batch.count):
                         _apply_row(&X, batch.rows[q], zeta[q], alpha_, v_)
-                gate_end(&gate, eligible, path, batch.count)
+                gate_close(&timed, batch.count)
             # 3. noise on the alpha coordinates of the batch
             if a_noisy:
                 for q in range(batch.count):
@@ -418,18 +395,11 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                     n_draws += 1
             # 4. eager noise on every coordinate of v
             if v_noisy and not lazy_noise:
-                for c in range(n_features):
-                    v_[c] = <real_t>(<double>v_[c] + noise_std_v * random_standard_normal(rng))
-                    n_draws += 1
+                n_draws += add_eager_noise(rng, v_, n_features, noise_std_v)
         # final flush: nothing leaves this call with pending noise
         if lazy_v:
-            for c in range(n_features):
-                pending = <int32_t>n_steps - lazy.last[c]
-                if pending > 0:
-                    v_[c] = <real_t>(<double>v_[c]
-                                     + noise_scale[pending] * random_standard_normal(rng))
-                    n_draws += 1
-                    lazy.last[c] = <int32_t>n_steps
+            n_draws += flush_pending_noise(rng, &lazy, v_, n_features, 1, <int32_t>n_steps,
+                                           &noise_scale[0], 1.0)
     _gates[gate_slot(num_threads)] = gate
     return n_draws
 
@@ -468,10 +438,8 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
         raise_invalid(f"{caller}: the noise stds must be >= 0 (0 for none); got "
                       f"noise_std_alpha={noise_std_alpha}, noise_std_v={noise_std_v}.")
     check_threads(caller, num_threads)
-    if not structure_proven(caller, check_structure, _StructureToken, indices, indptr,
-                            stored_columns):
-        check_all_rows(caller, indices, indptr, stored_columns, "v")
-    return 0
+    return check_csr_structure(caller, check_structure, _StructureToken, indices, indptr,
+                               stored_columns, "v")
 
 
 def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr, *,

@@ -62,7 +62,7 @@ The margins and clipped coefficients of a batch are independent (OpenMP
 column receiving its updates in batch order; every draw happens in the
 sequential part.  Results are bit-identical for any thread count.  Each
 eligible batch takes the parallel or the serial path as a timing gate decides
-(``_glm.pxd: ParallelGate``: the faster path so far, the other re-tried at
+(``_gate.pxd: ParallelGate``: the faster path so far, the other re-tried at
 doubling intervals), which keeps a busy machine from making threads slower
 than one; the bits never depend on the path.
 
@@ -73,14 +73,13 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
 from fastdp._kernels._csr cimport index_t, real_t
-from fastdp._kernels._glm cimport (
-    GATE_SLOTS, ParallelGate, check_loss_code, check_row_map, gate_slot, gate_state, gates_reset,
-)
+from fastdp._kernels._checks cimport check_loss_code, check_row_map
+from fastdp._kernels._gate cimport GATE_SLOTS, ParallelGate, gate_slot, gate_state, gates_reset
 from fastdp._kernels._minibatch cimport StepModel, pending_noise_scale_array, run_step_kernel
 
 from fastdp._validation import _StructureToken
 
-# Serial-or-parallel choice for batches (speed only; see ``_glm.pxd: ParallelGate``),
+# Serial-or-parallel choice for batches (speed only; see ``_gate.pxd: ParallelGate``),
 # one per thread count.  Copied into each call and written back at its end
 # (concurrent calls may lose an update: harmless).
 cdef ParallelGate _gates[GATE_SLOTS]

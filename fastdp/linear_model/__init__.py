@@ -39,9 +39,14 @@ the run stops before any query that would exceed the cap, so it is rho-zCDP
 under add/remove adjacency, and the ledger is charged the cap.
 
 Modules (as in scikit-learn's ``linear_model``): ``_base`` holds the shared
-estimator machinery (``_DPLinearModel``, the classifier base), ``_ridge``,
-``_logistic`` and ``_svc`` one estimator each, ``_docs`` their shared
-docstring sections, ``_run_size`` the refusal of runs that cannot finish.
+estimator base (``_DPLinearModel``: parameters and ``fit``; the classifier
+base), assembled from one mixin per idea: ``_params`` (checks of the public
+parameters, delta), ``_rows`` (the row map, X, the targets),
+``_solver_choice`` (the solver and its settings), ``_privacy_plan`` (noise,
+planned event, ledger reservation) and ``_fitted`` (fitted attributes,
+callback states, scores); ``_ridge``, ``_logistic`` and ``_svc`` one
+estimator each, ``_docs`` their shared docstring sections, ``_run_size`` the
+refusal of runs that cannot finish.
 
 Solver-specific settings go in ``solver_options`` (each solver lists the
 keys it accepts in its ``options`` attribute, see
