@@ -29,7 +29,6 @@ Privacy: reads the private data; releases nothing.
 
 import bz2
 import gzip
-import hashlib
 import io
 import lzma
 import os
@@ -39,6 +38,7 @@ import zlib
 import numpy as np
 
 from fastdp.exceptions import ValidationError
+from fastdp.io._hashing import BackgroundHasher
 
 __all__ = ["CHUNK_BYTES", "LineChunks"]
 
@@ -67,6 +67,11 @@ class _RawReader(io.RawIOBase):
     Counts the bytes (for progress and size estimates), hashes them when
     asked, and refuses a byte beyond ``size`` (the size seen at open) when it
     is known: one byte more than the size is asked for, which must not exist.
+
+    The hasher (a :class:`~fastdp.io._hashing.BackgroundHasher`) is given a
+    copy of the bytes read unless ``stable`` is true: then it is given a view
+    of the caller's buffer, which the caller (:class:`LineChunks`, the only
+    reader of a plain source) leaves unchanged until the hasher's ``wait``.
     """
 
     def __init__(self, handle, name, size, hasher, progress):
@@ -78,6 +83,7 @@ class _RawReader(io.RawIOBase):
         self._progress = progress
         self._pending = b""  # bytes read ahead to recognise the compression
         self.consumed = 0
+        self.stable = False  # see the class docstring
 
     def readable(self):
         return True
@@ -107,7 +113,7 @@ class _RawReader(io.RawIOBase):
         got = self._read_handle(view[:want])
         if got:
             if self._hasher is not None:
-                self._hasher.update(view[:got])
+                self._hasher.update(view[:got] if self.stable else bytes(view[:got]))
             self.consumed += got
             if self._size is not None and self.consumed > self._size:
                 raise _changed_while_reading(self._name, f"it has more than {self._size} bytes")
@@ -142,6 +148,9 @@ class LineChunks:
     sha256 : bool
         Hash the raw bytes (only when the whole source is read: offset 0,
         length -1); the hex digest is :attr:`sha256` after the last chunk.
+        The hash runs on a background thread, overlapping the parsing of the
+        chunks (:mod:`fastdp.io._hashing`); the thread is joined by the last
+        chunk, by :meth:`close` and when the iteration stops early.
     progress : callable, optional
         Called with the number of raw bytes read each time some are.
 
@@ -165,7 +174,7 @@ class LineChunks:
         if sha256 and (self.offset or self.length > 0):
             raise ValueError("the SHA-256 of a source is computed only when it is read whole")
         self.sha256 = None
-        self._hasher = hashlib.sha256() if sha256 else None
+        self._hasher = BackgroundHasher() if sha256 else None
         self._progress = progress
         self._owned = None  # the handle we opened (closed on exit)
         self._before = None  # fstat at open, for a regular file
@@ -206,6 +215,7 @@ class LineChunks:
                 return
         self._stream = self._raw
         self._seekable_plain = size is not None
+        self._raw.stable = True  # read only into the buffer of __iter__
 
     def set_progress(self, callback):
         """Call ``callback(n)`` with the number of raw bytes each time some are read
@@ -219,6 +229,8 @@ class LineChunks:
         return self._raw.consumed
 
     def close(self):
+        if self._hasher is not None:
+            self._hasher.close()
         if self._stream is not None and self._stream is not self._raw:
             try:
                 self._stream.close()
@@ -279,6 +291,19 @@ class LineChunks:
 
     def __iter__(self):
         """Yield uint8 views of whole lines; a view is valid until the next one is asked for."""
+        try:
+            yield from self._chunks()
+        except BaseException:  # an error, or the iteration abandoned: stop the hash thread
+            if self._hasher is not None:
+                self._hasher.close()
+            raise
+
+    def _settle(self):
+        """Wait until the bytes given to the hasher are hashed, before they are moved."""
+        if self._hasher is not None:
+            self._hasher.wait()
+
+    def _chunks(self):
         buffer = bytearray(self.buffer_bytes)
         if not self._skip_to_offset(buffer):
             self._check_unchanged(whole=False)
@@ -304,6 +329,7 @@ class LineChunks:
                         break
                     continue
                 drop_first_line = False
+                self._settle()
                 buffer[: filled - newline - 1] = buffer[newline + 1:filled]
                 filled -= newline + 1
                 position += newline + 1
@@ -326,6 +352,7 @@ class LineChunks:
             yield np.frombuffer(buffer, dtype=np.uint8, count=end)
             if done:
                 break
+            self._settle()
             buffer[: filled - end] = buffer[end:filled]
             filled -= end
             position += end
