@@ -67,16 +67,16 @@ import numbers
 import numpy as np
 from scipy.optimize import minimize
 
-from fastdp._kernels import _glm
 from fastdp._validation import (
-    check_labels, check_positive, check_random_state, check_X, structure_token,
+    check_labels, check_positive, check_random_state, check_X,
 )
 from fastdp.exceptions import FastDPError, ValidationError
 from fastdp.losses import HuberHingeLoss, LogisticLoss, get_loss
 from fastdp.privacy.events import Adjacency, GaussianEvent, PureEvent
 from fastdp.solvers._result import SolverResult
 from fastdp.solvers.registry import EstimatorSolver
-from fastdp.solvers._common import as_csr, check_num_threads, kernel_rows
+from fastdp.solvers._common import as_csr, check_num_threads
+from fastdp.solvers.glm_oracle import RowProducts
 from fastdp.solvers.perturbation_settings import (
     DEFAULT_MAX_ITER, DEFAULT_TOL, HuberObjectivePerturbationDetails, ObjectivePerturbationDetails,
     ObjectivePerturbationSettings, OutputPerturbationDetails, OutputPerturbationSettings,
@@ -187,9 +187,8 @@ class _MarginObjective:
 
     def __init__(self, X, y, reg, linear, loss, num_threads):
         self.X, self.y = X, y
-        self.structure = structure_token(X)  # O(1) for check_X output: no O(nnz) kernel scan
         # the estimators' mapped rows are read through their row map, without a copy
-        *self.arrays, self.row_map = kernel_rows(X)
+        self.products = RowProducts(X)
         self.n, self.m = X.shape
         self.reg = reg
         self.linear = linear
@@ -200,14 +199,10 @@ class _MarginObjective:
         self._curvature = None
 
     def _margin(self, theta, out):
-        _glm.margins(*self.arrays, self.rows, np.ascontiguousarray(theta, dtype=np.float64), out,
-                     self.num_threads, check_structure=self.structure, **self.row_map)
-        return out
+        return self.products.margins(self.rows, theta, out, self.num_threads)
 
     def _row_sum(self, weights, out):
-        _glm.weighted_row_sum(*self.arrays, self.rows, weights, out, self.num_threads,
-                              check_structure=self.structure, **self.row_map)
-        return out
+        return self.products.weighted_row_sum(self.rows, weights, out, self.num_threads)
 
     def value_and_gradient(self, theta):
         z = self._margin(theta, self._margins)
