@@ -257,6 +257,7 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
     import contextlib
     import fastdp.solvers.scd as scd_module
     import fastdp.solvers.sgd as sgd_module
+    import fastdp.solvers._kernel_epochs as epochs_module
     scans = []
     advice = args.get("advice", "library")
     if advice != "library":  # the solvers' own advice (fastdp/io/_advice.py) off
@@ -265,10 +266,9 @@ elif mode == "train":  # a fraction of an epoch on a binary dataset (cold, warm,
             off = lambda X, p, i: _advice.step_advice(X, p, i, prefetch=False)
         else:
             off = lambda X, p, i: contextlib.nullcontext()
-        for module in (sgd_module, scd_module):
-            module.step_advice = off
+        epochs_module.step_advice = off
     step_seconds = []  # time inside the kernel calls (the steps), apart from the setup
-    for module in (sgd_module, scd_module):
+    for module in (epochs_module,):  # the one epoch loop of DP-SGD and DP-SCD
         def timed_steps(X, p, i, _advise=module.step_advice):
             @contextlib.contextmanager
             def timed():
