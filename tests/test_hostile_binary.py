@@ -214,3 +214,14 @@ def test_cli_overwrite_of_a_non_dataset_is_one_line_and_deletes_nothing(tmp_path
     assert "Traceback" not in done.stderr and "not a fastdp binary dataset" in done.stderr
     assert (victim / "main.py").exists()
     shutil.rmtree(victim)
+
+
+@pytest.mark.parametrize("start, stop", [("0", 3), (1.5, 3), (0, 2.0), (None, 3)])
+def test_row_ranges_must_be_integers(dataset, start, stop):
+    from fastdp.io.binary import open_binary_rows
+
+    path, X, _ = dataset
+    with pytest.raises(ValidationError, match="must be integers"):
+        open_binary_rows(path, start, stop)
+    rows, _ = open_binary_rows(path, np.int64(1), 3)
+    assert (rows != X[1:3]).nnz == 0

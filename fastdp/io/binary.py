@@ -41,6 +41,7 @@ Privacy: converting and opening read the private data and release nothing.
 
 import hashlib
 import json
+import operator
 import os
 import shutil
 from pathlib import Path
@@ -597,7 +598,11 @@ def open_binary_rows(path, start, stop):
     """
     path = Path(path)
     _, (n_rows, n_cols), arrays = _map_all(path)
-    start, stop = int(start), int(stop)
+    try:
+        start, stop = operator.index(start), operator.index(stop)
+    except TypeError:
+        raise ValidationError(f"start and stop must be integers (row numbers); got {start!r} "
+                              f"and {stop!r}") from None
     if not 0 <= start <= stop <= n_rows:
         raise ValidationError(f"rows {start}..{stop - 1} are outside {path} ({n_rows} rows)")
     indptr = np.array(arrays["indptr"][start:stop + 1], dtype=np.int64)
