@@ -213,9 +213,9 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
         raise ValidationError(
             f"{int(undecided.sum())} of {X.shape[0]} rows of X have a squared L2 norm that is "
             f"NaN (first: row {int(np.argmax(undecided))}), so the bound {bound:g} this "
-            f"mechanism's privacy guarantee needs cannot be checked (damaged stored row norms "
-            f"of a binary dataset, or a NaN row factor); open the data with "
-            f"open_binary(path, verify=True), or convert it again.")
+            f"mechanism's privacy guarantee needs cannot be checked (a NaN value or row factor "
+            f"in rows that were not validated, or damaged stored row norms: validate X with "
+            f"check_X, or open a binary dataset with open_binary(path, verify=True)).")
     over = sq > 1.0
     if not over.any():
         return X
