@@ -114,3 +114,36 @@ def test_nan_row_norms_of_a_verified_matrix_do_not_pass_the_norm_bound():
     register_verified_csr(X, sq_norms=sq, finite=True)
     with pytest.raises(ValidationError, match="NaN"):
         check_X(X, max_row_norm=1.0)
+
+
+def _tiny_rows(dtype, scale):
+    rng = np.random.default_rng(3)
+    X = sp.random(300, 20, density=0.3, format="csr", random_state=rng)
+    X.sort_indices()
+    X.data = (rng.uniform(0.5, 1.0, X.nnz) * scale).astype(dtype)
+    y = np.where(rng.random(300) < 0.5, 0.0, 1.0)
+    return X.astype(dtype), y
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e-44), (np.float64, 1e-310)])
+@pytest.mark.parametrize("solver", ["output", "dpsgd", "dp_blsgd"])
+def test_rows_too_small_to_normalise_in_their_dtype_are_one_clear_error(dtype, scale, solver):
+    """Valid rows of subnormal values: normalising them needs a factor beyond the dtype's
+    range, which made NaN rows (a kernel-level 'sq_norms = nan', 'non-finite coefficients',
+    or NaN norms passing the bound).  Now one ValidationError saying what to do."""
+    from fastdp.linear_model import DPLogisticRegression
+
+    X, y = _tiny_rows(dtype, scale)
+    with pytest.raises(ValidationError, match="too small to be normalised"):
+        DPLogisticRegression(epsilon=1.0, random_state=0, solver=solver).fit(X, y)
+
+
+def test_tiny_rows_in_float64_normalise_like_the_rescaled_rows():
+    """Reference: normalising is scale-free, so float64 rows of norm ~1e-40 fit like the
+    same rows times 1e40 (same bits up to the rounding of the row factors)."""
+    from fastdp.linear_model import DPLogisticRegression
+
+    X, y = _tiny_rows(np.float64, 1e-40)
+    small = DPLogisticRegression(epsilon=1.0, random_state=0, solver="output").fit(X, y)
+    big = DPLogisticRegression(epsilon=1.0, random_state=0, solver="output").fit(X * 1e40, y)
+    np.testing.assert_allclose(small.coef_, big.coef_, rtol=1e-6, atol=1e-9)
