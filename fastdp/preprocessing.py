@@ -524,7 +524,18 @@ class RowMap:
             return np.full(X.shape[0], a)
         norms = _checked_row_norms(X)
         if self.bound == "normalize":
-            return a / np.where(norms == 0.0, 1.0, norms)
+            with np.errstate(over="ignore"):
+                factors = a / np.where(norms == 0.0, 1.0, norms)
+                # the rows are multiplied by the factor rounded to X's dtype: a row of
+                # subnormal values needs one beyond that dtype's range (inf, then NaN rows)
+                beyond = np.flatnonzero(~np.isfinite(factors.astype(X.dtype)))
+            if beyond.size:
+                i = int(beyond[0])
+                raise ValidationError(
+                    f"{beyond.size} rows of X have an L2 norm too small to be normalised in "
+                    f"{X.dtype} (row {i}: {norms[i]:.3g}; scaling it to norm 1 overflows "
+                    f"{X.dtype}); pass X as float64, rescale the data, or drop those rows.")
+            return factors
         return a / np.maximum(norms, 1.0)
 
     def map_rows(self, X):

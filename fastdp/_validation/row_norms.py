@@ -208,6 +208,14 @@ def _check_row_norm_bound(X, max_row_norm, row_norm_tol):
         sq = X.scaled_sq_norms(bound) if mapped else _stored_scaled_sq_norms(X, bound)
         if sq is None:
             sq = _scaled_sq_norms(X, bound)
+    undecided = np.isnan(sq)  # NaN > 1 is false: a NaN norm must not pass as within the bound
+    if undecided.any():
+        raise ValidationError(
+            f"{int(undecided.sum())} of {X.shape[0]} rows of X have a squared L2 norm that is "
+            f"NaN (first: row {int(np.argmax(undecided))}), so the bound {bound:g} this "
+            f"mechanism's privacy guarantee needs cannot be checked (a NaN value or row factor "
+            f"in rows that were not validated, or damaged stored row norms: validate X with "
+            f"check_X, or open a binary dataset with open_binary(path, verify=True)).")
     over = sq > 1.0
     if not over.any():
         return X

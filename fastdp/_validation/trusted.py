@@ -137,7 +137,16 @@ def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None):
         The row norms as the kernels sum them
         (``fastdp._kernels._scd.row_squared_norms(X.data, X.indptr)``, the
         same bits), returned by :func:`stored_kernel_sq_norms`.
+
+    Notes
+    -----
+    ``X.data``, ``X.indices`` and ``X.indptr`` are made read-only: an edit in
+    place would leave the recorded norms and structure stale (rows above a
+    norm bound accepted, column indices past the model read by the kernels),
+    so it raises numpy's "assignment destination is read-only" instead.
     """
+    for array in (X.data, X.indices, X.indptr):
+        array.flags.writeable = False
     key = id(X.data)
     if kernel_sq_norms is not None:
         kernel_sq_norms = np.asarray(kernel_sq_norms, dtype=np.float64).view()

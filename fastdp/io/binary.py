@@ -41,6 +41,7 @@ Privacy: converting and opening read the private data and release nothing.
 
 import hashlib
 import json
+import operator
 import os
 import shutil
 from pathlib import Path
@@ -293,12 +294,32 @@ def _publish(work, dst, header):
         raise
 
 
+def _replaceable(dst):
+    """True when ``overwrite`` may delete ``dst``: an empty directory or a binary dataset
+    (a real directory whose ``header.json`` names this format), never a link or a file."""
+    if dst.is_symlink() or not dst.is_dir():
+        return False
+    if not any(dst.iterdir()):
+        return True
+    try:
+        with open(dst / HEADER, encoding="ascii") as handle:
+            return json.load(handle).get("format") == FORMAT
+    except (OSError, ValueError, RecursionError, AttributeError):
+        return False
+
+
 def _work_directory(dst, overwrite):
-    """A fresh temporary directory beside ``dst`` (refuses an existing ``dst``)."""
+    """A fresh temporary directory beside ``dst`` (refuses an existing ``dst``, and with
+    ``overwrite`` anything but an empty directory or a binary dataset)."""
     dst = Path(dst)
-    if dst.exists() and not overwrite:
+    if (dst.exists() or dst.is_symlink()) and not overwrite:
         raise ValidationError(f"{dst} already exists; pass overwrite=True (--overwrite) to "
                               "replace it")
+    if (dst.exists() or dst.is_symlink()) and not _replaceable(dst):
+        raise ValidationError(
+            f"{dst} exists and is not a fastdp binary dataset (nor an empty directory); "
+            "overwrite replaces only those, so nothing was deleted: choose another DST or "
+            "remove it yourself")
     work = dst.with_name(f"{dst.name}.partial-{os.getpid()}")
     if work.exists():
         shutil.rmtree(work)
@@ -410,8 +431,10 @@ def _read_header(path):
             header = json.load(handle)
     except FileNotFoundError:
         raise _corrupt(path, f"{HEADER} is missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # also undecodable bytes, 5000-digit numbers
         raise _corrupt(path, f"{HEADER} cannot be read ({exc})") from None
+    except RecursionError:
+        raise _corrupt(path, f"{HEADER} is nested too deeply to be a header") from None
     if not isinstance(header, dict):
         raise _corrupt(path, f"{HEADER} does not hold a JSON object")
     if header.get("format") != FORMAT:
@@ -428,14 +451,21 @@ def _read_header(path):
 
 def _header_fields(path, header):
     """(n_rows, n_cols, nnz, dtype, index_dtype) from a checked header."""
+    def count(value):  # a JSON integer: not a float, a string or a boolean
+        if type(value) is not int:
+            raise TypeError(f"{value!r} is not an integer")
+        return value
+
     try:
-        n_rows, n_cols = (int(v) for v in header["shape"])
-        nnz = int(header["nnz"])
+        n_rows, n_cols = (count(v) for v in header["shape"])
+        nnz = count(header["nnz"])
         dtype = np.dtype(header["dtype"])
         index_dtype = np.dtype(header["index_dtype"])
         arrays = header["arrays"]
         if set(arrays) != set(_ARRAYS):
             raise KeyError("arrays")
+        if not isinstance(header.get("verified", {}), dict):
+            raise TypeError("verified is not an object")
     except (KeyError, TypeError, ValueError) as exc:
         raise _corrupt(path, f"{HEADER} lacks or garbles a field ({exc})") from None
     if (dtype not in (np.float32, np.float64) or index_dtype not in (np.int32, np.int64)
@@ -480,6 +510,45 @@ def _map_all(path):
         raise _corrupt(path, f"indptr runs from {int(indptr[0])} to {int(indptr[-1])}, not "
                              f"from 0 to nnz = {nnz}")
     return header, (n_rows, n_cols), arrays
+
+
+def _check_row_metadata(path, indptr, sq_norms, kernel_sq_norms, finite):
+    """The O(n) checks of what :func:`open_binary` trusts without reading X.
+
+    ``indptr`` is non-decreasing (with its checked ends, every row's range lies in
+    ``[0, nnz]``); both stored squared row norms are >= 0 (NaN only together, and only
+    when the header does not claim finite values: such values are refused when X is
+    validated for a fit), 0 for an empty row, and equal to each other up to the
+    rounding of their two summation orders (relative ``4 (k + 2) 2**-53`` for a row of
+    k entries; infinite only together).
+    A damaged, swapped or hand-edited ``indptr.npy``, ``row_sq_norms.npy`` or
+    ``kernel_sq_norms.npy`` fails here; both norm files forged consistently (or X
+    edited behind them) does not: that needs ``verify=True``.
+    """
+    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    bad = np.flatnonzero(lengths < 0)
+    if bad.size:
+        j = int(bad[0])
+        raise _corrupt(path, f"indptr decreases at row {j} (indptr[{j}] = {int(indptr[j])}, "
+                             f"indptr[{j + 1}] = {int(indptr[j + 1])})")
+    both_nan = np.isnan(sq_norms) & np.isnan(kernel_sq_norms) & (not finite)
+    for name, norms in (("row_sq_norms", sq_norms), ("kernel_sq_norms", kernel_sq_norms)):
+        bad = np.flatnonzero((~(norms >= 0.0) & ~both_nan)
+                             | ((lengths == 0) & (norms != 0.0)))
+        if bad.size:
+            j = int(bad[0])
+            raise _corrupt(path, f"{name}.npy holds {float(norms[j])!r} for row {j} of "
+                                 f"{int(lengths[j])} entries (a squared norm is >= 0, and 0 "
+                                 "for an empty row)")
+    with np.errstate(invalid="ignore"):
+        gap = np.abs(sq_norms - kernel_sq_norms)
+        allowed = 4.0 * (lengths + 2) * 2.0**-53 * np.maximum(sq_norms, kernel_sq_norms)
+    bad = np.flatnonzero(~((gap <= allowed) | (sq_norms == kernel_sq_norms) | both_nan))
+    if bad.size:
+        j = int(bad[0])
+        raise _corrupt(path, f"the two stored squared norms of row {j} disagree "
+                             f"({float(sq_norms[j])!r} in row_sq_norms.npy, "
+                             f"{float(kernel_sq_norms[j])!r} in kernel_sq_norms.npy)")
 
 
 def binary_shape(path):
@@ -529,7 +598,11 @@ def open_binary_rows(path, start, stop):
     """
     path = Path(path)
     _, (n_rows, n_cols), arrays = _map_all(path)
-    start, stop = int(start), int(stop)
+    try:
+        start, stop = operator.index(start), operator.index(stop)
+    except TypeError:
+        raise ValidationError(f"start and stop must be integers (row numbers); got {start!r} "
+                              f"and {stop!r}") from None
     if not 0 <= start <= stop <= n_rows:
         raise ValidationError(f"rows {start}..{stop - 1} are outside {path} ({n_rows} rows)")
     indptr = np.array(arrays["indptr"][start:stop + 1], dtype=np.int64)
@@ -591,6 +664,7 @@ def open_binary(path, *, verify=False, source=None):
     sq_norms = np.array(arrays["row_sq_norms"])
     kernel_sq_norms = np.array(arrays["kernel_sq_norms"])
     finite = bool(header.get("verified", {}).get("finite", False))
+    _check_row_metadata(path, indptr, sq_norms, kernel_sq_norms, finite)
     if verify:
         try:
             check_sparse_structure(X)

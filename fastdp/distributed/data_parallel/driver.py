@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 from fastdp._kernels._sgd import pending_noise_scales
+from fastdp.distributed.data_parallel.replies import check_columns, check_count, check_partials
 from fastdp.distributed.data_parallel.worker import union_columns
 from fastdp.exceptions import FastDPError
 from fastdp.sampling_blocks import keyed_streams
@@ -195,11 +196,29 @@ def run_steps(executor, model, epoch_ends, *, callback=None, algorithm="dpsgd", 
         executor.checkpoint(initial=True)
         saved = model.w.copy()
     columns = None
+    n_shards = [len(shards) for shards in executor.assignment]
+
+    def checked_columns(replies):
+        check_count(None, replies, len(n_shards), "column arrays")
+        return [check_columns(w, c, n_features) for w, c in enumerate(replies)]
+
+    def checked_step(results, columns):
+        check_count(None, results, len(n_shards), "step replies")
+        out = []
+        for w, reply in enumerate(results):
+            partials, ahead = check_count(w, reply, 2, "a step reply that is not "
+                                                       "(partials, next columns)")
+            out.append((check_partials(w, partials, n_shards[w], n_features, within=columns[w],
+                                       extra=model.w.shape[1:]),
+                        None if ahead is None and t == T else check_columns(
+                            w, ahead, n_features, what="next columns")))
+        return out
+
     while epoch < len(epoch_ends):
         end = epoch_ends[epoch]
         try:
             if columns is None:
-                columns = executor.columns(t + 1)
+                columns = checked_columns(executor.columns(t + 1))
             while t < end:
                 t += 1
                 started = time.perf_counter()
@@ -208,7 +227,7 @@ def run_steps(executor, model, epoch_ends, *, callback=None, algorithm="dpsgd", 
                 values = model.read(t, union)
                 sends = [values[position[c]] for c in columns]
                 waited = time.perf_counter()
-                results = executor.step(t, sends)
+                results = checked_step(executor.step(t, sends), columns)
                 back = time.perf_counter()
                 G = np.zeros((union.size,) + model.w.shape[1:], dtype=np.float64)
                 for partials, _ in results:

@@ -57,6 +57,9 @@ def _file_stamp(path):
     return int(st.st_size), int(st.st_mtime_ns)
 
 
+_MAX_CHUNKS = 1 << 16   # chunks a file may be cut into when chunk_bytes is below the default
+
+
 def chunk_bounds(size, n_chunks):
     """``n_chunks + 1`` byte positions cutting ``[0, size)`` into nearly equal chunks."""
     n_chunks = max(1, min(int(n_chunks), max(int(size), 1)))
@@ -179,6 +182,15 @@ def index_libsvm(path, *, n_tasks=1, chunk_bytes=DEFAULT_CHUNK_BYTES, run_tasks=
                               "(decompress it, or convert it with fastdp convert).")
     stamp = _file_stamp(path)
     size = stamp[0]
+    # the index holds O(chunks) numbers and each chunk costs a read: a tiny chunk_bytes on a
+    # large file (1 byte: one chunk per byte) would not finish; more chunks than the default
+    # makes are allowed up to _MAX_CHUNKS
+    smallest = min(DEFAULT_CHUNK_BYTES, -(-size // _MAX_CHUNKS))
+    if int(chunk_bytes) < smallest:
+        raise ValidationError(
+            f"chunk_bytes={chunk_bytes!r} would cut {path!r} ({size} bytes) into more than "
+            f"{_MAX_CHUNKS} chunks; use chunk_bytes >= {smallest} (default "
+            f"{DEFAULT_CHUNK_BYTES}).")
     n_chunks = max(int(n_tasks), -(-size // int(chunk_bytes)))
     offsets = chunk_bounds(size, n_chunks)
     n_tasks = max(1, min(int(n_tasks), len(offsets) - 1))

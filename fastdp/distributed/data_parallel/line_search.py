@@ -60,6 +60,13 @@ import time
 
 import numpy as np
 
+from fastdp.distributed.data_parallel.replies import (
+    check_columns,
+    check_count,
+    check_partials,
+    check_row_counts,
+    check_values,
+)
 from fastdp.distributed.data_parallel.worker import union_columns
 from fastdp.losses import get_loss
 from fastdp.sampling_blocks import BlockPoissonSampler, sampling_key
@@ -162,13 +169,22 @@ class ShardOracle:
         self.n_queries += 1
         self.bytes_to_workers += sum(a.nbytes for one in args for a in one
                                      if isinstance(a, np.ndarray))
-        return replies
+        return check_count(None, replies, self._n_workers(), "replies")
+
+    def _n_shards(self, worker):
+        return len(self.executor.assignment[worker])
+
+    def _shard_columns(self, worker, cols):
+        """A worker's per-shard column arrays (a support or a lot's), checked."""
+        check_count(worker, cols, self._n_shards(worker), "shard column arrays")
+        return [check_columns(worker, c, self.n_features) for c in cols]
 
     def _worker_supports(self):
         """The plan of a full batch: per worker, the sorted columns its shards read and their
         union (asked once per run)."""
         if self._supports is None:
-            shards = self._ask("support", [()] * self._n_workers())
+            shards = [self._shard_columns(w, cols)
+                      for w, cols in enumerate(self._ask("support", [()] * self._n_workers()))]
             self.bytes_from_workers += sum(c.nbytes for cols in shards for c in cols)
             self._supports = _Plan([union_columns(cols, self._marks) for cols in shards],
                                    shards, self.n_samples)
@@ -179,7 +195,12 @@ class ShardOracle:
 
     def _learn(self, ident, reports):
         """Keep the plan of lot ``ident`` from the workers' ``lot_columns`` reports."""
-        shards = [cols for _, cols in reports]
+        check_count(None, reports, self._n_workers(), "lot reports")
+        shards = []
+        for w, report in enumerate(reports):
+            sizes, cols = check_count(w, report, 2, "a lot report that is not (rows, columns)")
+            check_row_counts(w, sizes, self._n_shards(w))
+            shards.append(None if cols is None else self._shard_columns(w, cols))
         self.bytes_from_workers += sum(c.nbytes for cols in shards if cols is not None
                                        for c in cols)
         sent = [None if cols is None else union_columns(cols, self._marks) for cols in shards]
@@ -220,12 +241,20 @@ class ShardOracle:
         w = np.asarray(w, dtype=np.float64)
         lot = rows.query()
         replies = self._ask("gradient_sums", [(lot, w[cols], float(clip)) for cols in plan.sent])
+        checked = []
+        for worker, (reply, known, sent) in enumerate(zip(replies, plan.shards, plan.sent)):
+            check_count(worker, reply, 3, "a reply that is not (partials, row counts, next lot)")
+            partials, sizes, _ = reply
+            sizes = check_row_counts(worker, sizes, self._n_shards(worker))
+            carried = [cols is not None for cols, _ in check_count(
+                worker, partials, self._n_shards(worker), "shard partials")]
+            checked.append((check_partials(worker, partials, self._n_shards(worker),
+                                           self.n_features, known=known, within=sent,
+                                           clip=float(clip), sizes=sizes), carried))
         out = np.zeros(self.n_features)
-        for (partials, _, _), known in zip(replies, plan.shards):
-            for k, (cols, sums) in enumerate(partials):   # shard order
-                if cols is None:
-                    cols = known[k]
-                else:
+        for partials, carried in checked:
+            for (cols, sums), sent_cols in zip(partials, carried):   # shard order
+                if sent_cols:
                     self.bytes_from_workers += cols.nbytes
                 out[cols] += sums                         # distinct cols: one add per entry
                 self.bytes_from_workers += sums.nbytes
@@ -246,10 +275,11 @@ class ShardOracle:
         etas = np.ascontiguousarray(etas, dtype=np.float64)
         lot = rows.query()
         total = np.zeros(etas.shape[0] + 1)
-        for parts in self._ask("loss_sums", [(lot, w[cols], g[cols], etas, float(c_obj))
-                                             for cols in self._plan(rows).sent]):
-            for part in parts:
-                total += part
+        replies = self._ask("loss_sums", [(lot, w[cols], g[cols], etas, float(c_obj))
+                                          for cols in self._plan(rows).sent])
+        for worker, parts in enumerate(replies):
+            for part in check_count(worker, parts, self._n_shards(worker), "shard loss sums"):
+                total += check_values(worker, part, total.shape, "loss sums")
                 self.bytes_from_workers += part.nbytes
         return total
 
