@@ -57,6 +57,12 @@ TASKS = {
     "abalone.sex": ("abalone", "sex", None, "multiclass held out"),
     "synth.k10": ("synthetic", "k10", None, "multiclass development"),
     "synth.k4": ("synthetic", "k4", None, "multiclass development"),
+    # held out for issue 17's small-budget cells (low d, small n: n eps < 1000 at eps = 0.1)
+    "adult.4k": ("adult", None, 4000, "held out"),
+    "bank.4k": ("bank", None, 4000, "held out"),
+    "ipums.4k": ("ipums_br", None, 4000, "held out"),
+    "abalone.bin": ("abalone", "rings10", None, "held out"),
+    "cal.bin.4k": ("cal_housing", "value2e5", 4000, "held out"),
     "a9a": ("a9a", None, None, "low-d"),
     "phishing": ("phishing", None, None, "low-d"),
     "mushrooms": ("mushrooms", None, None, "low-d"),
@@ -106,6 +112,30 @@ def _synthetic(n_classes, n=25000, d=100, seed=0):
     return sp.csr_matrix(X), y.astype(float) + 1.0
 
 
+def _dense_task(source, labels, n_sub):
+    """A held-out dense task: columns scaled to [-1, 1] by their largest magnitude over the
+    whole file (benchmark preparation, outside the private fit), then the estimator's row map."""
+    from fastdp.datasets import load_dataset
+
+    X, y = load_dataset(source, data_home=DATA_HOME)
+    if source == "adult":
+        Xt, yt = load_dataset(source, data_home=DATA_HOME, subset="test")
+        scale = np.maximum(np.abs(np.vstack([X, Xt])).max(axis=0), 1e-12)
+        Xtr, ytr, Xte, yte = X / scale, y, Xt / scale, yt
+    else:
+        if labels == "rings10":          # abalone: rings >= 10 (its median) vs fewer
+            y = np.where(y >= 10, 1.0, -1.0)
+        elif labels == "value2e5":       # California housing: value above $200,000
+            y = np.where(y > 2e5, 1.0, -1.0)
+        X = X / np.maximum(np.abs(X).max(axis=0), 1e-12)
+        tr, te = _split(X.shape[0])
+        Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
+    if n_sub is not None:
+        keep = np.sort(np.random.default_rng(1).permutation(Xtr.shape[0])[:n_sub])
+        Xtr, ytr = Xtr[keep], ytr[keep]
+    return sp.csr_matrix(Xtr), ytr, sp.csr_matrix(Xte), yte
+
+
 def load_task(name):
     """(Xtr, ytr, Xte, yte): raw rows, fixed split, labels of the task."""
     source, labels, n_sub, _ = TASKS[name]
@@ -113,13 +143,15 @@ def load_task(name):
         X, y = _synthetic(int(labels[1:]))
         tr, te = _split(X.shape[0])
         return X[tr], y[tr], X[te], y[te]
-    if source == "abalone":
+    if source == "abalone" and labels == "sex":
         from fastdp.datasets import load_dataset
 
         A, _ = load_dataset("abalone", data_home=DATA_HOME)
         X, y = sp.csr_matrix(A[:, 3:]), np.argmax(A[:, :3], axis=1).astype(float)
         tr, te = _split(X.shape[0])
         return X[tr], y[tr], X[te], y[te]
+    if source in ("adult", "bank", "ipums_br", "abalone", "cal_housing"):
+        return _dense_task(source, labels, n_sub)
     got = _load_source(source)
     if len(got) == 4:
         return got
@@ -227,6 +259,73 @@ def grid(kind, eps, n, d, n_classes=2):
             step = min(0.3 * e_eff * L / E, 8.0 if name == "old" else 0.5 * K * 8.0)
             out.append((name, dict(solver="dpsgd", batch_size=L, clip=0.3, epochs=E,
                                    solver_options={"learning_rate": step / 0.3})))
+    elif kind in ("avg", "hfloor"):
+        # issue 17 (mushrooms at eps = 0.1): the binary rule's step times m, with tail
+        # averaging of the iterates ("avg"), or the total step H = s T raised to a floor
+        # H_min ("hfloor"); the step capped at eta_max = 8 as the rule caps it
+        rule = dpsgd_defaults(n, eps, "logistic")
+        E, L, C = rule["epochs"], rule["batch_size"], rule["clip"]
+        s = rule["learning_rate"] * C
+        T = math.floor(E * n / L)
+        if kind == "avg":
+            for m, a in itertools.product([1.0, 2.0, 3.0], [0.0, 0.5, 0.25]):
+                out.append((f"m={m:g},avg={a:g}", dict(
+                    solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                    solver_options={"learning_rate": min(m * s, 8.0) / C, "average": a})))
+        else:
+            for h in (300.0, 600.0):
+                out.append((f"Hmin={h:g}", dict(
+                    solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                    solver_options={"learning_rate": min(max(s, h / T), 8.0) / C})))
+            for h in (0.0, 300.0):      # a smaller clip at the same step s = eta C
+                out.append((f"C=0.1,Hmin={h:g}", dict(
+                    solver="dpsgd", clip=0.1, batch_size=L, epochs=E,
+                    solver_options={"learning_rate": min(max(s, h / T), 8.0) / 0.1})))
+    elif kind == "mcx":
+        # issue 17 (news20 20-class at eps = 0.5 / 1): the class-pair rule with tail averaging,
+        # a larger step under averaging, the lot n/4 (step m times 0.3 e L / E), twice the epochs
+        from fastdp.defaults import multiclass_noise_factor
+        K = int(n_classes)
+        rule = dpsgd_defaults(n, eps, "multinomial", K)
+        E, L, C = rule["epochs"], rule["batch_size"], rule["clip"]
+        s = rule["learning_rate"] * C
+        e = eps / multiclass_noise_factor(K)
+        cap = 0.5 * K * 8.0
+        opts = lambda lr, **kw: dict(solver="dpsgd", clip=C, batch_size=kw.pop("L", L),
+                                     epochs=kw.pop("E", E),
+                                     solver_options=dict({"learning_rate": lr / C}, **kw))
+        out = [("pair", opts(s))]
+        for a in (0.5, 0.25):
+            out.append((f"pair,avg={a:g}", opts(s, average=a)))
+        for m in (1.5, 2.0):
+            out.append((f"pair,s*{m:g},avg=0.5", opts(min(m * s, cap), average=0.5)))
+        Lq = max(1, n // 4)
+        for m in (0.25, 0.5, 1.0):
+            out.append((f"L=n/4,m={m:g}", opts(min(m * 0.3 * e * Lq / E, cap), L=Lq)))
+        out.append(("pair,E*2", opts(s / 2, E=2 * E)))
+    elif kind == "floorcmp":
+        # the rule with the small-budget floor (the estimator's default, "new") against
+        # the same rule without it ("old": its step passed explicitly)
+        K = int(n_classes)
+        loss = "multinomial" if K > 2 else "logistic"
+        old = dpsgd_defaults(n, eps, loss, K)
+        out = [("new", {}), ("old", dict(solver_options={"learning_rate": old["learning_rate"]}))]
+    elif kind == "mce":
+        # the class-pair rule's lot (or 1024), epochs times f, total step H times h
+        # (s = h 0.3 e L / (f E), capped at (K/2) eta_max)
+        from fastdp.defaults import multiclass_noise_factor
+        K = int(n_classes)
+        rule = dpsgd_defaults(n, eps, "multinomial", K)
+        E0, L0, C = rule["epochs"], rule["batch_size"], rule["clip"]
+        e = eps / multiclass_noise_factor(K)
+        out = []
+        for Ln, f, h in itertools.product(["rule", 1024], [1, 2, 4], [1.0, 2.0]):
+            L = L0 if Ln == "rule" else min(1024, max(1, n // 4))
+            E = f * E0
+            step = min(h * 0.3 * e * L / E, 0.5 * K * 8.0)
+            out.append((f"L={Ln},E*{f},H*{h:g}", dict(
+                solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                solver_options={"learning_rate": step / C})))
     elif kind == "dpscd":
         for B, E, a in itertools.product([100, 1000], [20, 50], [0.1, 1.0]):
             out.append((f"scd,B={B},E={E},alpha={a:g}/n",

@@ -180,6 +180,8 @@ _BATCH = 256
 _MIN_EPOCHS, _MAX_EPOCHS = 5, 80
 _LARGE_N = 65536
 _STEP_FRACTION = 0.3
+#: H_min: the least total step H = s T of the logistic rule when d <= n (see min_total_step)
+MIN_TOTAL_STEP = 300.0
 
 #: Clip C of the private DP-SGD rule per loss (1 where not listed). The step
 #: is eta = s / C, so eta * C = s, the rule's step (see the module docstring).
@@ -323,7 +325,34 @@ def multiclass_noise_factor(n_classes):
     return 2.0 * math.sqrt(math.log(K))
 
 
-def dpsgd_defaults(n_samples, epsilon, loss, n_classes=2):
+def min_total_step(n_samples, n_features, loss):
+    """``H_min = 300 min(1, n / d)``: the floor of the logistic rule's total step ``H = s T``.
+
+    Parameters
+    ----------
+    n_samples : int
+        n (public).
+    n_features : int or None
+        d (public: the width of the rows the solver reads, the intercept column
+        included); None gives no floor (0).
+    loss : str
+        The floor is set for ``"logistic"`` and ``"multinomial"``; 0 for the others.
+
+    Returns
+    -------
+    float
+        ``MIN_TOTAL_STEP * min(1, n / d)``, or 0.  See the module docstring
+        ("The small-budget floor").
+    """
+    if n_features is None or loss not in ("logistic", "multinomial"):
+        return 0.0
+    n, d = int(n_samples), int(n_features)
+    if n < 1 or d < 1:
+        return 0.0
+    return MIN_TOTAL_STEP * min(1.0, n / d)
+
+
+def dpsgd_defaults(n_samples, epsilon, loss, n_classes=2, n_features=None):
     """The DP-SGD defaults for ``n_samples`` public examples at ``epsilon``.
 
     Parameters
@@ -336,6 +365,11 @@ def dpsgd_defaults(n_samples, epsilon, loss, n_classes=2):
     n_classes : int, default 2
         K (public: the label set), read for the ``"multinomial"`` loss only
         (one K-class model; K >= 3).
+    n_features : int, optional
+        d (public: the row width the solver reads, intercept column included),
+        read by the small-budget floor :func:`min_total_step` of the logistic
+        and multinomial losses; None: no floor (the rule before issue 17's
+        follow-up).
 
     Returns
     -------
@@ -358,7 +392,12 @@ def dpsgd_defaults(n_samples, epsilon, loss, n_classes=2):
         eta_max = 0.5 * K * eta_max
     epochs = float(min(_MAX_EPOCHS, max(_MIN_EPOCHS, round(20.0 * eps)))) \
         if math.isfinite(eps) else float(_MAX_EPOCHS)
-    step = min(_STEP_FRACTION * eps * L / epochs, eta_max) if math.isfinite(eps) else eta_max
+    if math.isfinite(eps):
+        # the nominal total step H = s E n / L is 0.3 eps n, at least H_min (the floor)
+        total = max(_STEP_FRACTION * eps * n, min_total_step(n, n_features, loss))
+        step = min(total * L / (epochs * n), eta_max)
+    else:
+        step = eta_max
     clip = CLIP.get(loss, 1.0) if math.isfinite(eps) else 1.0
     return {"batch_size": L, "epochs": epochs, "learning_rate": step / clip, "clip": clip}
 
