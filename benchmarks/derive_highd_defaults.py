@@ -310,6 +310,21 @@ def grid(kind, eps, n, d, n_classes=2):
         loss = "multinomial" if K > 2 else "logistic"
         old = dpsgd_defaults(n, eps, loss, K)
         out = [("new", {}), ("old", dict(solver_options={"learning_rate": old["learning_rate"]}))]
+    elif kind == "mcE":
+        # the class-pair rule ("pair") against the same rule with the binary rule's epochs
+        # at eps itself, E = clip(round(20 eps), 5, 80), and the same nominal total step
+        # H = 0.3 (eps / kappa_K) n ("pairE": s = 0.3 e L / E, capped at (K/2) eta_max)
+        from fastdp.defaults import multiclass_noise_factor
+        K = int(n_classes)
+        rule = dpsgd_defaults(n, eps, "multinomial", K)
+        L, C = rule["batch_size"], rule["clip"]
+        e = eps / multiclass_noise_factor(K)
+        E = float(min(80, max(5, round(20.0 * eps))))
+        out = [("pair", dict(solver="dpsgd", clip=C, batch_size=L, epochs=rule["epochs"],
+                             solver_options={"learning_rate": rule["learning_rate"]})),
+               ("pairE", dict(solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                              solver_options={"learning_rate":
+                                              min(0.3 * e * L / E, 4.0 * K) / C}))]
     elif kind == "mce":
         # the class-pair rule's lot (or 1024), epochs times f, total step H times h
         # (s = h 0.3 e L / (f E), capped at (K/2) eta_max)

@@ -29,7 +29,8 @@ def _by_hand(n, eps, d, K=2):
         eps = eps / (2.0 * math.sqrt(math.log(K)))
         cap = 4.0 * K
     E = min(80, max(5, round(20 * eps)))
-    H = max(0.3 * eps * n, 300.0 * min(1.0, n / d))     # nominal total step s E n / L
+    floor = 300.0 * min(1.0, n / d) if K == 2 else 0.0  # binary logistic loss only
+    H = max(0.3 * eps * n, floor)                       # nominal total step s E n / L
     s = min(H * L / (E * n), cap)
     return {"batch_size": L, "epochs": float(E), "learning_rate": s / 0.3, "clip": 0.3}
 
@@ -39,8 +40,8 @@ def test_min_total_step_closed_form():
     assert min_total_step(6499, 113, "logistic") == 300.0
     assert min_total_step(2000, 62062, "logistic") == pytest.approx(300.0 * 2000 / 62062,
                                                                      rel=1e-15)
-    assert min_total_step(5000, 5000, "multinomial") == 300.0
-    for loss in ("hinge", "squared"):
+    assert min_total_step(5000, 5000, "logistic") == 300.0
+    for loss in ("hinge", "squared", "multinomial"):
         assert min_total_step(6499, 113, loss) == 0.0
     assert min_total_step(6499, None, "logistic") == 0.0
 
@@ -78,9 +79,8 @@ def test_floor_only_raises_the_step_and_keeps_large_budgets():
                     assert new["learning_rate"] >= old["learning_rate"]
                     assert {k: new[k] for k in ("batch_size", "epochs", "clip")} == \
                         {k: old[k] for k in ("batch_size", "epochs", "clip")}
-                    e = eps / (multiclass_noise_factor(K) if K > 2 else 1.0)
-                    if 0.3 * e * n >= 300.0 * min(1.0, n / d):   # H of the old rule >= H_min
-                        assert new == old
+                    if K > 2 or 0.3 * eps * n >= 300.0 * min(1.0, n / d):
+                        assert new == old    # multiclass, or H of the old rule >= H_min
                     assert new["learning_rate"] * new["clip"] <= \
                         MAX_LEARNING_RATE[loss] * (K / 2 if K > 2 else 1) + 1e-12
 
