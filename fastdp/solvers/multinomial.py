@@ -48,7 +48,6 @@ from fastdp._kernels import _multinomial
 from fastdp._validation import check_batch_size, check_positive, check_X
 from fastdp.exceptions import ValidationError
 from fastdp.sampling import get_sampler
-from fastdp.solvers._averaging import averaged_epochs, check_average, tail_average
 from fastdp.solvers._common import (
     as_csr, check_clip, check_lam, check_noise_multiplier, check_num_threads, start_batches,
 )
@@ -93,12 +92,9 @@ class MultinomialSettings(SolverSettings):
     ----------
     learning_rate : float
         eta (default :data:`DEFAULT_LEARNING_RATE`).
-    average : bool or float
-        Tail averaging of the iterates (see :func:`dp_multinomial_sgd`); False: the last iterate.
     """
 
     learning_rate: float = DEFAULT_LEARNING_RATE
-    average: object = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +116,6 @@ class MultinomialDetails:
     kappa: float
     n_classes: int
     dtype: str
-    average: float = 0.0
 
 
 # --------------------------------------------------------------------------
@@ -245,9 +240,7 @@ def multinomial_objective(coef, X, y, lam):
 
 
 def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multiplier,
-         learning_rate, lazy_noise, random_state, num_threads, record_history, callback,
-         average=False):
-    average = check_average(average)
+         learning_rate, lazy_noise, random_state, num_threads, record_history, callback):
     n_classes = check_n_classes(n_classes)
     lam = check_lam(lam, allow_zero=True)
     epochs = check_positive("epochs", epochs)
@@ -265,9 +258,6 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
     stream, noise_rng = start_batches(sampler, n, epochs, random_state)
     noise_std = sigma * clip if private else 0.0
     if getattr(sampler, "keyed", False):  # block-keyed lots: the data-parallel step loop
-        if average:
-            raise ValidationError("average is not supported with block-keyed (data-parallel) "
-                                  "lots; pass average=False.")
         from fastdp.distributed.data_parallel.api import keyed_dpsgd
         return keyed_dpsgd(X, y, sampler=sampler, sampling_rng=stream.rng, noise_rng=noise_rng,
                            loss=None, lam=lam, epochs=epochs, sigma=sigma, clip=clip, eta=eta,
@@ -278,11 +268,9 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
     w = np.zeros((d, n_classes), dtype=np.float64)          # Theta^T, feature-major
     run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng, per_row=n_classes)
     history = [] if record_history else None
-    tail = tail_average(sampler, n, epochs, average)
-    for epoch in averaged_epochs(run, _multinomial.run_multinomial_sgd, sampler, stream, epochs,
-                                 state=(w,), params=(clip, rho, kappa, noise_std,
-                                                     bool(lazy_noise)),
-                                 parallel_min_rows=_PARALLEL_MIN_ROWS, tail=tail):
+    for epoch in run.run(_multinomial.run_multinomial_sgd, sampler, stream, epochs, state=(w,),
+                         params=(clip, rho, kappa, noise_std, bool(lazy_noise)),
+                         parallel_min_rows=_PARALLEL_MIN_ROWS):
         check_finite_iterate(w, algorithm, epoch, eta)      # Theta is released (flushed) here
         if record_history:
             history.append({"epoch": epoch, "n_iter": run.n_steps,
@@ -291,8 +279,6 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
             released = w.T.view()
             released.flags.writeable = False
             callback({"epoch": epoch, "n_iter": run.n_steps, "coef": released})
-    if tail is not None:
-        w = tail.mean(w)
 
     return mini_batch_result(
         run, sampler=sampler, noise_multiplier=sigma, lazy_noise=lazy_noise,
@@ -300,14 +286,13 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
         loss="multinomial", lam=lam, sensitivity=clip if private else 0.0, noise_std=noise_std,
         clip=clip, history=history,
         details=MultinomialDetails(learning_rate=eta, rho=rho, kappa=kappa, n_classes=n_classes,
-                                   dtype=np.dtype(X.dtype).name, average=average),
+                                   dtype=np.dtype(X.dtype).name),
     )
 
 
 def dp_multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size, clip, noise_multiplier,
                        learning_rate=DEFAULT_LEARNING_RATE, sampler="poisson", lazy_noise=True,
-                       num_threads=None, random_state=None, record_history=False, callback=None,
-                       average=False):
+                       num_threads=None, random_state=None, record_history=False, callback=None):
     """Multinomial DP-SGD: per-example K x d gradients clipped as one vector, plus Gaussian noise.
 
     Parameters
@@ -348,16 +333,11 @@ def dp_multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size, clip, noise_
     callback : callable or None
         Called after every epoch with ``{"epoch", "n_iter", "coef"}`` (coef a
         (K, d) read-only view of the flushed, released iterate).
-    average : bool or float, default=False
-        Tail averaging of the released iterates (post-processing: no privacy
-        cost, same event), as in :func:`fastdp.solvers.sgd.dpsgd`: a fraction
-        f in (0, 1] returns the mean of up to 64 iterates evenly spread over
-        the last ``ceil(f T)`` steps; ``False`` the last iterate, as without it.
 
     Returns
     -------
     SolverResult
-        ``coef`` the final Theta (the tail average with ``average``), shape (K, d); ``loss = "multinomial"``;
+        ``coef`` the final Theta, shape (K, d); ``loss = "multinomial"``;
         ``event`` the sampler's event of ``T`` steps of
         ``GaussianEvent(sigma)`` (``NonPrivateEvent`` when sigma = 0), the
         same as binary DP-SGD's; ``details`` (:class:`MultinomialDetails`)
@@ -373,13 +353,12 @@ def dp_multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size, clip, noise_
                 epochs=epochs, sampler=get_sampler(sampler, check_batch_size(batch_size)),
                 clip=clip, noise_multiplier=noise_multiplier, learning_rate=learning_rate,
                 lazy_noise=lazy_noise, random_state=random_state, num_threads=num_threads,
-                record_history=record_history, callback=callback, average=average)
+                record_history=record_history, callback=callback)
 
 
 def multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size=1,
                     learning_rate=DEFAULT_LEARNING_RATE, clip=None, sampler="shuffle",
-                    num_threads=None, random_state=None, record_history=False, callback=None,
-                    average=False):
+                    num_threads=None, random_state=None, record_history=False, callback=None):
     """Non-private multinomial mini-batch SGD (same kernel; no noise, no clipping by default).
 
     With ``batch_size = n`` and the shuffle sampler it is gradient descent on
@@ -396,7 +375,7 @@ def multinomial_sgd(X, y, *, n_classes, lam, epochs, batch_size=1,
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip,
                 noise_multiplier=0.0, learning_rate=learning_rate, lazy_noise=True,
                 random_state=random_state, num_threads=num_threads,
-                record_history=record_history, callback=callback, average=average)
+                record_history=record_history, callback=callback)
 
 
 # --------------------------------------------------------------------------
@@ -408,7 +387,7 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
     """Multinomial DP-SGD for a multiclass estimator (y: class indices 0..K-1).
 
     ``config["n_classes"]`` gives K; ``solver_options``: ``learning_rate``
-    (default :data:`DEFAULT_LEARNING_RATE`) and ``average`` (default False).  The noise parameter is the noise
+    (default :data:`DEFAULT_LEARNING_RATE`).  The noise parameter is the noise
     multiplier sigma; the event is the sampler's event of T steps of
     ``GaussianEvent(sigma)`` (add/remove sensitivity C), independent of K.
     """
@@ -434,7 +413,6 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
         check_n_classes(config["n_classes"])
         eta = check_positive("learning_rate", self.settings(config).learning_rate)
         decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)), "paper")
-        check_average(self.settings(config).average)
 
     @staticmethod
     def _arguments(s):
@@ -442,8 +420,7 @@ class MultinomialDPSGDEstimatorSolver(EstimatorSolver):
         return dict(
             n_classes=s.n_classes, lam=s.alpha, epochs=s.epochs, batch_size=s.batch_size,
             clip=s.clip, learning_rate=s.learning_rate, sampler=s.sampler,
-            num_threads=s.num_threads, record_history=s.record_history, callback=s.callback,
-            average=s.average)
+            num_threads=s.num_threads, record_history=s.record_history, callback=s.callback)
 
     def solve(self, problem, settings, rng):
         """Multinomial DP-SGD on ``problem`` (y: class indices) with typed ``settings``."""

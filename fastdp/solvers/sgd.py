@@ -53,7 +53,6 @@ from fastdp._validation import check_batch_size, check_positive
 from fastdp.exceptions import ValidationError
 from fastdp.losses import primal_objective
 from fastdp.sampling import get_sampler
-from fastdp.solvers._averaging import averaged_epochs, check_average, tail_average
 from fastdp.solvers._common import (
     check_num_threads, check_run_arguments, prepare_data, start_batches,
 )
@@ -89,13 +88,10 @@ class SGDSettings(SolverSettings):
         eta (default :data:`DEFAULT_LEARNING_RATE`).
     reg : {"paper", "repo"}
         Where the regulariser enters the step (see :func:`dpsgd`).
-    average : bool or float
-        Tail averaging of the iterates (see :func:`dpsgd`); False: the last iterate.
     """
 
     learning_rate: float = DEFAULT_LEARNING_RATE
     reg: str = "paper"
-    average: object = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,8 +108,6 @@ class SGDDetails:
         The update ``theta <- rho theta - kappa (G + xi)`` (:func:`decay_and_step`).
     dtype : str
         Value type of the rows the kernel read.
-    average : float
-        The averaged tail fraction of the steps (0: the last iterate).
     """
 
     learning_rate: float
@@ -121,7 +115,6 @@ class SGDDetails:
     rho: float
     kappa: float
     dtype: str
-    average: float = 0.0
 
 
 def decay_and_step(learning_rate, lam, batch_size, reg):
@@ -142,8 +135,7 @@ def decay_and_step(learning_rate, lam, batch_size, reg):
 
 
 def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier, learning_rate,
-         reg, lazy_noise, random_state, num_threads, record_history, callback, average=False):
-    average = check_average(average)
+         reg, lazy_noise, random_state, num_threads, record_history, callback):
     loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip,
                                                          allow_zero_lam=True)
     private = sigma > 0.0
@@ -156,9 +148,6 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
     stream, noise_rng = start_batches(sampler, n, epochs, random_state)
     noise_std = sigma * clip if private else 0.0
     if getattr(sampler, "keyed", False):  # block-keyed lots: the data-parallel step loop
-        if average:
-            raise ValidationError("average is not supported with block-keyed (data-parallel) "
-                                  "lots; pass average=False.")
         from fastdp.distributed.data_parallel.api import keyed_dpsgd
         return keyed_dpsgd(X, y, sampler=sampler, sampling_rng=stream.rng, noise_rng=noise_rng,
                            loss=loss, lam=lam, epochs=epochs, sigma=sigma, clip=clip, eta=eta,
@@ -168,33 +157,28 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
     theta = np.zeros(m, dtype=np.float64)
     run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng)
     history = [] if record_history else None
-    tail = tail_average(sampler, n, epochs, average)
-    for epoch in averaged_epochs(run, _sgd.run_sgd, sampler, stream, epochs, state=(theta,),
-                                 params=(loss.code, clip, rho, kappa, noise_std,
-                                         bool(lazy_noise)),
-                                 parallel_min_rows=_PARALLEL_MIN_ROWS, tail=tail):
+    for epoch in run.run(_sgd.run_sgd, sampler, stream, epochs, state=(theta,),
+                         params=(loss.code, clip, rho, kappa, noise_std, bool(lazy_noise)),
+                         parallel_min_rows=_PARALLEL_MIN_ROWS):
         check_finite_iterate(theta, algorithm, epoch, eta)  # theta is released (flushed) here
         if record_history:
             history.append({"epoch": epoch, "n_iter": run.n_steps,
                             "primal_objective": primal_objective(theta, X, y, loss, lam)})
         if callback is not None:
             callback({"epoch": epoch, "n_iter": run.n_steps, "coef": theta})
-    if tail is not None:
-        theta = tail.mean(theta)
 
     return mini_batch_result(
         run, sampler=sampler, noise_multiplier=sigma, lazy_noise=lazy_noise, coef=theta,
         alpha=None, v=None, epochs=epochs, algorithm=algorithm, loss=loss.name, lam=lam,
         sensitivity=clip if private else 0.0, noise_std=noise_std, clip=clip, history=history,
         details=SGDDetails(learning_rate=eta, reg=reg, rho=rho, kappa=kappa,
-                           dtype=np.dtype(X.dtype).name, average=average),
+                           dtype=np.dtype(X.dtype).name),
     )
 
 
 def dpsgd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
           learning_rate=DEFAULT_LEARNING_RATE, sampler="poisson", reg="paper", lazy_noise=True,
-          random_state=None, num_threads=None, record_history=False, callback=None,
-          average=False):
+          random_state=None, num_threads=None, record_history=False, callback=None):
     """DP-SGD (spec 000, section 2.6): clipped per-example gradients plus Gaussian noise.
 
     Parameters
@@ -240,18 +224,11 @@ def dpsgd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
     callback : callable or None
         Called after every epoch with ``{"epoch", "n_iter", "coef"}`` (the
         flushed, released iterate; must not be modified).
-    average : bool or float, default=False
-        Tail (Polyak-Ruppert) averaging of the released iterates, which is
-        post-processing (no privacy cost, same event): a fraction f in (0, 1]
-        returns the mean of the iterates at up to 64 step counts evenly spread
-        over the last ``ceil(f T)`` steps (``True`` is 0.5); ``False`` (or 0)
-        returns the last iterate, computed exactly as without the option.
-        See :mod:`fastdp.solvers._averaging`.
 
     Returns
     -------
     SolverResult
-        ``coef`` the final theta (the tail average with ``average``); ``alpha`` and ``v`` None; ``event`` the
+        ``coef`` the final theta; ``alpha`` and ``v`` None; ``event`` the
         sampler's event of ``T`` steps of ``GaussianEvent(sigma)``
         (``NonPrivateEvent`` when sigma = 0); ``details`` (:class:`SGDDetails`)
         holds ``learning_rate``, ``reg``, ``rho``, ``kappa``.
@@ -266,12 +243,12 @@ def dpsgd(X, y, *, loss, lam, epochs, batch_size, clip, noise_multiplier,
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip,
                 noise_multiplier=noise_multiplier, learning_rate=learning_rate, reg=reg,
                 lazy_noise=lazy_noise, random_state=random_state, num_threads=num_threads,
-                record_history=record_history, callback=callback, average=average)
+                record_history=record_history, callback=callback)
 
 
 def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING_RATE,
         clip=None, sampler="shuffle", reg="paper", random_state=None, num_threads=None,
-        record_history=False, callback=None, average=False):
+        record_history=False, callback=None):
     """Non-private mini-batch SGD with the DP-SGD kernel (no noise, no clipping by default).
 
     The baseline "SGD" of spec 000 (section 2.6): constant step
@@ -292,7 +269,7 @@ def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING
                 sampler=get_sampler(sampler, check_batch_size(batch_size)), clip=clip, noise_multiplier=0.0,
                 learning_rate=learning_rate, reg=reg, lazy_noise=True,
                 random_state=random_state, num_threads=num_threads,
-                record_history=record_history, callback=callback, average=average)
+                record_history=record_history, callback=callback)
 
 
 # --------------------------------------------------------------------------
@@ -303,8 +280,8 @@ def sgd(X, y, *, loss, lam, epochs, batch_size=1, learning_rate=DEFAULT_LEARNING
 class DPSGDEstimatorSolver(EstimatorSolver):
     """``solver="dpsgd"`` of the estimators.
 
-    ``solver_options``: ``learning_rate`` (default :data:`DEFAULT_LEARNING_RATE`),
-    ``reg`` (``"paper"`` default, or ``"repo"``) and ``average`` (default False), the fields of
+    ``solver_options``: ``learning_rate`` (default :data:`DEFAULT_LEARNING_RATE`)
+    and ``reg`` (``"paper"`` default, or ``"repo"``), the fields of
     :class:`SGDSettings`.  The noise parameter is
     the noise multiplier sigma; the event is the sampler's event of T steps of
     ``GaussianEvent(sigma)`` (add/remove sensitivity C).
@@ -328,7 +305,6 @@ class DPSGDEstimatorSolver(EstimatorSolver):
         s = self.settings(config)
         eta = check_positive("learning_rate", s.learning_rate)
         decay_and_step(eta, lam, float(sampler.expected_batch_size(n_samples)), s.reg)
-        check_average(s.average)
 
     def event(self, n_samples, config, noise):
         return gaussian_steps_event(n_samples, config, noise)
@@ -341,7 +317,7 @@ class DPSGDEstimatorSolver(EstimatorSolver):
             batch_size=s.batch_size, clip=s.clip, noise_multiplier=s.noise_parameter,
             learning_rate=s.learning_rate, sampler=s.sampler, reg=s.reg,
             lazy_noise=s.lazy_noise, random_state=rng, num_threads=s.num_threads,
-            record_history=s.record_history, callback=s.callback, average=s.average)
+            record_history=s.record_history, callback=s.callback)
 
 
 class SGDEstimatorSolver(NonPrivateEstimatorSolver, DPSGDEstimatorSolver):
@@ -362,7 +338,7 @@ class SGDEstimatorSolver(NonPrivateEstimatorSolver, DPSGDEstimatorSolver):
             problem.X, problem.y, loss=problem.loss, lam=s.alpha, epochs=s.epochs,
             batch_size=s.batch_size, clip=s.clip, learning_rate=s.learning_rate,
             sampler=s.sampler, reg=s.reg, random_state=rng, num_threads=s.num_threads,
-            record_history=s.record_history, callback=s.callback, average=s.average)
+            record_history=s.record_history, callback=s.callback)
 
 
 ESTIMATOR_SOLVERS = {"dpsgd": DPSGDEstimatorSolver(), "sgd": SGDEstimatorSolver()}
