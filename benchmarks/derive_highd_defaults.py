@@ -261,7 +261,8 @@ def grid(kind, eps, n, d, n_classes=2):
                                    solver_options={"learning_rate": step / 0.3})))
     elif kind in ("avg", "hfloor"):
         # issue 17 (mushrooms at eps = 0.1): the binary rule's step times m, with tail
-        # averaging of the iterates ("avg"), or the total step H = s T raised to a floor
+        # averaging of the iterates ("avg"; the solvers' average= option of commit f40ec92,
+        # reverted in the next commit because it did not help: run it from that commit), or the total step H = s T raised to a floor
         # H_min ("hfloor"); the step capped at eta_max = 8 as the rule caps it
         rule = dpsgd_defaults(n, eps, "logistic")
         E, L, C = rule["epochs"], rule["batch_size"], rule["clip"]
@@ -282,7 +283,8 @@ def grid(kind, eps, n, d, n_classes=2):
                     solver="dpsgd", clip=0.1, batch_size=L, epochs=E,
                     solver_options={"learning_rate": min(max(s, h / T), 8.0) / 0.1})))
     elif kind == "mcx":
-        # issue 17 (news20 20-class at eps = 0.5 / 1): the class-pair rule with tail averaging,
+        # issue 17 (news20 20-class at eps = 0.5 / 1): the class-pair rule with tail averaging
+        # (the average= option of commit f40ec92, reverted: run the averaged points from it),
         # a larger step under averaging, the lot n/4 (step m times 0.3 e L / E), twice the epochs
         from fastdp.defaults import multiclass_noise_factor
         K = int(n_classes)
@@ -460,6 +462,63 @@ def mc_table(args):
             print(f"| {task} | {K} | {role} | {names[label]} | " + " | ".join(cells) + " |")
 
 
+def _cells(revs):
+    """{(task, eps, label, rev): [acc, ...]} of the records of ``revs``."""
+    rows = {}
+    for line in OUT.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("rev") in revs and r["acc"] is not None:
+            rows.setdefault((r["task"], r["eps"], r["label"], r["rev"]), []).append(r["acc"])
+    return rows
+
+
+def floor_table(args):
+    """The tables of docs/defaults.md, "The small-budget floor" (revs fl1, hf2, hf3, avg1)."""
+    from fastdp.defaults import dpsgd_defaults
+
+    rows = _cells({"fl1", "hf2", "hf3", "avg1", "mcx1"})
+    med = lambda k: (f"{np.median(rows[k]):.1f}" if k in rows else "—")
+    print("| task | role | n | d | ε | step × | without the floor | **with the floor** | seeds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for task, role in (("mushrooms", "development"), ("phishing", "development"),
+                       ("adult.4k", "held out"), ("abalone.bin", "held out"),
+                       ("cal.bin.4k", "held out"), ("ipums.4k", "held out"),
+                       ("bank.4k", "held out")):
+        Xtr = load_task(task)[0]
+        n, d = Xtr.shape
+        for eps in (0.1, 0.25):
+            old, new = (task, eps, "old", "fl1"), (task, eps, "new", "fl1")
+            if old not in rows:
+                continue
+            f = (dpsgd_defaults(n, eps, "logistic", 2, d + 1)["learning_rate"]
+                 / dpsgd_defaults(n, eps, "logistic")["learning_rate"])
+            if f == 1.0:
+                continue
+            print(f"| {task} | {role} | {n} | {d + 1} | {eps:g} | {f:.2f} | {med(old)} | "
+                  f"**{med(new)}** | {len(rows[new])} |")
+    print()
+    print("| alternative (vs reference) | task | ε | reference | alternative | seeds |")
+    print("|---|---|---|---|---|---|")
+    alts = [("floor 300 at every d (vs no floor)", t, 0.1, (t, 0.1, "default", "hf2"),
+             (t, 0.1, "Hmin=300", "hf2")) for t in ("n20.halves.2k", "n20.oddeven.4k")]
+    alts += [("floor 600 (vs floor 300)", t, 0.1, (t, 0.1, "Hmin=300", "hf2"), (t, 0.1, "Hmin=600", "hf2"))
+             for t in ("mushrooms", "adult.4k", "ipums.4k", "bank.4k")]
+    alts += [("clip 0.1, same step (vs clip 0.3)", t, 0.1, (t, 0.1, "default", "hf2"),
+              (t, 0.1, "C=0.1,Hmin=0", "hf2")) for t in ("mushrooms", "adult.4k")]
+    alts += [("floor on the multinomial loss (vs none)", t, 0.1, (t, 0.1, "pair", "hf3"),
+              (t, 0.1, "default", "hf3")) for t in ("abalone.sex", "synth.k4", "synth.k10")]
+    alts += [("tail average, last half (vs last iterate)", t, 0.1, (t, 0.1, "m=1,avg=0", "avg1"),
+              (t, 0.1, "m=1,avg=0.5", "avg1")) for t in ("mushrooms", "n20.halves")]
+    alts += [("step × 2 + tail average (vs step × 2)", t, 0.1, (t, 0.1, "m=2,avg=0", "avg1"),
+              (t, 0.1, "m=2,avg=0.5", "avg1")) for t in ("mushrooms", "n20.halves")]
+    alts += [("tail average, last half (vs last iterate)", "n20.multi", 0.5, ("n20.multi", 0.5, "pair", "mcx1"),
+              ("n20.multi", 0.5, "pair,avg=0.5", "mcx1"))]
+    for name, task, eps, a, b in alts:
+        if a in rows and b in rows:
+            print(f"| {name} | {task} | {eps:g} | {med(a)} | {med(b)} | "
+                  f"{min(len(rows[a]), len(rows[b]))} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","), default=["n20.oddeven"])
@@ -471,7 +530,11 @@ def main(argv=None):
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--mc-table", action="store_true", help="print the multiclass table")
+    ap.add_argument("--floor-table", action="store_true",
+                    help="print the tables of the small-budget floor (docs/defaults.md)")
     args = ap.parse_args(argv)
+    if args.floor_table:
+        return floor_table(args)
     if args.mc_table:
         return mc_table(args)
     if args.summary:
