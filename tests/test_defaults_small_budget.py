@@ -26,9 +26,11 @@ def _by_hand(n, eps, d, K=2):
     cap = 8.0
     if K >= 3:
         L = min(L * K // 2, n // 4)
+        E = min(80, max(5, round(20 * eps)))          # the epochs at eps itself
         eps = eps / (2.0 * math.sqrt(math.log(K)))
         cap = 4.0 * K
-    E = min(80, max(5, round(20 * eps)))
+    else:
+        E = min(80, max(5, round(20 * eps)))
     floor = 300.0 * min(1.0, n / d) if K == 2 else 0.0  # binary logistic loss only
     H = max(0.3 * eps * n, floor)                       # nominal total step s E n / L
     s = min(H * L / (E * n), cap)
