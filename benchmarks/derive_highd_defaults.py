@@ -519,6 +519,24 @@ def floor_table(args):
                   f"{min(len(rows[a]), len(rows[b]))} |")
 
 
+def mc_epochs_table(args):
+    """The table of docs/defaults.md, "The epochs of the class-pair rule" (rev mcE1)."""
+    rows = _cells({"mcE1"})
+    eps_all = (0.5, 1.0, 2.0, 8.0)
+    print("| task | K | role | epochs | " + " | ".join(f"ε = {e:g}" for e in eps_all) + " |")
+    print("|---|---|---|---|" + "---|" * len(eps_all))
+    for task, K, role in (("n20.multi", 20, "development"), ("synth.k10", 10, "development"),
+                          ("synth.k4", 4, "development"), ("n20.k5", 5, "held out"),
+                          ("n20.k10", 10, "held out"), ("abalone.sex", 3, "held out")):
+        for label, name in (("pair", "round(20 ε/κ_K) (before)"), ("pairE", "**round(20 ε)**")):
+            cells = []
+            for e in eps_all:
+                v = rows.get((task, e, label, "mcE1"))
+                cells.append("—" if not v else f"{np.median(v):.1f}" +
+                             ("" if len(v) == 8 else f" ({len(v)})"))
+            print(f"| {task} | {K} | {role} | {name} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","), default=["n20.oddeven"])
@@ -532,7 +550,11 @@ def main(argv=None):
     ap.add_argument("--mc-table", action="store_true", help="print the multiclass table")
     ap.add_argument("--floor-table", action="store_true",
                     help="print the tables of the small-budget floor (docs/defaults.md)")
+    ap.add_argument("--mc-epochs-table", action="store_true",
+                    help="print the table of the class-pair rule's epochs (docs/defaults.md)")
     args = ap.parse_args(argv)
+    if args.mc_epochs_table:
+        return mc_epochs_table(args)
     if args.floor_table:
         return floor_table(args)
     if args.mc_table:
