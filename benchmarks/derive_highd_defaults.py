@@ -262,8 +262,10 @@ def grid(kind, eps, n, d, n_classes=2):
     elif kind in ("avg", "hfloor"):
         # issue 17 (mushrooms at eps = 0.1): the binary rule's step times m, with tail
         # averaging of the iterates ("avg"; the solvers' average= option of commit f40ec92,
-        # reverted in the next commit because it did not help: run it from that commit), or the total step H = s T raised to a floor
-        # H_min ("hfloor"); the step capped at eta_max = 8 as the rule caps it
+        # reverted in the next commit because it did not help: run it from that commit),
+        # or the total step H = s T raised to a floor H_min ("hfloor": s >= H_min / T, T the
+        # floored step count, within 1 % of the adopted rule's H_min L / (E n)); the step
+        # capped at eta_max = 8 as the rule caps it
         rule = dpsgd_defaults(n, eps, "logistic")
         E, L, C = rule["epochs"], rule["batch_size"], rule["clip"]
         s = rule["learning_rate"] * C
@@ -501,7 +503,8 @@ def floor_table(args):
     print("|---|---|---|---|---|---|")
     alts = [("floor 300 at every d (vs no floor)", t, 0.1, (t, 0.1, "default", "hf2"),
              (t, 0.1, "Hmin=300", "hf2")) for t in ("n20.halves.2k", "n20.oddeven.4k")]
-    alts += [("floor 600 (vs floor 300)", t, 0.1, (t, 0.1, "Hmin=300", "hf2"), (t, 0.1, "Hmin=600", "hf2"))
+    alts += [("floor 600 (vs floor 300)", t, 0.1, (t, 0.1, "Hmin=300", "hf2"),
+              (t, 0.1, "Hmin=600", "hf2"))
              for t in ("mushrooms", "adult.4k", "ipums.4k", "bank.4k")]
     alts += [("clip 0.1, same step (vs clip 0.3)", t, 0.1, (t, 0.1, "default", "hf2"),
               (t, 0.1, "C=0.1,Hmin=0", "hf2")) for t in ("mushrooms", "adult.4k")]
@@ -511,7 +514,8 @@ def floor_table(args):
               (t, 0.1, "m=1,avg=0.5", "avg1")) for t in ("mushrooms", "n20.halves")]
     alts += [("step × 2 + tail average (vs step × 2)", t, 0.1, (t, 0.1, "m=2,avg=0", "avg1"),
               (t, 0.1, "m=2,avg=0.5", "avg1")) for t in ("mushrooms", "n20.halves")]
-    alts += [("tail average, last half (vs last iterate)", "n20.multi", 0.5, ("n20.multi", 0.5, "pair", "mcx1"),
+    alts += [("tail average, last half (vs last iterate)", "n20.multi", 0.5,
+              ("n20.multi", 0.5, "pair", "mcx1"),
               ("n20.multi", 0.5, "pair,avg=0.5", "mcx1"))]
     for name, task, eps, a, b in alts:
         if a in rows and b in rows:
