@@ -57,6 +57,12 @@ TASKS = {
     "abalone.sex": ("abalone", "sex", None, "multiclass held out"),
     "synth.k10": ("synthetic", "k10", None, "multiclass development"),
     "synth.k4": ("synthetic", "k4", None, "multiclass development"),
+    # held out for issue 17's small-budget cells (low d, small n: n eps < 1000 at eps = 0.1)
+    "adult.4k": ("adult", None, 4000, "held out"),
+    "bank.4k": ("bank", None, 4000, "held out"),
+    "ipums.4k": ("ipums_br", None, 4000, "held out"),
+    "abalone.bin": ("abalone", "rings10", None, "held out"),
+    "cal.bin.4k": ("cal_housing", "value2e5", 4000, "held out"),
     "a9a": ("a9a", None, None, "low-d"),
     "phishing": ("phishing", None, None, "low-d"),
     "mushrooms": ("mushrooms", None, None, "low-d"),
@@ -106,6 +112,30 @@ def _synthetic(n_classes, n=25000, d=100, seed=0):
     return sp.csr_matrix(X), y.astype(float) + 1.0
 
 
+def _dense_task(source, labels, n_sub):
+    """A held-out dense task: columns scaled to [-1, 1] by their largest magnitude over the
+    whole file (benchmark preparation, outside the private fit), then the estimator's row map."""
+    from fastdp.datasets import load_dataset
+
+    X, y = load_dataset(source, data_home=DATA_HOME)
+    if source == "adult":
+        Xt, yt = load_dataset(source, data_home=DATA_HOME, subset="test")
+        scale = np.maximum(np.abs(np.vstack([X, Xt])).max(axis=0), 1e-12)
+        Xtr, ytr, Xte, yte = X / scale, y, Xt / scale, yt
+    else:
+        if labels == "rings10":          # abalone: rings >= 10 (its median) vs fewer
+            y = np.where(y >= 10, 1.0, -1.0)
+        elif labels == "value2e5":       # California housing: value above $200,000
+            y = np.where(y > 2e5, 1.0, -1.0)
+        X = X / np.maximum(np.abs(X).max(axis=0), 1e-12)
+        tr, te = _split(X.shape[0])
+        Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]
+    if n_sub is not None:
+        keep = np.sort(np.random.default_rng(1).permutation(Xtr.shape[0])[:n_sub])
+        Xtr, ytr = Xtr[keep], ytr[keep]
+    return sp.csr_matrix(Xtr), ytr, sp.csr_matrix(Xte), yte
+
+
 def load_task(name):
     """(Xtr, ytr, Xte, yte): raw rows, fixed split, labels of the task."""
     source, labels, n_sub, _ = TASKS[name]
@@ -113,13 +143,15 @@ def load_task(name):
         X, y = _synthetic(int(labels[1:]))
         tr, te = _split(X.shape[0])
         return X[tr], y[tr], X[te], y[te]
-    if source == "abalone":
+    if source == "abalone" and labels == "sex":
         from fastdp.datasets import load_dataset
 
         A, _ = load_dataset("abalone", data_home=DATA_HOME)
         X, y = sp.csr_matrix(A[:, 3:]), np.argmax(A[:, :3], axis=1).astype(float)
         tr, te = _split(X.shape[0])
         return X[tr], y[tr], X[te], y[te]
+    if source in ("adult", "bank", "ipums_br", "abalone", "cal_housing"):
+        return _dense_task(source, labels, n_sub)
     got = _load_source(source)
     if len(got) == 4:
         return got
@@ -227,6 +259,92 @@ def grid(kind, eps, n, d, n_classes=2):
             step = min(0.3 * e_eff * L / E, 8.0 if name == "old" else 0.5 * K * 8.0)
             out.append((name, dict(solver="dpsgd", batch_size=L, clip=0.3, epochs=E,
                                    solver_options={"learning_rate": step / 0.3})))
+    elif kind in ("avg", "hfloor"):
+        # issue 17 (mushrooms at eps = 0.1): the binary rule's step times m, with tail
+        # averaging of the iterates ("avg"; the solvers' average= option of commit f40ec92,
+        # reverted in the next commit because it did not help: run it from that commit),
+        # or the total step H = s T raised to a floor H_min ("hfloor": s >= H_min / T, T the
+        # floored step count, within 1 % of the adopted rule's H_min L / (E n)); the step
+        # capped at eta_max = 8 as the rule caps it
+        rule = dpsgd_defaults(n, eps, "logistic")
+        E, L, C = rule["epochs"], rule["batch_size"], rule["clip"]
+        s = rule["learning_rate"] * C
+        T = math.floor(E * n / L)
+        if kind == "avg":
+            for m, a in itertools.product([1.0, 2.0, 3.0], [0.0, 0.5, 0.25]):
+                out.append((f"m={m:g},avg={a:g}", dict(
+                    solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                    solver_options={"learning_rate": min(m * s, 8.0) / C, "average": a})))
+        else:
+            for h in (300.0, 600.0):
+                out.append((f"Hmin={h:g}", dict(
+                    solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                    solver_options={"learning_rate": min(max(s, h / T), 8.0) / C})))
+            for h in (0.0, 300.0):      # a smaller clip at the same step s = eta C
+                out.append((f"C=0.1,Hmin={h:g}", dict(
+                    solver="dpsgd", clip=0.1, batch_size=L, epochs=E,
+                    solver_options={"learning_rate": min(max(s, h / T), 8.0) / 0.1})))
+    elif kind == "mcx":
+        # issue 17 (news20 20-class at eps = 0.5 / 1): the class-pair rule with tail averaging
+        # (the average= option of commit f40ec92, reverted: run the averaged points from it),
+        # a larger step under averaging, the lot n/4 (step m times 0.3 e L / E), twice the epochs
+        from fastdp.defaults import multiclass_noise_factor
+        K = int(n_classes)
+        rule = dpsgd_defaults(n, eps, "multinomial", K)
+        E, L, C = rule["epochs"], rule["batch_size"], rule["clip"]
+        s = rule["learning_rate"] * C
+        e = eps / multiclass_noise_factor(K)
+        cap = 0.5 * K * 8.0
+        opts = lambda lr, **kw: dict(solver="dpsgd", clip=C, batch_size=kw.pop("L", L),
+                                     epochs=kw.pop("E", E),
+                                     solver_options=dict({"learning_rate": lr / C}, **kw))
+        out = [("pair", opts(s))]
+        for a in (0.5, 0.25):
+            out.append((f"pair,avg={a:g}", opts(s, average=a)))
+        for m in (1.5, 2.0):
+            out.append((f"pair,s*{m:g},avg=0.5", opts(min(m * s, cap), average=0.5)))
+        Lq = max(1, n // 4)
+        for m in (0.25, 0.5, 1.0):
+            out.append((f"L=n/4,m={m:g}", opts(min(m * 0.3 * e * Lq / E, cap), L=Lq)))
+        out.append(("pair,E*2", opts(s / 2, E=2 * E)))
+    elif kind == "floorcmp":
+        # the rule with the small-budget floor (the estimator's default, "new") against
+        # the same rule without it ("old": its step passed explicitly)
+        K = int(n_classes)
+        loss = "multinomial" if K > 2 else "logistic"
+        old = dpsgd_defaults(n, eps, loss, K)
+        out = [("new", {}), ("old", dict(solver_options={"learning_rate": old["learning_rate"]}))]
+    elif kind == "mcE":
+        # the class-pair rule ("pair") against the same rule with the binary rule's epochs
+        # at eps itself, E = clip(round(20 eps), 5, 80), and the same nominal total step
+        # H = 0.3 (eps / kappa_K) n ("pairE": s = 0.3 e L / E, capped at (K/2) eta_max)
+        from fastdp.defaults import multiclass_noise_factor
+        K = int(n_classes)
+        rule = dpsgd_defaults(n, eps, "multinomial", K)
+        L, C = rule["batch_size"], rule["clip"]
+        e = eps / multiclass_noise_factor(K)
+        E = float(min(80, max(5, round(20.0 * eps))))
+        out = [("pair", dict(solver="dpsgd", clip=C, batch_size=L, epochs=rule["epochs"],
+                             solver_options={"learning_rate": rule["learning_rate"]})),
+               ("pairE", dict(solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                              solver_options={"learning_rate":
+                                              min(0.3 * e * L / E, 4.0 * K) / C}))]
+    elif kind == "mce":
+        # the class-pair rule's lot (or 1024), epochs times f, total step H times h
+        # (s = h 0.3 e L / (f E), capped at (K/2) eta_max)
+        from fastdp.defaults import multiclass_noise_factor
+        K = int(n_classes)
+        rule = dpsgd_defaults(n, eps, "multinomial", K)
+        E0, L0, C = rule["epochs"], rule["batch_size"], rule["clip"]
+        e = eps / multiclass_noise_factor(K)
+        out = []
+        for Ln, f, h in itertools.product(["rule", 1024], [1, 2, 4], [1.0, 2.0]):
+            L = L0 if Ln == "rule" else min(1024, max(1, n // 4))
+            E = f * E0
+            step = min(h * 0.3 * e * L / E, 0.5 * K * 8.0)
+            out.append((f"L={Ln},E*{f},H*{h:g}", dict(
+                solver="dpsgd", clip=C, batch_size=L, epochs=E,
+                solver_options={"learning_rate": step / C})))
     elif kind == "dpscd":
         for B, E, a in itertools.product([100, 1000], [20, 50], [0.1, 1.0]):
             out.append((f"scd,B={B},E={E},alpha={a:g}/n",
@@ -346,6 +464,83 @@ def mc_table(args):
             print(f"| {task} | {K} | {role} | {names[label]} | " + " | ".join(cells) + " |")
 
 
+def _cells(revs):
+    """{(task, eps, label, rev): [acc, ...]} of the records of ``revs``."""
+    rows = {}
+    for line in OUT.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("rev") in revs and r["acc"] is not None:
+            rows.setdefault((r["task"], r["eps"], r["label"], r["rev"]), []).append(r["acc"])
+    return rows
+
+
+def floor_table(args):
+    """The tables of docs/defaults.md, "The small-budget floor" (revs fl1, hf2, hf3, avg1)."""
+    from fastdp.defaults import dpsgd_defaults
+
+    rows = _cells({"fl1", "hf2", "hf3", "avg1", "mcx1"})
+    med = lambda k: (f"{np.median(rows[k]):.1f}" if k in rows else "—")
+    print("| task | role | n | d | ε | step × | without the floor | **with the floor** | seeds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for task, role in (("mushrooms", "development"), ("phishing", "development"),
+                       ("adult.4k", "held out"), ("abalone.bin", "held out"),
+                       ("cal.bin.4k", "held out"), ("ipums.4k", "held out"),
+                       ("bank.4k", "held out")):
+        Xtr = load_task(task)[0]
+        n, d = Xtr.shape
+        for eps in (0.1, 0.25):
+            old, new = (task, eps, "old", "fl1"), (task, eps, "new", "fl1")
+            if old not in rows:
+                continue
+            f = (dpsgd_defaults(n, eps, "logistic", 2, d + 1)["learning_rate"]
+                 / dpsgd_defaults(n, eps, "logistic")["learning_rate"])
+            if f == 1.0:
+                continue
+            print(f"| {task} | {role} | {n} | {d + 1} | {eps:g} | {f:.2f} | {med(old)} | "
+                  f"**{med(new)}** | {len(rows[new])} |")
+    print()
+    print("| alternative (vs reference) | task | ε | reference | alternative | seeds |")
+    print("|---|---|---|---|---|---|")
+    alts = [("floor 300 at every d (vs no floor)", t, 0.1, (t, 0.1, "default", "hf2"),
+             (t, 0.1, "Hmin=300", "hf2")) for t in ("n20.halves.2k", "n20.oddeven.4k")]
+    alts += [("floor 600 (vs floor 300)", t, 0.1, (t, 0.1, "Hmin=300", "hf2"),
+              (t, 0.1, "Hmin=600", "hf2"))
+             for t in ("mushrooms", "adult.4k", "ipums.4k", "bank.4k")]
+    alts += [("clip 0.1, same step (vs clip 0.3)", t, 0.1, (t, 0.1, "default", "hf2"),
+              (t, 0.1, "C=0.1,Hmin=0", "hf2")) for t in ("mushrooms", "adult.4k")]
+    alts += [("floor on the multinomial loss (vs none)", t, 0.1, (t, 0.1, "pair", "hf3"),
+              (t, 0.1, "default", "hf3")) for t in ("abalone.sex", "synth.k4", "synth.k10")]
+    alts += [("tail average, last half (vs last iterate)", t, 0.1, (t, 0.1, "m=1,avg=0", "avg1"),
+              (t, 0.1, "m=1,avg=0.5", "avg1")) for t in ("mushrooms", "n20.halves")]
+    alts += [("step × 2 + tail average (vs step × 2)", t, 0.1, (t, 0.1, "m=2,avg=0", "avg1"),
+              (t, 0.1, "m=2,avg=0.5", "avg1")) for t in ("mushrooms", "n20.halves")]
+    alts += [("tail average, last half (vs last iterate)", "n20.multi", 0.5,
+              ("n20.multi", 0.5, "pair", "mcx1"),
+              ("n20.multi", 0.5, "pair,avg=0.5", "mcx1"))]
+    for name, task, eps, a, b in alts:
+        if a in rows and b in rows:
+            print(f"| {name} | {task} | {eps:g} | {med(a)} | {med(b)} | "
+                  f"{min(len(rows[a]), len(rows[b]))} |")
+
+
+def mc_epochs_table(args):
+    """The table of docs/defaults.md, "The epochs of the class-pair rule" (rev mcE1)."""
+    rows = _cells({"mcE1"})
+    eps_all = (0.5, 1.0, 2.0, 8.0)
+    print("| task | K | role | epochs | " + " | ".join(f"ε = {e:g}" for e in eps_all) + " |")
+    print("|---|---|---|---|" + "---|" * len(eps_all))
+    for task, K, role in (("n20.multi", 20, "development"), ("synth.k10", 10, "development"),
+                          ("synth.k4", 4, "development"), ("n20.k5", 5, "held out"),
+                          ("n20.k10", 10, "held out"), ("abalone.sex", 3, "held out")):
+        for label, name in (("pair", "round(20 ε/κ_K) (before)"), ("pairE", "**round(20 ε)**")):
+            cells = []
+            for e in eps_all:
+                v = rows.get((task, e, label, "mcE1"))
+                cells.append("—" if not v else f"{np.median(v):.1f}" +
+                             ("" if len(v) == 8 else f" ({len(v)})"))
+            print(f"| {task} | {K} | {role} | {name} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","), default=["n20.oddeven"])
@@ -357,7 +552,15 @@ def main(argv=None):
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--mc-table", action="store_true", help="print the multiclass table")
+    ap.add_argument("--floor-table", action="store_true",
+                    help="print the tables of the small-budget floor (docs/defaults.md)")
+    ap.add_argument("--mc-epochs-table", action="store_true",
+                    help="print the table of the class-pair rule's epochs (docs/defaults.md)")
     args = ap.parse_args(argv)
+    if args.mc_epochs_table:
+        return mc_epochs_table(args)
+    if args.floor_table:
+        return floor_table(args)
     if args.mc_table:
         return mc_table(args)
     if args.summary:

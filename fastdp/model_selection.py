@@ -94,7 +94,7 @@ def rule_grid(estimator, n_samples, n_features, epsilon, n_classes=2):
 
     Public quantities only: ``n_samples`` (rows of the training part), the
     candidate's ``epsilon``, the estimator's loss and its ``alpha``
-    (``n_features`` is accepted for rules that read d). Factor 1 sets nothing (the
+    (``n_features``, d, is read by the rule's small-budget floor). Factor 1 sets nothing (the
     estimator resolves its own default, bit for bit the default fit at that
     budget); the others set the DP-SGD step to the rule's times the factor.
     ``n_classes`` (the public label set's size) selects the multiclass rule
@@ -108,9 +108,11 @@ def rule_grid(estimator, n_samples, n_features, epsilon, n_classes=2):
     from fastdp.defaults import default_alpha, dpsgd_defaults
 
     multinomial = estimator._loss == "logistic" and int(n_classes) > 2
+    params = estimator.get_params(deep=False)
+    width = int(n_features) + int(bool(params.get("fit_intercept", False)))  # as fit counts d
     rule = dpsgd_defaults(n_samples, epsilon, "multinomial" if multinomial else estimator._loss,
-                          int(n_classes))
-    alpha = estimator.get_params(deep=False).get("alpha", "auto")
+                          int(n_classes), width)
+    alpha = params.get("alpha", "auto")
     alpha = default_alpha(n_samples) if isinstance(alpha, str) else float(alpha)
     eta = min(rule["learning_rate"], 0.5 / alpha)   # as the estimator resolves it
     return [{} if f == 1.0 else {"solver_options": {"learning_rate": f * eta}}

@@ -24,15 +24,17 @@ def _data(n=1000, d=5, seed=0):
 
 def test_rule_grid_is_the_rule_and_its_step_times_3_and_over_3():
     # by hand (docs/defaults.md): n = 1000 -> L = min(256, n/4) = 250; eps = 0.5 -> E = 10;
-    # s = 0.3 eps L / E = 3.75 (< 8); C = 0.3 -> eta = 12.5
+    # nominal H = max(0.3 eps n, 300 min(1, n/d)) = 300 (the small-budget floor, d = 5 + 1
+    # intercept column; was 0.3 eps n = 150 before it); s = H L / (E n) = 7.5 (< 8);
+    # C = 0.3 -> eta = 25 (was 12.5)
     grid = rule_grid(DPLogisticRegression(), 1000, 5, 0.5)
     assert grid[0] == {}
     rates = [g["solver_options"]["learning_rate"] for g in grid[1:]]
-    np.testing.assert_allclose(rates, [3 * 12.5, 12.5 / 3], rtol=1e-12)
+    np.testing.assert_allclose(rates, [3 * 25.0, 25.0 / 3], rtol=1e-12)
     # and the estimator resolves its own default to the same eta
     X, y = _data()
     est = DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
-    assert est.learning_rate_ == pytest.approx(12.5, rel=1e-12) and est.clip_ == 0.3
+    assert est.learning_rate_ == pytest.approx(25.0, rel=1e-12) and est.clip_ == 0.3
     # squared loss: C = 1, s capped at eta_max = 2/beta = 2 (was 1/beta = 1 until issue 17)
     ridge = rule_grid(DPRidge(), 1000, 5, 8.0)
     assert ridge[1]["solver_options"]["learning_rate"] == pytest.approx(6.0)

@@ -60,7 +60,8 @@ class _SolverChoice:
         options = {} if self.solver_options is None else dict(self.solver_options)
         solver.check_options(options)
         rule = dpsgd_defaults(n_samples, self.epsilon if private else math.inf,
-                              "multinomial" if n_classes > 2 else self._loss, n_classes) \
+                              "multinomial" if n_classes > 2 else self._loss, n_classes,
+                              n_features) \
             if name in ("dpsgd", "sgd") else None
         family = solver_defaults(name, self._loss, self.epsilon if private else math.inf)
         if self.batch_size is not None:
