@@ -296,3 +296,35 @@ def test_norms_a_pass_already_computed_are_passed_on(monkeypatch):
     run = KernelEpochs(fresh, y, num_threads=1, noise_rng=np.random.default_rng(0),
                        norms_in_kernel=True)
     assert _same_bits(run.sq_norms, want)
+
+
+# --------------------------------------------------------------------------- no scan of values
+
+
+def test_estimator_fit_reads_no_values_of_a_verified_dataset(monkeypatch, tmp_path):
+    """scikit-learn's finiteness check (a pass over X.data) is skipped for a binary dataset,
+    whose values were checked when it was written; it still runs on any other X."""
+    import sklearn.utils.validation as skv
+
+    X, y = _estimator_data(np.float32, np.int32, 2, True)
+    Xm, ym = _memory_mapped(tmp_path, X, y, np.float32, np.int32)
+    seen = []
+    real = skv._assert_all_finite
+
+    def spy(values, *args, **kwargs):
+        seen.append(np.asarray(values).shape)
+        return real(values, *args, **kwargs)
+
+    monkeypatch.setattr(skv, "_assert_all_finite", spy)
+    monkeypatch.setattr(MappedRows, "_scan_kernel_sq_norms", _no_scan)
+    mapped_fit = _fit("logistic-lazy", Xm, ym, True, True)
+    assert (Xm.nnz,) not in seen                         # labels only
+    copy = sp.csr_matrix((np.array(Xm.data), np.array(Xm.indices), np.array(Xm.indptr)),
+                         shape=Xm.shape)
+    seen.clear()
+    _same_fit(_fit("logistic-lazy", copy, ym, True, True), mapped_fit)
+    assert (Xm.nnz,) in seen                             # the spy sees a scan of values
+    bad = copy.copy()
+    bad.data[3] = np.nan
+    with pytest.raises(ValidationError, match="NaN"):
+        _fit("logistic-lazy", bad, ym, True, True)
