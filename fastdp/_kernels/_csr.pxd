@@ -226,10 +226,16 @@ cdef inline double row_dot_sq(CsrRow[real_t, index_t] row, const double* theta,
     cdef double q = 0.0                 # running squared norm
     cdef double x
     cdef index_t p
-    for p in range(row.nnz):
-        x = row_value(&row, p)
-        s = s + x * theta[row.columns[p]]
-        q = q + x * x
+    if row.mapped:                      # the map's test outside the loops, as in row_dot
+        for p in range(row.nnz):
+            x = row_value(&row, p)
+            s = s + x * theta[row.columns[p]]
+            q = q + x * x
+    else:
+        for p in range(row.nnz):
+            x = <double>row.values[p]
+            s = s + x * theta[row.columns[p]]
+            q = q + x * x
     if row.tail_column >= 0:
         x = row.tail
         s = s + x * theta[row.tail_column]
@@ -248,9 +254,14 @@ cdef inline double row_sq_norm(const CsrRow[real_t, index_t]* row) noexcept nogi
     cdef double q = 0.0
     cdef double x
     cdef index_t p
-    for p in range(row.nnz):
-        x = row_value(row, p)
-        q = q + x * x
+    if row.mapped:
+        for p in range(row.nnz):
+            x = row_value(row, p)
+            q = q + x * x
+    else:
+        for p in range(row.nnz):
+            x = <double>row.values[p]
+            q = q + x * x
     if row.tail_column >= 0:
         q = q + row.tail * row.tail
     return q
