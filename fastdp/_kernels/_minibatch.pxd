@@ -24,6 +24,14 @@ or the appended constant enters every sum exactly where, and with the value,
 it has in the materialised matrix, so a mapped run and a run on the written-out
 copy give the same bits.
 
+Clipping reads each row's squared norm from the entry point's ``sq_norms``; given
+None, the kernel sums it from the row it has just read (the GLM: alongside the
+margin, ``_csr.pxd: row_dot_sq``; the softmax: after the scores, ``row_sq_norm``),
+the squares of the same values in the same order as ``_scd.row_squared_norms``
+with the same row map, so the same bits without a pass over X before the steps
+(the estimators' mapped rows); such a sum is never negative, and a NaN is taken
+as ``inf`` (``clipping_sq_norm``: clipped to 0, never unclipped).
+
 Draws, threads and bits are as the kernels' docstrings describe: every draw in
 the sequential part, batches parallel over rows (residuals) and columns
 (scatter), each column updated in batch order; the same bits for any thread
