@@ -83,7 +83,8 @@ def main():
                                           "batch": args.batch, "up_front": args.up_front})],
                              capture_output=True, text=True, check=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"epochs={args.epochs}{' up-front norms' if args.up_front else ''} read {r['read_bytes'] / 1e6:.1f} MB of "
+        label = " up-front norms" if args.up_front else ""
+        print(f"epochs={args.epochs}{label} read {r['read_bytes'] / 1e6:.1f} MB of "
               f"{r['data_bytes'] / 1e6:.1f} MB in {r['seconds']:.2f} s "
               f"(load {r['loadavg']:.1f})", flush=True)
 
