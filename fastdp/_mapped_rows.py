@@ -127,6 +127,15 @@ class MappedRows:
             self._kernel_sq = self._scan_kernel_sq_norms()
         return self._kernel_sq.copy()
 
+    def known_kernel_sq_norms(self):
+        """The :meth:`kernel_sq_norms` if a pass over X already computed them, else None.
+
+        The DP-SGD kernels (``_sgd.run_sgd``, ``_multinomial.run_multinomial_sgd``)
+        take None and sum each row's norm while they read the row, the same bits
+        as :meth:`kernel_sq_norms` without its pass over X before training.
+        """
+        return None if self._kernel_sq is None else self._kernel_sq.copy()
+
     @staticmethod
     def _fused_kernel_sq(data, indptr):
         """Kernel row norms of materialised mapped rows (``_block_values``): the bits of

@@ -26,6 +26,7 @@ row's map once; :func:`row_value` and :attr:`CsrRow.tail` give its values.
 Nothing here checks anything: the entry points check the arrays first
 (``_checks.pxd``).
 """
+from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
 
@@ -219,18 +220,58 @@ cdef inline double row_dot(CsrRow[real_t, index_t] row, const coef_t* theta) noe
 
 cdef inline double row_dot_sq(CsrRow[real_t, index_t] row, const double* theta,
                               double* sq_norm) noexcept nogil:
-    """As :func:`row_dot`, also storing the row's squared L2 norm in ``sq_norm[0]``."""
+    """As :func:`row_dot`, also storing the row's squared L2 norm in ``sq_norm[0]``
+    (the bits of :func:`row_sq_norm`: the same squares summed in the same order)."""
     cdef double s = 0.0
     cdef double q = 0.0                 # running squared norm
     cdef double x
     cdef index_t p
-    for p in range(row.nnz):
-        x = row_value(&row, p)
-        s = s + x * theta[row.columns[p]]
-        q = q + x * x
+    if row.mapped:                      # the map's test outside the loops, as in row_dot
+        for p in range(row.nnz):
+            x = row_value(&row, p)
+            s = s + x * theta[row.columns[p]]
+            q = q + x * x
+    else:
+        for p in range(row.nnz):
+            x = <double>row.values[p]
+            s = s + x * theta[row.columns[p]]
+            q = q + x * x
     if row.tail_column >= 0:
         x = row.tail
         s = s + x * theta[row.tail_column]
         q = q + x * x
     sq_norm[0] = q
     return s
+
+
+cdef inline double row_sq_norm(const CsrRow[real_t, index_t]* row) noexcept nogil:
+    """The row's squared L2 norm as a kernel reads it: the squares of its values (row map
+    applied) summed in float64 in storage order, the appended entry last.
+
+    The bits of ``_scd.row_squared_norms`` (with the same row map) for this row, and of
+    the norm :func:`row_dot_sq` computes alongside its product.
+    """
+    cdef double q = 0.0
+    cdef double x
+    cdef index_t p
+    if row.mapped:
+        for p in range(row.nnz):
+            x = row_value(row, p)
+            q = q + x * x
+    else:
+        for p in range(row.nnz):
+            x = <double>row.values[p]
+            q = q + x * x
+    if row.tail_column >= 0:
+        q = q + row.tail * row.tail
+    return q
+
+
+cdef inline double clipping_sq_norm(double q) noexcept nogil:
+    """A squared norm computed from the row as read, made safe for the clipping test: a NaN
+    (a NaN value in the row or its map) becomes ``inf``, whose clipped gradient is 0,
+    instead of turning the clipping off (``NaN > C`` is false).  Sums of squares are never
+    negative; every other value is returned unchanged."""
+    if q >= 0.0:
+        return q
+    return INFINITY

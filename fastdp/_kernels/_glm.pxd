@@ -18,7 +18,7 @@ from libc.stdint cimport int32_t, int64_t
 
 from fastdp._kernels._csr cimport (
     CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, lower_bound, prefetch_row, real_t,
-    row_dot, row_dot_sq, row_value,
+    clipping_sq_norm, row_dot, row_dot_sq, row_value,
 )
 from fastdp._kernels._losses cimport loss_derivative
 
@@ -110,6 +110,7 @@ cdef inline double gradient_coefficient(const ClippedLoss* g, const CsrView[real
     cdef double d               # loss'(scale z, y_j)
     if g.clipping and g.sq_norms == NULL:
         z = row_dot_sq(row, theta, &sq)
+        sq = clipping_sq_norm(sq)   # never NaN
     else:
         z = row_dot(row, theta)
     d = loss_derivative(g.loss, scale * z, g.y[j])

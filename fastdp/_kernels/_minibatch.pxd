@@ -24,6 +24,14 @@ or the appended constant enters every sum exactly where, and with the value,
 it has in the materialised matrix, so a mapped run and a run on the written-out
 copy give the same bits.
 
+Clipping reads each row's squared norm from the entry point's ``sq_norms``; given
+None, the kernel sums it from the row it has just read (the GLM: alongside the
+margin, ``_csr.pxd: row_dot_sq``; the softmax: after the scores, ``row_sq_norm``),
+the squares of the same values in the same order as ``_scd.row_squared_norms``
+with the same row map, so the same bits without a pass over X before the steps
+(the estimators' mapped rows); such a sum is never negative, and a NaN is taken
+as ``inf`` (``clipping_sq_norm``: clipped to 0, never unclipped).
+
 Draws, threads and bits are as the kernels' docstrings describe: every draw in
 the sequential part, batches parallel over rows (residuals) and columns
 (scatter), each column updated in batch order; the same bits for any thread
@@ -46,8 +54,8 @@ from fastdp._kernels._checks cimport (
     check_csr_structure, check_step_count, check_threads, column_splits_of, raise_invalid,
 )
 from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, coef_t, csr_row, index_t, mapped_view, prefetch_row,
-    real_t, row_value,
+    CsrRow, CsrView, FASTDP_PREFETCH, clipping_sq_norm, coef_t, csr_row, index_t, mapped_view,
+    prefetch_row, real_t, row_sq_norm, row_value,
 )
 from fastdp._kernels._gate cimport GatedBatch, ParallelGate, gate_close, gate_open, gate_slot
 from fastdp._kernels._glm cimport (
@@ -66,7 +74,8 @@ ctypedef struct SoftmaxLoss:
     double clip               # C, the bound on each example's gradient (Frobenius norm)
     bint clipping             # clip < inf
     const int64_t* labels     # class index of each row
-    const double* sq_norms    # squared row norms (read only when clipping)
+    const double* sq_norms    # squared row norms (read only when clipping); NULL: computed
+                              # from each row as it is read
 
 
 ctypedef struct StepModel:
@@ -84,9 +93,10 @@ cdef inline void softmax_residual(const SoftmaxLoss* s, const CsrView[real_t, in
     """Clipped residual r (K) of row j: ``g_j = r x_j^T`` clipped to Frobenius norm C.
 
     ``r = softmax(a W^T x_j) - e_label``, then ``r *= min(1, C / (||r|| ||x_j||))``
-    (``||x_j||^2`` from ``sq_norms``); a product, so a zero row gives no division by 0.
-    The scores sum the row's entries in storage order, a row map's appended entry
-    last (where the materialised matrix stores it).
+    (``||x_j||^2`` from ``sq_norms``, or, when it is NULL, summed from the row just
+    read, :func:`row_sq_norm`: the bits of the up-front scan); a product, so a zero row
+    gives no division by 0.  The scores sum the row's entries in storage order, a row
+    map's appended entry last (where the materialised matrix stores it).
     """
     cdef CsrRow[real_t, index_t] row = csr_row(X, j)
     cdef Py_ssize_t K = s.K
@@ -99,6 +109,7 @@ cdef inline void softmax_residual(const SoftmaxLoss* s, const CsrView[real_t, in
     cdef double rest                    # their sum over the classes other than the label
     cdef double norm2                   # ||r||^2
     cdef double g                       # ||g_j|| = ||r|| ||x_j||, then the clip factor
+    cdef double sq                      # ||x_j||^2
     for c in range(K):
         r[c] = 0.0
     if row.mapped:
@@ -137,7 +148,11 @@ cdef inline void softmax_residual(const SoftmaxLoss* s, const CsrView[real_t, in
     r[label] = -rest / total
     norm2 = norm2 + r[label] * r[label]
     if s.clipping:
-        g = sqrt(norm2 * s.sq_norms[j])
+        if s.sq_norms != NULL:
+            sq = s.sq_norms[j]
+        else:                           # the row's entries are still in cache
+            sq = clipping_sq_norm(row_sq_norm(&row))
+        g = sqrt(norm2 * sq)
         if g > s.clip:
             g = s.clip / g
             for c in range(K):
@@ -324,11 +339,11 @@ cdef inline void prefetch_example(const StepModel* model, const CsrView[real_t, 
         return
     if model.K == 1:
         FASTDP_PREFETCH(&model.glm.y[j])
-        if model.glm.clipping:
+        if model.glm.clipping and model.glm.sq_norms != NULL:
             FASTDP_PREFETCH(&model.glm.sq_norms[j])
     else:
         FASTDP_PREFETCH(&model.softmax.labels[j])
-        if model.softmax.clipping:
+        if model.softmax.clipping and model.softmax.sq_norms != NULL:
             FASTDP_PREFETCH(&model.softmax.sq_norms[j])
 
 
@@ -460,7 +475,8 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data
                                      object check_structure, object token_class,
                                      int64_t stored_columns) except -1:
     """The checks every step kernel runs (its own come before): the CSR arrays, one label
-    and (when clipping) one valid squared norm per row, ``last_noised`` (>= m in lazy noisy
+    and (when clipping, unless ``sq_norms`` is None: computed in the kernel) one valid
+    squared norm per row, ``last_noised`` (>= m in lazy noisy
     mode), the batches and a buffer of K numbers per row of the largest one,
     ``0 < rho <= 1``, ``kappa > 0``, ``clip > 0``, ``noise_std >= 0``, the thread count, and,
     unless ``check_structure`` proves it, the CSR structure (stored columns below
@@ -472,7 +488,7 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data
     n_rows = indptr.shape[0] - 1
     check_length(caller, "y", n_labels, n_rows,
                  "one label per row of X" if glm else "one class index per row of X")
-    if clip < INFINITY:
+    if clip < INFINITY and sq_norms is not None:
         check_length(caller, "sq_norms", sq_norms.shape[0], n_rows,
                      "one squared norm per row of X")
         check_sq_norms(caller, sq_norms)

@@ -86,13 +86,14 @@ gates_reset(_gates, GATE_SLOTS)
 
 cdef inline SoftmaxLoss softmax_loss(Py_ssize_t K, double clip, const int64_t[::1] y,
                                      const double[::1] sq_norms) noexcept:
-    """The :data:`SoftmaxLoss` of K classes, clip C, labels ``y`` and squared norms."""
+    """The :data:`SoftmaxLoss` of K classes, clip C, labels ``y`` and squared norms
+    (None: computed from each row as the kernel reads it)."""
     cdef SoftmaxLoss s
     s.K = K
     s.clip = clip
     s.clipping = clip < INFINITY
     s.labels = &y[0] if y.shape[0] > 0 else NULL
-    s.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    s.sq_norms = &sq_norms[0] if sq_norms is not None and sq_norms.shape[0] > 0 else NULL
     return s
 
 
@@ -118,7 +119,11 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
     ----------
     data, indices, indptr : CSR arrays of X (N x M), canonical (see ``_glm``).
     y : int64 class indices in ``[0, K)``, length N.
-    sq_norms : float64 squared row norms, length N (for the clipping).
+    sq_norms : float64 squared row norms, length N (for the clipping), or None
+        None: each row's squared norm is summed in the kernel from the row as it
+        reads it (the same squares in the same order, row map applied, as
+        ``_scd.row_squared_norms``, hence the same bits), instead of a scan of X
+        before the steps.
     w : float64 array of shape (M, K), C-contiguous
         ``Theta^T`` (column c of Theta is row c of w), updated in place.
     batch_ptr, batch_idx : the batches, batch t being
@@ -141,7 +146,7 @@ def run_multinomial_sgd(const real_t[::1] data, const index_t[::1] indices,
         :func:`fastdp._kernels._sgd.run_sgd` does (``_csr.pxd: csr_set_row_map``):
         the same bits as a run on the materialised rows
         (``fastdp._mapped_rows.MappedRows.tocsr``), without the copy; ``sq_norms``
-        are then the mapped rows'.
+        (when given) are then the mapped rows'.
 
     Returns
     -------
@@ -232,6 +237,9 @@ def clipped_gradient_sum(const real_t[::1] data, const index_t[::1] indices,
         raise_invalid(f"{caller}: clip must be > 0 (inf for none); got {clip}.")
     check_length(caller, "y", y.shape[0], indptr.shape[0] - 1, "one class index per row of X")
     if clip < INFINITY:
+        if sq_norms is None:
+            raise_invalid(f"{caller}: sq_norms is None; clipping needs one squared norm per "
+                          f"row of X.")
         check_length(caller, "sq_norms", sq_norms.shape[0], indptr.shape[0] - 1,
                      "one squared norm per row of X")
     check_rows_read(caller, check_structure, _StructureToken, indices, indptr, rows,

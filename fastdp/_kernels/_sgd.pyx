@@ -117,7 +117,12 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     ----------
     data, indices, indptr : CSR arrays of X (N x M), canonical (see ``_glm``).
     y : float64 labels, length N.
-    sq_norms : float64 squared row norms, length N (for the clipping).
+    sq_norms : float64 squared row norms, length N (for the clipping), or None
+        None: each row's squared norm is summed in the kernel alongside its
+        margin, from the values it reads (the same squares in the same order,
+        row map applied, as ``_scd.row_squared_norms``, hence the same bits),
+        instead of a scan of X before the steps; a NaN value read gives the row
+        an infinite norm (its clipped gradient is 0), never a NaN one.
     w : float64 model of length M, updated in place.
     batch_ptr, batch_idx : the batches, batch t being
         ``batch_idx[batch_ptr[t]:batch_ptr[t + 1]]``.
@@ -146,8 +151,8 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
         Read the rows of X through a row map instead of as stored (see
         ``_csr.pxd: csr_set_row_map``): float64 factors, one per row, and an
         entry ``tail_value`` appended to every row at column ``tail_column``
-        (-1: none; the stored columns must lie below it).  ``sq_norms`` are
-        then the mapped rows' (``fastdp._mapped_rows.MappedRows``).
+        (-1: none; the stored columns must lie below it).  ``sq_norms`` (when
+        given) are then the mapped rows' (``fastdp._mapped_rows.MappedRows``).
 
     Returns
     -------
@@ -158,8 +163,8 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     ------
     ValidationError
         Always checked: the CSR arrays (``indptr[0] == 0``, ``indptr[-1] ==
-        len(indices) <= len(data)``), the lengths of y and (when clipping)
-        sq_norms (N; when clipping also every entry >= 0 and not NaN, which
+        len(indices) <= len(data)``), the lengths of y and (when clipping
+        and given) sq_norms (N; when clipping also every entry >= 0 and not NaN, which
         would turn the clipping off), last_noised (>= M in lazy noisy mode), coef_buffer
         (>= the largest batch), the batches (``batch_ptr`` non-decreasing
         within ``[0, len(batch_idx)]``, every row number read in ``[0, N)``),
@@ -181,7 +186,8 @@ def run_sgd(const real_t[::1] data, const index_t[::1] indices, const index_t[::
     model.glm.clip = clip
     model.glm.clipping = clip < INFINITY
     model.glm.y = &y[0] if y.shape[0] > 0 else NULL
-    model.glm.sq_norms = &sq_norms[0] if sq_norms.shape[0] > 0 else NULL
+    model.glm.sq_norms = (&sq_norms[0] if sq_norms is not None and sq_norms.shape[0] > 0
+                          else NULL)        # NULL: computed from each row as it is read
     return run_step_kernel(caller, &model, data, indices, indptr, y.shape[0], sq_norms,
                            &w[0] if w.shape[0] > 0 else NULL, w.shape[0], batch_ptr, batch_idx,
                            coef_buffer, last_noised, clip, rho, kappa, noise_std, lazy_noise,

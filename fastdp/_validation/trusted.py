@@ -167,6 +167,14 @@ def stored_kernel_sq_norms(X):
     return None if entry is None else entry.kernel_sq_norms
 
 
+def known_finite_csr(X):
+    """True if CSR ``X``'s arrays are registered as verified with finite values
+    (:func:`register_verified_csr`: a binary dataset checked when it was written), so that
+    no check needs to read its values again."""
+    entry = _verified(X)
+    return entry is not None and bool(entry.finite)
+
+
 def _verified(X):
     """The registry entry of CSR ``X``'s arrays if they are the verified ones, else None."""
     if not (sp.issparse(X) and getattr(X, "format", None) == "csr"):

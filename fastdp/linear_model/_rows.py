@@ -5,14 +5,22 @@ validated X, and the targets of each fit.
 :class:`~fastdp.linear_model._base._DPLinearModel`.
 """
 
+import inspect
+
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_array, validate_data
 
 from fastdp._validation import check_labels, check_sparse_structure, check_X
+from fastdp._validation.trusted import known_finite_csr
 from fastdp.exceptions import ValidationError
 from fastdp.preprocessing import RowMap
 
+
+# scikit-learn's name of the finiteness switch of ``validate_data`` (renamed in 1.6)
+_FINITE_KEYWORD = ("ensure_all_finite"
+                   if "ensure_all_finite" in inspect.signature(check_array).parameters
+                   else "force_all_finite")
 
 _NORMALIZE_VALUES = {True: "normalize", False: "reject", "normalize": "normalize",
                      "clip": "clip", "reject": "reject"}
@@ -52,6 +60,8 @@ class _RowsAndTargets:
         """
         kwargs = dict(reset=reset, accept_sparse="csr", dtype=[np.float64, np.float32],
                       accept_large_sparse=True)
+        if known_finite_csr(X):  # checked when written (a binary dataset): no scan of X.data
+            kwargs[_FINITE_KEYWORD] = False
         # before scikit-learn converts a sparse matrix: scipy trusts its index arrays
         check_sparse_structure(X)
         try:

@@ -300,17 +300,22 @@ def kernel_rows(X):
     return X.data, X.indices, X.indptr, {}
 
 
-def kernel_sq_norms(X):
+def kernel_sq_norms(X, *, mapped_in_kernel=False):
     """Squared row norms of a prepared X as the kernels sum them (float64, storage order).
 
     For a binary dataset opened with :func:`fastdp.io.binary.open_binary` they
     were stored at conversion (the same bits): no scan of X.
+
+    ``mapped_in_kernel=True`` (the DP-SGD kernels, which sum a row's norm while
+    they read the row when given None): for mapped rows, the norms a pass
+    already computed (:meth:`~fastdp._mapped_rows.MappedRows.known_kernel_sq_norms`),
+    else None instead of a scan of X.
     """
     from fastdp._kernels._scd import row_squared_norms
     from fastdp._validation import stored_kernel_sq_norms
 
     if is_mapped_rows(X):
-        return X.kernel_sq_norms()
+        return X.known_kernel_sq_norms() if mapped_in_kernel else X.kernel_sq_norms()
     stored = stored_kernel_sq_norms(X)
     if stored is not None:
         return stored

@@ -4,7 +4,8 @@ The three solvers (:mod:`fastdp.solvers.sgd`, :mod:`fastdp.solvers.multinomial`,
 :mod:`fastdp.solvers.scd`) drive their kernels (``_sgd.run_sgd``,
 ``_multinomial.run_multinomial_sgd``, ``_scd.run_dual_scd``) the same way: the
 rows of X as the kernels read them (stored, or the estimators' mapped rows
-without a copy), their squared norms, the lazy-noise bookkeeping, the
+without a copy), their squared norms (for the DP-SGD kernels on mapped rows: none,
+the kernel sums each row's norm as it reads the row), the lazy-noise bookkeeping, the
 threads' column ranges and the structure token are set up once; every epoch
 takes its batches from the sampler's stream and runs inside one kernel call,
 with the noise generator's lock held.  :class:`KernelEpochs` is that loop;
@@ -55,6 +56,11 @@ class KernelEpochs:
         The run's noise stream; its bit generator is locked during each call.
     per_row : int, default=1
         Scratch numbers the kernel needs per row of a batch (K for multinomial).
+    norms_in_kernel : bool, default=False
+        The kernel sums each mapped row's squared norm itself when it gets None
+        (the DP-SGD kernels): mapped rows then get no scan of X before the first
+        epoch (``kernel_sq_norms(X, mapped_in_kernel=True)``).  Stored rows keep
+        their norms (stored at conversion, or one scan).
 
     Attributes
     ----------
@@ -64,11 +70,11 @@ class KernelEpochs:
         Steps done so far.
     """
 
-    def __init__(self, X, y, *, num_threads, noise_rng, per_row=1):
+    def __init__(self, X, y, *, num_threads, noise_rng, per_row=1, norms_in_kernel=False):
         self.n_samples, n_columns = X.shape
         self.X = X
         self.y = y
-        self.sq_norms = kernel_sq_norms(X)
+        self.sq_norms = kernel_sq_norms(X, mapped_in_kernel=norms_in_kernel)  # None: in kernel
         self.data, self.indices, self.indptr, self.row_map = kernel_rows(X)
         self.last_noised = np.zeros(n_columns, dtype=np.int32)
         self.column_splits = balanced_column_splits(X, num_threads)

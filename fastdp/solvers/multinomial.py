@@ -266,7 +266,8 @@ def _run(X, y, *, algorithm, n_classes, lam, epochs, sampler, clip, noise_multip
                            callback=callback, n_classes=n_classes)
 
     w = np.zeros((d, n_classes), dtype=np.float64)          # Theta^T, feature-major
-    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng, per_row=n_classes)
+    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng, per_row=n_classes,
+                       norms_in_kernel=True)  # mapped rows: no pass over X for their norms
     history = [] if record_history else None
     for epoch in run.run(_multinomial.run_multinomial_sgd, sampler, stream, epochs, state=(w,),
                          params=(clip, rho, kappa, noise_std, bool(lazy_noise)),

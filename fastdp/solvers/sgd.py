@@ -155,7 +155,8 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, clip, noise_multiplier,
                            algorithm=algorithm, record_history=record_history, callback=callback)
 
     theta = np.zeros(m, dtype=np.float64)
-    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng)
+    run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng,
+                       norms_in_kernel=True)  # mapped rows: no pass over X for their norms
     history = [] if record_history else None
     for epoch in run.run(_sgd.run_sgd, sampler, stream, epochs, state=(theta,),
                          params=(loss.code, clip, rho, kappa, noise_std, bool(lazy_noise)),
