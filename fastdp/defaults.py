@@ -170,6 +170,7 @@ import numbers
 
 __all__ = ["default_alpha", "dpsgd_defaults", "multiclass_noise_factor", "perturbation_alpha",
            "solver_defaults", "line_search_options", "logistic_smoothness",
+           "full_batch_noise_index", "NOISE_INDEX_THRESHOLD",
            "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
@@ -216,7 +217,7 @@ SOLVER_DEFAULTS = {
 }
 
 
-def solver_defaults(solver, loss, epsilon):
+def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, delta=None):
     """Default ``clip`` and ``epochs`` of an accelerated or line-search solver.
 
     Parameters
@@ -227,6 +228,13 @@ def solver_defaults(solver, loss, epsilon):
         The estimator's loss.
     epsilon : float
         The target epsilon.
+    n_samples, n_features : int, optional
+        n and d (public; d counts the intercept column).  With ``delta`` they
+        select DP-AGD's and DP-BLGD's noise-dominated regime
+        (:func:`full_batch_noise_index`); without them the regime is not
+        applied.
+    delta : float, optional
+        The target delta.
 
     Returns
     -------
@@ -237,7 +245,35 @@ def solver_defaults(solver, loss, epsilon):
     """
     if loss != "logistic" or not math.isfinite(float(epsilon)):
         return {}
+    if (solver in ("dpagd", "dp_agd", "dp_blgd") and None not in (n_samples, n_features, delta)
+            and full_batch_noise_index(n_samples, n_features, epsilon, delta)
+            < NOISE_INDEX_THRESHOLD):
+        return dict(_NOISY_FULL_BATCH_LINE_SEARCH)
     return dict(SOLVER_DEFAULTS.get(solver, {}))
+
+
+#: DP-AGD and DP-BLGD below the threshold: clip 0.3 (the DP-SGD rule's logistic clip) and
+#: 40 nominal iterations (the adaptive line searches'); see "The noise-dominated regime" above
+_NOISY_FULL_BATCH_LINE_SEARCH = {"clip": 0.3, "epochs": 40.0}
+#: s below which a full-batch run is noise-dominated (between phishing's 15.7 and a9a's 43
+#: at epsilon = 0.1, delta = 1e-5)
+NOISE_INDEX_THRESHOLD = 25.0
+
+
+def full_batch_noise_index(n_samples, n_features, epsilon, delta):
+    """``s = n sqrt(rho) / sqrt(d)``: signal-to-noise index of a full-batch private run.
+
+    ``rho`` is the zCDP budget of ``(epsilon, delta)`` (Bun & Steinke's
+    conversion, :func:`fastdp.privacy.zcdp.bun_steinke_rho`, the one DP-AGD
+    and DP-BLGD spend).  A Gaussian release of the mean clipped gradient at
+    zCDP ``rho / T`` has noise of norm about ``C sqrt(T d / (2 rho)) / n`` =
+    ``C sqrt(T / 2) / s``: with T = 100 nominal iterations it is ``7.07 C / s``.
+    Only public quantities enter (n, d, epsilon, delta).
+    """
+    from fastdp.privacy.zcdp import bun_steinke_rho
+
+    rho = bun_steinke_rho(float(epsilon), float(delta))
+    return float(n_samples) * math.sqrt(rho) / math.sqrt(float(n_features))
 
 
 def logistic_smoothness(mu=0.0, row_bound=1.0):
