@@ -170,7 +170,7 @@ import numbers
 
 __all__ = ["default_alpha", "dpsgd_defaults", "multiclass_noise_factor", "perturbation_alpha",
            "solver_defaults", "line_search_options", "logistic_smoothness",
-           "full_batch_noise_index", "NOISE_INDEX_THRESHOLD",
+           "full_batch_noise_index", "NOISE_INDEX_THRESHOLD", "NOISY_FULL_BATCH_DEFAULTS",
            "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
@@ -245,16 +245,19 @@ def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, delt
     """
     if loss != "logistic" or not math.isfinite(float(epsilon)):
         return {}
-    if (solver in ("dpagd", "dp_agd", "dp_blgd") and None not in (n_samples, n_features, delta)
+    if (solver in NOISY_FULL_BATCH_DEFAULTS and None not in (n_samples, n_features, delta)
             and full_batch_noise_index(n_samples, n_features, epsilon, delta)
             < NOISE_INDEX_THRESHOLD):
-        return dict(_NOISY_FULL_BATCH_LINE_SEARCH)
+        return dict(NOISY_FULL_BATCH_DEFAULTS[solver])
     return dict(SOLVER_DEFAULTS.get(solver, {}))
 
 
-#: DP-AGD and DP-BLGD below the threshold: clip 0.3 (the DP-SGD rule's logistic clip) and
-#: 40 nominal iterations (the adaptive line searches'); see "The noise-dominated regime" above
-_NOISY_FULL_BATCH_LINE_SEARCH = {"clip": 0.3, "epochs": 40.0}
+#: DP-AGD and DP-BLGD below the threshold: clip 0.3 (the DP-SGD rule's logistic clip);
+#: DP-BLGD also 40 nominal iterations (the adaptive line searches'), DP-AGD keeps 100
+#: (see "The noise-dominated regime" above)
+_NOISY_AGD = {"clip": 0.3, "epochs": 100.0}
+_NOISY_BLGD = {"clip": 0.3, "epochs": 40.0}
+NOISY_FULL_BATCH_DEFAULTS = {"dpagd": _NOISY_AGD, "dp_agd": _NOISY_AGD, "dp_blgd": _NOISY_BLGD}
 #: s below which a full-batch run is noise-dominated (between phishing's 15.7 and a9a's 43
 #: at epsilon = 0.1, delta = 1e-5)
 NOISE_INDEX_THRESHOLD = 25.0
