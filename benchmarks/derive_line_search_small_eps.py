@@ -150,6 +150,55 @@ def table(args):
                     "—" if c is None else f"{c[0]:.1f} ({c[1]})" for c in cells) + " |")
 
 
+def _rule_label(solver, task, eps, n, d):
+    """The candidate the adopted rule resolves to (s < 25: clip 0.3; DP-BLGD 40 epochs)."""
+    from fastdp.defaults import NOISE_INDEX_THRESHOLD, full_batch_noise_index
+
+    if full_batch_noise_index(n, d + 1, eps, 1e-5) >= NOISE_INDEX_THRESHOLD:
+        return "old"
+    return "c03e100" if solver == "dpagd" else "c03e40"
+
+
+def report(args):
+    """Before/after per cell: medians of ``old`` and of the rule's candidate (rev ``--rev``,
+    >= ``--min-seeds`` seeds); cells the rule leaves alone fall back to the 3-seed rev-a3
+    records of benchmarks/results/solver_defaults.jsonl (marked †); tuned as there (rev a2)."""
+    import solver_defaults as sd
+
+    med = medians(_records(args.rev), args.min_seeds)
+    old_recs = sd._records()
+    print("| solver | data | s at ε = 0.1 | " + " | ".join(f"ε = {e:g}" for e in args.eps) + " |")
+    print("|---|---|---|" + "---|" * len(args.eps))
+    f = (lambda v: "—" if v is None else f"{v:.1f}")
+    for solver in args.solvers:
+        for task in args.tasks:
+            Xtr = load(task)[0]
+            n, d = Xtr.shape
+            from fastdp.defaults import full_batch_noise_index
+
+            cells = []
+            for eps in args.eps:
+                label = _rule_label(solver, task, eps, n, d)
+                before = med.get((task, solver, eps, "old"))
+                after = med.get((task, solver, eps, label))
+                mark = ""
+                if before is None:
+                    before = (sd._median(old_recs, task, solver, eps, "a3", "E=100"), 3)
+                    mark = "†"
+                if label == "old":
+                    after = before
+                seed0 = {r["label"]: r["acc"] for r in old_recs if (
+                    r["task"], r["solver"], r["eps"], r.get("rev", ""), r["seed"]) == (
+                    task, solver, eps, "a2", 0) and r["acc"] is not None}
+                best = max(seed0, key=seed0.get) if seed0 else None
+                tuned = None if best is None else sd._median(old_recs, task, solver, eps, "a2", best)
+                arrow = "=" if label == "old" else "→"
+                cells.append(f"{f(before[0])}{mark} {arrow} **{f(after[0] if after else None)}**"
+                             f" ({f(tuned)})")
+            s = full_batch_noise_index(n, d + 1, 0.1, 1e-5)
+            print(f"| `{solver}` | {task} | {s:.1f} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=lambda s: s.split(","),
@@ -162,7 +211,11 @@ def main(argv=None):
     ap.add_argument("--rev", default="s1")
     ap.add_argument("--min-seeds", type=int, default=5)
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--report", action="store_true",
+                    help="before -> after (tuned) per cell under the adopted rule")
     args = ap.parse_args(argv)
+    if args.report:
+        return report(args)
     return table(args) if args.table else run(args)
 
 

@@ -99,7 +99,8 @@ logistic loss on rows of norm <= 1 a gradient has norm <= 1, so:
   DP-AGD, with the step grid below, 100;
 * fixed-split DP-BLSGD keeps its defaults (C = 1 already).
 
-These are public constants (no n, d or data).  Only the logistic loss with
+These are public constants (no n, d or data), except DP-AGD's and DP-BLGD's
+noise-dominated regime (below), which reads n, d, epsilon and delta.  Only the logistic loss with
 a finite epsilon is covered; the squared loss and epsilon = inf keep each
 solver's own defaults.  Evidence: benchmarks/solver_defaults.py,
 docs/defaults.md.
@@ -147,6 +148,27 @@ mushrooms, w8a and the held-out BANK (3 seeds, 5 epsilons) 100 gained on
 
 These read only R = 1, mu (public) and the search's constants; the
 mechanisms are unchanged (what is drawn is what is accounted).
+
+The noise-dominated regime of DP-AGD and DP-BLGD
+------------------------------------------------
+A full-batch run releases the clipped gradient sum with Gaussian noise; at
+zCDP ``rho / T`` per release the noise of the mean gradient has norm about
+``C sqrt(T d / (2 rho)) / n = C sqrt(T / 2) / s`` with the public index
+``s = n sqrt(rho) / sqrt(d)`` (:func:`full_batch_noise_index`; rho from
+(epsilon, delta) by Bun & Steinke's conversion, d counting the intercept).
+At T = 100 and s < 25 that noise is above 0.28 C, more than half the signal
+of C = 1 at w = 0 (the mean gradient there has norm <= 1/2): the run is
+noise-dominated.  There (``s < NOISE_INDEX_THRESHOLD = 25``) both solvers take
+the DP-SGD rule's clip C = 0.3 -- the badly fitted examples are clipped to a
+common length and the noise falls 3.3-fold -- and DP-BLGD, whose Armijo tests
+need a gradient accurate enough to accept a step, 40 nominal iterations
+instead of 100 (2.5 times the budget per release); DP-AGD, which refines a
+gradient that fails its test and ends early, keeps 100.  Above the threshold
+nothing changes: at large epsilon C = 0.3 biases the gradient (DP-AGD on a9a
+at epsilon = 8 stayed at the majority class).  s is 15.7 for phishing and
+9.0 for mushrooms at epsilon = 0.1 (delta = 1e-5), 43 for a9a and 34 for w8a.
+Evidence (10 seeds): docs/defaults.md and
+benchmarks/derive_line_search_small_eps.py.
 
 Output and objective perturbation
 ---------------------------------
