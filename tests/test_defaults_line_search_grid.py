@@ -217,10 +217,10 @@ def test_noise_index_is_the_closed_form(n, d, eps, delta, want):
 def test_regime_switches_at_the_threshold(solver, noisy):
     from fastdp.defaults import NOISE_INDEX_THRESHOLD, solver_defaults
 
-    assert NOISE_INDEX_THRESHOLD == 25.0
+    assert NOISE_INDEX_THRESHOLD == 50.0
     d, delta = 69, 1e-5
-    # the n at which s = 25 for epsilon = 0.1, from the closed form
-    n_star = 25.0 / _noise_index(1, d, 0.1, delta)
+    # the n at which s = 50 for epsilon = 0.1, from the closed form
+    n_star = 50.0 / _noise_index(1, d, 0.1, delta)
     below = solver_defaults(solver, "logistic", 0.1, int(n_star) - 1, d, delta)
     above = solver_defaults(solver, "logistic", 0.1, int(n_star) + 1, d, delta)
     assert below == noisy
@@ -242,7 +242,7 @@ def test_regime_is_for_the_full_batch_line_searches_only(solver):
 def test_estimator_and_engine_resolve_the_regime_and_explicit_settings_win():
     """A 400-row fit at epsilon = 0.1 (s = 400 sqrt(rho) / sqrt(6) = 2.4) takes the regime,
     on one machine and on the data-parallel engine (same resolution function);
-    an explicit clip or epochs wins; at epsilon = 8 (s = 89) the rule is as before."""
+    an explicit clip or epochs wins; at epsilon = 8 (s = 167) the rule is as before."""
     from fastdp.distributed.data_parallel import LocalWorkers
 
     X, y = _two_blobs(n=400)
@@ -274,7 +274,7 @@ def _phishing_split():
                     reason="phishing not found under FASTDP_DATA")
 @pytest.mark.parametrize("solver,floor", [("dpagd", 90.0), ("dp_blgd", 89.0)])
 def test_regime_beats_the_old_rule_on_phishing_at_small_epsilon(solver, floor):
-    """phishing at epsilon = 0.1 (s = 15.7 < 25), seeds 0-4: the median test accuracy of
+    """phishing at epsilon = 0.1 (s = 15.7 < 50), seeds 0-4: the median test accuracy of
     the default fit is >= ``floor``; the old rule (clip 1, 100 epochs, passed explicitly)
     is below it.
 
