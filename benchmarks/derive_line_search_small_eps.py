@@ -10,6 +10,8 @@ keyed by task, solver, epsilon, label, seed and ``--rev``); ``--table``
 prints median-of-seeds tables.
 
 Development tasks: a9a, phishing, mushrooms, w8a (the cells of issue 17).
+The adopted rule (fastdp.defaults.solver_defaults, s < 50) resolves to ``c03e100``
+(DP-AGD) and ``c03e40`` (DP-BLGD) in the noise-dominated regime, to ``old`` above it.
 Held out: ``adult`` (UCI originals, one-hot, official test file), ``bank``
 (DP-AGD's BANK), ``ipums`` (DP-AGD's IPUMS-BR, never copied), ``n20.oddeven``
 (news20 odd/even classes), and subsamples of 4000 training rows
@@ -151,7 +153,7 @@ def table(args):
 
 
 def _rule_label(solver, task, eps, n, d):
-    """The candidate the adopted rule resolves to (s < 25: clip 0.3; DP-BLGD 40 epochs)."""
+    """The candidate the adopted rule resolves to (s < 50: clip 0.3; DP-BLGD 40 epochs)."""
     from fastdp.defaults import NOISE_INDEX_THRESHOLD, full_batch_noise_index
 
     if full_batch_noise_index(n, d + 1, eps, 1e-5) >= NOISE_INDEX_THRESHOLD:
@@ -164,6 +166,7 @@ def report(args):
     >= ``--min-seeds`` seeds); cells the rule leaves alone fall back to the 3-seed rev-a3
     records of benchmarks/results/solver_defaults.jsonl (marked †); tuned as there (rev a2)."""
     import solver_defaults as sd
+    from fastdp.defaults import full_batch_noise_index
 
     med = medians(_records(args.rev), args.min_seeds)
     old_recs = sd._records()
@@ -174,8 +177,6 @@ def report(args):
         for task in args.tasks:
             Xtr = load(task)[0]
             n, d = Xtr.shape
-            from fastdp.defaults import full_batch_noise_index
-
             cells = []
             for eps in args.eps:
                 label = _rule_label(solver, task, eps, n, d)
