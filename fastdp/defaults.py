@@ -299,7 +299,7 @@ def full_batch_noise_index(n_samples, n_features, epsilon, delta):
     from fastdp.privacy.zcdp import bun_steinke_rho
 
     rho = bun_steinke_rho(float(epsilon), float(delta))
-    return float(n_samples) * math.sqrt(rho) / math.sqrt(float(n_features))
+    return float(n_samples) * math.sqrt(rho) / math.sqrt(max(float(n_features), 1.0))
 
 
 def logistic_smoothness(mu=0.0, row_bound=1.0):
