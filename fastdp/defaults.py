@@ -289,17 +289,19 @@ NOISE_INDEX_THRESHOLD = 50.0
 def full_batch_noise_index(n_samples, n_features, epsilon, delta):
     """``s = n sqrt(rho) / sqrt(d)``: signal-to-noise index of a full-batch private run.
 
-    ``rho`` is the zCDP budget of ``(epsilon, delta)`` (Bun & Steinke's
-    conversion, :func:`fastdp.privacy.zcdp.bun_steinke_rho`, the one DP-AGD
-    and DP-BLGD spend).  A Gaussian release of the mean clipped gradient at
+    ``rho`` is the zCDP budget of ``(epsilon, delta)``: the root of
+    ``rho + 2 sqrt(rho log(1/delta)) = epsilon``, i.e.
+    ``sqrt(rho) = sqrt(log(1/delta) + epsilon) - sqrt(log(1/delta))`` (Bun &
+    Steinke's conversion, the one DP-AGD and DP-BLGD spend; written out here
+    because this foundations module may not import the privacy layer; a test
+    checks it against :func:`fastdp.privacy.zcdp.bun_steinke_rho`).  A Gaussian release of the mean clipped gradient at
     zCDP ``rho / T`` has noise of norm about ``C sqrt(T d / (2 rho)) / n`` =
     ``C sqrt(T / 2) / s``: with T = 100 nominal iterations it is ``7.07 C / s``.
     Only public quantities enter (n, d, epsilon, delta).
     """
-    from fastdp.privacy.zcdp import bun_steinke_rho
-
-    rho = bun_steinke_rho(float(epsilon), float(delta))
-    return float(n_samples) * math.sqrt(rho) / math.sqrt(max(float(n_features), 1.0))
+    log_inv_delta = math.log(1.0 / float(delta))
+    root_rho = math.sqrt(log_inv_delta + float(epsilon)) - math.sqrt(log_inv_delta)
+    return float(n_samples) * root_rho / math.sqrt(max(float(n_features), 1.0))
 
 
 def logistic_smoothness(mu=0.0, row_bound=1.0):

@@ -206,8 +206,13 @@ def _noise_index(n, d, eps, delta):
 def test_noise_index_is_the_closed_form(n, d, eps, delta, want):
     from fastdp.defaults import full_batch_noise_index
 
+    from fastdp.privacy.zcdp import bun_steinke_rho
+
     got = full_batch_noise_index(n, d, eps, delta)
     assert got == pytest.approx(_noise_index(n, d, eps, delta), rel=1e-10)
+    # the rho both solvers spend (the privacy layer's conversion)
+    assert got == pytest.approx(n * math.sqrt(bun_steinke_rho(eps, delta)) / math.sqrt(d),
+                                rel=1e-9)
     assert got == pytest.approx(want, abs=0.05)     # the numbers quoted in docs/defaults.md
 
 
