@@ -123,7 +123,8 @@ logistic loss on rows of norm <= 1 a gradient has norm <= 1, so:
   DP-AGD, with the step grid below, 100;
 * fixed-split DP-BLSGD keeps its defaults (C = 1 already).
 
-These are public constants (no n, d or data).  Only the logistic loss with
+These are public constants (no n, d or data), except DP-AGD's and DP-BLGD's
+noise-dominated regime (below), which reads n, d, epsilon and delta.  Only the logistic loss with
 a finite epsilon is covered; the squared loss and epsilon = inf keep each
 solver's own defaults.  Evidence: benchmarks/solver_defaults.py,
 docs/defaults.md.
@@ -172,6 +173,28 @@ mushrooms, w8a and the held-out BANK (3 seeds, 5 epsilons) 100 gained on
 These read only R = 1, mu (public) and the search's constants; the
 mechanisms are unchanged (what is drawn is what is accounted).
 
+The noise-dominated regime of DP-AGD and DP-BLGD
+------------------------------------------------
+A full-batch run releases the clipped gradient sum with Gaussian noise; at
+zCDP ``rho / T`` per release the noise of the mean gradient has norm about
+``C sqrt(T d / (2 rho)) / n = C sqrt(T / 2) / s`` with the public index
+``s = n sqrt(rho) / sqrt(d)`` (:func:`full_batch_noise_index`; rho from
+(epsilon, delta) by Bun & Steinke's conversion, d counting the intercept).
+At T = 100 and s < 50 that noise is above 0.14 C, more than a quarter of
+the signal of C = 1 at w = 0 (the mean gradient there has norm <= 1/2): the
+run is noise-dominated.  There (``s < NOISE_INDEX_THRESHOLD = 50``) both
+solvers take the DP-SGD rule's clip C = 0.3 -- the badly fitted examples are
+clipped to a common length and the noise falls 3.3-fold -- and DP-BLGD, whose
+Armijo tests need a gradient accurate enough to accept a step, 40 nominal
+iterations instead of 100 (2.5 times the budget per release); DP-AGD, which
+refines a gradient that fails its test and ends early, keeps 100.  Above the
+threshold nothing changes: at large epsilon C = 0.3 biases the gradient
+(DP-AGD on a9a at epsilon = 8 stayed at the majority class).  At epsilon =
+0.1 (delta = 1e-5) s is 15.7 for phishing, 9.0 for mushrooms, 43 for a9a and
+34 for w8a; 45 for mushrooms at epsilon = 0.5.
+Evidence (10 seeds): docs/defaults.md and
+benchmarks/derive_line_search_small_eps.py.
+
 Output and objective perturbation
 ---------------------------------
 These release one perturbed minimiser, whose noise shrinks with the L2
@@ -194,6 +217,7 @@ import numbers
 
 __all__ = ["default_alpha", "dpsgd_defaults", "multiclass_noise_factor", "perturbation_alpha",
            "solver_defaults", "line_search_options", "logistic_smoothness",
+           "full_batch_noise_index", "NOISE_INDEX_THRESHOLD", "NOISY_FULL_BATCH_DEFAULTS",
            "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
@@ -242,7 +266,7 @@ SOLVER_DEFAULTS = {
 }
 
 
-def solver_defaults(solver, loss, epsilon):
+def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, delta=None):
     """Default ``clip`` and ``epochs`` of an accelerated or line-search solver.
 
     Parameters
@@ -253,6 +277,13 @@ def solver_defaults(solver, loss, epsilon):
         The estimator's loss.
     epsilon : float
         The target epsilon.
+    n_samples, n_features : int, optional
+        n and d (public; d counts the intercept column).  With ``delta`` they
+        select DP-AGD's and DP-BLGD's noise-dominated regime
+        (:func:`full_batch_noise_index`); without them the regime is not
+        applied.
+    delta : float, optional
+        The target delta.
 
     Returns
     -------
@@ -263,7 +294,40 @@ def solver_defaults(solver, loss, epsilon):
     """
     if loss != "logistic" or not math.isfinite(float(epsilon)):
         return {}
+    if (solver in NOISY_FULL_BATCH_DEFAULTS and None not in (n_samples, n_features, delta)
+            and full_batch_noise_index(n_samples, n_features, epsilon, delta)
+            < NOISE_INDEX_THRESHOLD):
+        return dict(NOISY_FULL_BATCH_DEFAULTS[solver])
     return dict(SOLVER_DEFAULTS.get(solver, {}))
+
+
+#: DP-AGD and DP-BLGD below the threshold: clip 0.3 (the DP-SGD rule's logistic clip);
+#: DP-BLGD also 40 nominal iterations (the adaptive line searches'), DP-AGD keeps 100
+#: (see "The noise-dominated regime" above)
+_NOISY_AGD = {"clip": 0.3, "epochs": 100.0}
+_NOISY_BLGD = {"clip": 0.3, "epochs": 40.0}
+NOISY_FULL_BATCH_DEFAULTS = {"dpagd": _NOISY_AGD, "dp_agd": _NOISY_AGD, "dp_blgd": _NOISY_BLGD}
+#: s below which a full-batch run is noise-dominated: the noise of one of 100 releases is
+#: above 0.14 C, more than a quarter of the signal at C = 1 (see the module docstring)
+NOISE_INDEX_THRESHOLD = 50.0
+
+
+def full_batch_noise_index(n_samples, n_features, epsilon, delta):
+    """``s = n sqrt(rho) / sqrt(d)``: signal-to-noise index of a full-batch private run.
+
+    ``rho`` is the zCDP budget of ``(epsilon, delta)``: the root of
+    ``rho + 2 sqrt(rho log(1/delta)) = epsilon``, i.e.
+    ``sqrt(rho) = sqrt(log(1/delta) + epsilon) - sqrt(log(1/delta))`` (Bun &
+    Steinke's conversion, the one DP-AGD and DP-BLGD spend; written out here
+    because this foundations module may not import the privacy layer; a test
+    checks it against :func:`fastdp.privacy.zcdp.bun_steinke_rho`).  A Gaussian release of the mean clipped gradient at
+    zCDP ``rho / T`` has noise of norm about ``C sqrt(T d / (2 rho)) / n`` =
+    ``C sqrt(T / 2) / s``: with T = 100 nominal iterations it is ``7.07 C / s``.
+    Only public quantities enter (n, d, epsilon, delta).
+    """
+    log_inv_delta = math.log(1.0 / float(delta))
+    root_rho = math.sqrt(log_inv_delta + float(epsilon)) - math.sqrt(log_inv_delta)
+    return float(n_samples) * root_rho / math.sqrt(max(float(n_features), 1.0))
 
 
 def logistic_smoothness(mu=0.0, row_bound=1.0):

@@ -11,6 +11,7 @@ from fastdp._validation import check_batch_size
 from fastdp.defaults import (default_alpha, dpsgd_defaults, line_search_options,
                              perturbation_alpha, solver_defaults)
 from fastdp.exceptions import ValidationError
+from fastdp.linear_model._params import default_delta
 from fastdp.solvers.registry import get_estimator_solver
 
 
@@ -63,7 +64,9 @@ class _SolverChoice:
                               "multinomial" if n_classes > 2 else self._loss, n_classes,
                               n_features) \
             if name in ("dpsgd", "sgd") else None
-        family = solver_defaults(name, self._loss, self.epsilon if private else math.inf)
+        delta = default_delta(n_samples) if self.delta is None else float(self.delta)
+        family = solver_defaults(name, self._loss, self.epsilon if private else math.inf,
+                                 n_samples, n_features, delta)
         if self.batch_size is not None:
             batch_size = check_batch_size(self.batch_size, n_samples)
         elif rule is not None:
