@@ -103,8 +103,12 @@ def test_refused_fit_trains_nothing(monkeypatch):
 # real signals in a child process
 # ----------------------------------------------------------------------------
 LONG_FIT = """
+    import signal
     import sys
     import numpy as np
+    # a process started in the background by a non-interactive shell inherits SIGINT
+    # ignored (POSIX), and Python then keeps it ignored: the fit would run to its end
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import fastdp.solvers.scd as scd
     from fastdp.linear_model import DPRidge
     from fastdp.privacy.ledger import PrivacyLedger
