@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from fastdp.privacy.zcdp import bun_steinke_rho
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from derive_highd_defaults import DATA_HOME, _split, load_task  # noqa: E402
@@ -156,7 +158,7 @@ def _rule_label(solver, task, eps, n, d):
     """The candidate the adopted rule resolves to (s < 50: clip 0.3; DP-BLGD 40 epochs)."""
     from fastdp.defaults import NOISE_INDEX_THRESHOLD, full_batch_noise_index
 
-    if full_batch_noise_index(n, d + 1, eps, 1e-5) >= NOISE_INDEX_THRESHOLD:
+    if full_batch_noise_index(n, d + 1, bun_steinke_rho(eps, 1e-5)) >= NOISE_INDEX_THRESHOLD:
         return "old"
     return "c03e100" if solver == "dpagd" else "c03e40"
 
@@ -196,7 +198,7 @@ def report(args):
                 arrow = "=" if label == "old" else "→"
                 cells.append(f"{f(before[0])}{mark} {arrow} **{f(after[0] if after else None)}**"
                              f" ({f(tuned)})")
-            s = full_batch_noise_index(n, d + 1, 0.1, 1e-5)
+            s = full_batch_noise_index(n, d + 1, bun_steinke_rho(0.1, 1e-5))
             print(f"| `{solver}` | {task} | {s:.1f} | " + " | ".join(cells) + " |")
 
 

@@ -266,7 +266,7 @@ SOLVER_DEFAULTS = {
 }
 
 
-def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, delta=None):
+def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, rho=None):
     """Default ``clip`` and ``epochs`` of an accelerated or line-search solver.
 
     Parameters
@@ -278,12 +278,14 @@ def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, delt
     epsilon : float
         The target epsilon.
     n_samples, n_features : int, optional
-        n and d (public; d counts the intercept column).  With ``delta`` they
+        n and d (public; d counts the intercept column).  With ``rho`` they
         select DP-AGD's and DP-BLGD's noise-dominated regime
         (:func:`full_batch_noise_index`); without them the regime is not
         applied.
-    delta : float, optional
-        The target delta.
+    rho : float, optional
+        The zCDP budget both solvers spend at the target (epsilon, delta):
+        :func:`fastdp.privacy.zcdp.bun_steinke_rho`, computed by the caller
+        (this foundations module does not import the privacy layer).
 
     Returns
     -------
@@ -294,8 +296,8 @@ def solver_defaults(solver, loss, epsilon, n_samples=None, n_features=None, delt
     """
     if loss != "logistic" or not math.isfinite(float(epsilon)):
         return {}
-    if (solver in NOISY_FULL_BATCH_DEFAULTS and None not in (n_samples, n_features, delta)
-            and full_batch_noise_index(n_samples, n_features, epsilon, delta)
+    if (solver in NOISY_FULL_BATCH_DEFAULTS and None not in (n_samples, n_features, rho)
+            and full_batch_noise_index(n_samples, n_features, rho)
             < NOISE_INDEX_THRESHOLD):
         return dict(NOISY_FULL_BATCH_DEFAULTS[solver])
     return dict(SOLVER_DEFAULTS.get(solver, {}))
@@ -312,22 +314,18 @@ NOISY_FULL_BATCH_DEFAULTS = {"dpagd": _NOISY_AGD, "dp_agd": _NOISY_AGD, "dp_blgd
 NOISE_INDEX_THRESHOLD = 50.0
 
 
-def full_batch_noise_index(n_samples, n_features, epsilon, delta):
+def full_batch_noise_index(n_samples, n_features, rho):
     """``s = n sqrt(rho) / sqrt(d)``: signal-to-noise index of a full-batch private run.
 
-    ``rho`` is the zCDP budget of ``(epsilon, delta)``: the root of
-    ``rho + 2 sqrt(rho log(1/delta)) = epsilon``, i.e.
-    ``sqrt(rho) = sqrt(log(1/delta) + epsilon) - sqrt(log(1/delta))`` (Bun &
-    Steinke's conversion, the one DP-AGD and DP-BLGD spend; written out here
-    because this foundations module may not import the privacy layer; a test
-    checks it against :func:`fastdp.privacy.zcdp.bun_steinke_rho`).  A Gaussian release of the mean clipped gradient at
-    zCDP ``rho / T`` has noise of norm about ``C sqrt(T d / (2 rho)) / n`` =
-    ``C sqrt(T / 2) / s``: with T = 100 nominal iterations it is ``7.07 C / s``.
-    Only public quantities enter (n, d, epsilon, delta).
+    ``rho`` is the zCDP budget of the run's ``(epsilon, delta)``, Bun & Steinke's
+    conversion that DP-AGD and DP-BLGD spend
+    (:func:`fastdp.privacy.zcdp.bun_steinke_rho`, computed by the caller).  A
+    Gaussian release of the mean clipped gradient at zCDP ``rho / T`` has noise of
+    norm about ``C sqrt(T d / (2 rho)) / n`` = ``C sqrt(T / 2) / s``: with T = 100
+    nominal iterations it is ``7.07 C / s``.  Only public quantities enter (n, d,
+    epsilon, delta).
     """
-    log_inv_delta = math.log(1.0 / float(delta))
-    root_rho = math.sqrt(log_inv_delta + float(epsilon)) - math.sqrt(log_inv_delta)
-    return float(n_samples) * root_rho / math.sqrt(max(float(n_features), 1.0))
+    return float(n_samples) * math.sqrt(float(rho)) / math.sqrt(max(float(n_features), 1.0))
 
 
 def logistic_smoothness(mu=0.0, row_bound=1.0):

@@ -11,6 +11,7 @@ import pytest
 
 from fastdp.defaults import line_search_options, logistic_smoothness
 from fastdp.linear_model import DPLogisticRegression
+from fastdp.privacy.zcdp import bun_steinke_rho
 
 DATA = os.environ.get("FASTDP_DATA", "")
 
@@ -206,9 +207,7 @@ def _noise_index(n, d, eps, delta):
 def test_noise_index_is_the_closed_form(n, d, eps, delta, want):
     from fastdp.defaults import full_batch_noise_index
 
-    from fastdp.privacy.zcdp import bun_steinke_rho
-
-    got = full_batch_noise_index(n, d, eps, delta)
+    got = full_batch_noise_index(n, d, bun_steinke_rho(eps, delta))
     assert got == pytest.approx(_noise_index(n, d, eps, delta), rel=1e-10)
     # the rho both solvers spend (the privacy layer's conversion)
     assert got == pytest.approx(n * math.sqrt(bun_steinke_rho(eps, delta)) / math.sqrt(d),
@@ -226,21 +225,22 @@ def test_regime_switches_at_the_threshold(solver, noisy):
     d, delta = 69, 1e-5
     # the n at which s = 50 for epsilon = 0.1, from the closed form
     n_star = 50.0 / _noise_index(1, d, 0.1, delta)
-    below = solver_defaults(solver, "logistic", 0.1, int(n_star) - 1, d, delta)
-    above = solver_defaults(solver, "logistic", 0.1, int(n_star) + 1, d, delta)
+    rho = bun_steinke_rho(0.1, delta)
+    below = solver_defaults(solver, "logistic", 0.1, int(n_star) - 1, d, rho)
+    above = solver_defaults(solver, "logistic", 0.1, int(n_star) + 1, d, rho)
     assert below == noisy
     assert above == {"clip": 1.0, "epochs": 100.0}
     # without n, d and delta (or epsilon = inf, or another loss) the regime does not apply
     assert solver_defaults(solver, "logistic", 0.1) == {"clip": 1.0, "epochs": 100.0}
-    assert solver_defaults(solver, "logistic", math.inf, 100, d, delta) == {}
-    assert solver_defaults(solver, "squared", 0.1, 100, d, delta) == {}
+    assert solver_defaults(solver, "logistic", math.inf, 100, d, rho) == {}
+    assert solver_defaults(solver, "squared", 0.1, 100, d, rho) == {}
 
 
 @pytest.mark.parametrize("solver", ["dpsgd", "dp_blsgd_adaptive", "dp_heavy_ball", "dp_blsgd"])
 def test_regime_is_for_the_full_batch_line_searches_only(solver):
     from fastdp.defaults import solver_defaults
 
-    assert solver_defaults(solver, "logistic", 0.1, 100, 50, 1e-5) == \
+    assert solver_defaults(solver, "logistic", 0.1, 100, 50, bun_steinke_rho(0.1, 1e-5)) == \
         solver_defaults(solver, "logistic", 0.1)
 
 

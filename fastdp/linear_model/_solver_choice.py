@@ -12,6 +12,7 @@ from fastdp.defaults import (default_alpha, dpsgd_defaults, line_search_options,
                              perturbation_alpha, solver_defaults)
 from fastdp.exceptions import ValidationError
 from fastdp.linear_model._params import default_delta
+from fastdp.privacy.zcdp import bun_steinke_rho
 from fastdp.solvers.registry import get_estimator_solver
 
 
@@ -65,8 +66,9 @@ class _SolverChoice:
                               n_features) \
             if name in ("dpsgd", "sgd") else None
         delta = default_delta(n_samples) if self.delta is None else float(self.delta)
-        family = solver_defaults(name, self._loss, self.epsilon if private else math.inf,
-                                 n_samples, n_features, delta)
+        epsilon = self.epsilon if private else math.inf
+        rho = bun_steinke_rho(epsilon, delta) if math.isfinite(epsilon) else None
+        family = solver_defaults(name, self._loss, epsilon, n_samples, n_features, rho)
         if self.batch_size is not None:
             batch_size = check_batch_size(self.batch_size, n_samples)
         elif rule is not None:
