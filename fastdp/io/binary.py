@@ -55,8 +55,8 @@ from fastdp.io._mapped_files import MappedFiles
 from fastdp.io._npy import NpyAppender
 from fastdp.io._parse import INT32_MAX
 from fastdp.io._source import LineChunks
-from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
-                              progress_callback)
+from fastdp.io.libsvm import (check_int32_columns, check_loader_arguments, csr_from_arrays,
+                              new_builder, parse_chunks, progress_callback)
 
 __all__ = ["convert_libsvm", "save_binary", "open_binary", "open_binary_rows", "binary_shape",
            "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
@@ -198,6 +198,8 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
 
     n_features, zero_based, dtype, index_dtype, _, _ = check_loader_arguments(
         n_features, zero_based, dtype, index_dtype)
+    if n_features is not None:
+        check_int32_columns(index_dtype, n_features)
     dst, work = _work_directory(dst, overwrite)
     file_index = np.dtype(np.int64 if index_dtype == np.int64 or (
         n_features is not None and n_features > INT32_MAX) else np.int32)
@@ -240,6 +242,7 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
             raise ValidationError(
                 f"n_features={n_features} is too small: the file has feature index "
                 f"{needed - 1} (0-based), so it needs n_features >= {needed}")
+        check_int32_columns(index_dtype, n_features)
         if file_index == np.int32 and n_features > INT32_MAX:
             writers.widen()
             file_index = np.dtype(np.int64)
@@ -379,6 +382,7 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
     if n_features is None:
         raise ValidationError("n_features is required")
     dtype, index_dtype = check_loader_arguments(None, "auto", dtype, index_dtype)[2:4]
+    check_int32_columns(index_dtype, n_features)
     dst, work = _work_directory(dst, overwrite)
     file_index = np.dtype(np.int64 if index_dtype == np.int64 or n_features > INT32_MAX
                           else np.int32)
