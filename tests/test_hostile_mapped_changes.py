@@ -30,7 +30,6 @@ import textwrap
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from fastdp.io.binary import convert_libsvm
 

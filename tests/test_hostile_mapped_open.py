@@ -62,6 +62,17 @@ def test_a_symlinked_file_of_the_dataset_is_refused(converted, tmp_path, name):
             binary_shape(path)
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_pipe_in_place_of_an_array_is_refused_without_waiting(converted, tmp_path):
+    root, _ = converted
+    path = tmp_path / "d.fdp"
+    shutil.copytree(root / "a.fdp", path)
+    os.remove(path / "indices.npy")
+    os.mkfifo(path / "indices.npy")  # opening it for reading would block without a writer
+    with pytest.raises(ValidationError, match="indices.npy is not a regular file"):
+        open_binary(path)
+
+
 def test_a_symlinked_dataset_directory_is_fine_and_fits_the_same_bits(converted, tmp_path):
     root, source = converted
     link = tmp_path / "link.fdp"

@@ -50,6 +50,7 @@ _REOPEN = "reopen it with open_binary"
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO in place of a file: refused, not waited on
 # relative to a directory descriptor where the platform can (Linux, macOS); else by path
 _DIR_FD = (os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
            and os.stat in os.supports_follow_symlinks and bool(_O_DIRECTORY))
@@ -119,7 +120,7 @@ class MappedFiles:
         ValidationError
             If the entry is a symbolic link or not a regular file.
         """
-        flags = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC
+        flags = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK
         try:
             if self._dir is not None:
                 fd = os.open(name, flags, dir_fd=self._dir)

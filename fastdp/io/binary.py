@@ -36,6 +36,25 @@ more of X than the solver does.  Treat a binary dataset like any file you
 execute or unpickle: open only ones you produced.  ``verify=True`` repeats
 every check in full (O(nnz), in bounded blocks) for one of unknown origin.
 
+Files that change after opening: :func:`open_binary` opens every file itself,
+relative to one descriptor of the dataset directory and without following a
+symbolic link (an array file or header that is a link is refused; a link to
+the directory, named by the caller, is resolved once), maps each array from
+that very descriptor, and records each file's identity (device, inode, size,
+modification and status-change times: :mod:`fastdp.io._mapped_files`).  The
+verified registration of the returned CSR re-checks them, a few ``stat``
+calls, whenever it is consulted (the start of every fit, prediction and norm
+pass), and a file truncated, rewritten, replaced, deleted, or the dataset
+written again to the same path (``convert --overwrite``), is then a
+``ValidationError`` ("... changed since it was opened ...: reopen it with
+open_binary") before anything is read from the maps, instead of a SIGBUS or a
+fit on stale stored norms.  A change *during* a running fit cannot be caught:
+a truncation then still faults (SIGBUS), as with :class:`numpy.memmap`.
+``convert --overwrite`` of a dataset that is mapped is safe (it writes a new
+directory and renames it into place; the old files are deleted, not
+truncated, so the old maps keep reading the old data until the check refuses
+them).  See ``docs/large-data.md``, "When the files change after opening".
+
 Privacy: converting and opening read the private data and release nothing.
 """
 
@@ -165,7 +184,9 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
         Value dtype on disk.
     index_dtype : {None, numpy.int32, numpy.int64}, default=None
         None: int32 when the rows, columns and entries fit, else int64 (the
-        files are widened in place if the data outgrows int32).
+        files are widened in place if the data outgrows int32).  A forced
+        int32 that the data outgrows (more than 2**31 - 1 entries, rows or
+        columns) is a ValidationError.
     n_features : int, optional
         Number of columns (default: largest index + 1).
     zero_based : bool or "auto", default="auto"
@@ -358,7 +379,7 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
         cast values).
     index_dtype : {None, numpy.int32, numpy.int64}, default=None
         None: int32 while the rows, columns and entries fit, widened in place
-        to int64 when they do not.
+        to int64 when they do not; a forced int32 they outgrow is an error.
     overwrite : bool, default=False
         Replace an existing ``dst``.
 
@@ -687,7 +708,10 @@ def open_binary(path, *, verify=False, source=None):
         Over read-only ``numpy.memmap`` arrays (``X.data``, ``X.indices``,
         ``X.indptr`` are the maps themselves), canonical.  fastdp's
         validation trusts the checks made at conversion for these arrays
-        (see :func:`fastdp._validation.register_verified_csr`).
+        (see :func:`fastdp._validation.register_verified_csr`) while the
+        dataset's files are the ones opened: once one changes on disk, the
+        next fit, prediction or norm pass of X raises a ValidationError
+        (reopen the dataset; see the module docstring).
     y : ndarray of float64
         The labels (read into memory: O(n)).
 
@@ -698,7 +722,8 @@ def open_binary(path, *, verify=False, source=None):
         header that does not match its SHA-256 or lacks a field, an array of
         another dtype or length than the header says, a truncated or
         extended file, an ``indptr`` that does not run from 0 to nnz, a
-        failed ``verify``, or a ``source`` that does not match.
+        failed ``verify``, a ``source`` that does not match, or a file of the
+        dataset that is a symbolic link (or not a regular file).
     """
     path = Path(path)
     header, (n_rows, n_cols), arrays, files = _map_all(path)

@@ -248,7 +248,8 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     index_dtype : {None, numpy.int32, numpy.int64}, default=None
         Dtype of ``indices`` and ``indptr`` (scipy keeps them equal).
         ``None``: int32 when the rows, columns and entries fit (below 2**31),
-        else int64. A forced int32 that the data outgrows is an error.
+        else int64. A forced int32 that the data outgrows (more than
+        2**31 - 1 entries, rows or columns) is a ValidationError.
     offset, length : int, default 0 and -1
         Byte range, as scikit-learn's ``load_svmlight_file``: the first
         ``offset`` bytes and the rest of the line holding byte ``offset`` are
