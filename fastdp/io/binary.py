@@ -550,7 +550,10 @@ def _map_array(path, files, name, expected_dtype, expected_length):
                                  "(truncated or extended)")
         if expected_length == 0:  # nothing to map (an empty file cannot be mapped)
             return np.zeros(0, dtype=dtype)
-        return np.memmap(handle, dtype=dtype, mode="r", shape=shape, offset=offset)
+        try:
+            return np.memmap(handle, dtype=dtype, mode="r", shape=shape, offset=offset)
+        except (OSError, ValueError) as exc:  # e.g. truncated since its size was read
+            raise _corrupt(path, f"{file} cannot be mapped ({exc})") from None
 
 
 def _map_all(path):
