@@ -170,9 +170,23 @@ def _history_entry(epoch, n_iter, alpha, v, X, y, loss, lam, private):
     return entry
 
 
+def _initial_state(warm_start, n, m, dtype):
+    """Fresh ``(alpha, v)`` of the run: zeros, or copies of a previous run's ``warm_start``."""
+    if warm_start is None:
+        return np.zeros(n, dtype=dtype), np.zeros(m, dtype=dtype)
+    alpha = getattr(warm_start, "alpha", None)
+    v = getattr(warm_start, "v", None)
+    if (alpha is None or v is None or np.shape(alpha) != (n,) or np.shape(v) != (m,)):
+        raise ValidationError(
+            f"warm_start must be the result of scd on the same data (alpha of shape ({n},), "
+            f"v of shape ({m},)).")
+    return np.array(alpha, dtype=dtype, copy=True), np.array(v, dtype=dtype, copy=True)
+
+
 def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, noise_multiplier,
          sensitivity_fn, sequential, lazy_noise, box_eps, random_state, num_threads,
-         record_history, callback, extra, details_class=DualScdDetails, noise_alpha=True):
+         record_history, callback, extra, details_class=DualScdDetails, noise_alpha=True,
+         warm_start=None):
     loss, lam, epochs, sigma, clip = check_run_arguments(loss, lam, epochs, noise_multiplier, clip)
     private = sigma > 0.0
     box_eps = loss.check_box_eps(box_eps)
@@ -196,8 +210,7 @@ def _run(X, y, *, algorithm, loss, lam, epochs, sampler, sigma_prime, clip, nois
                            record_history=record_history, callback=callback, extra=extra)
 
     dtype = X.dtype
-    alpha = np.zeros(n, dtype=dtype)
-    v = np.zeros(m, dtype=dtype)
+    alpha, v = _initial_state(warm_start, n, m, dtype)
     lam_n = lam * n
     run = KernelEpochs(X, y, num_threads=num_threads, noise_rng=noise_rng)
     history = [] if record_history else None
@@ -379,7 +392,7 @@ def _check_seq_settings(sampler, sigma_prime, mode):
 
 def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle",
         box_eps=DEFAULT_BOX_EPS, random_state=None, num_threads=None, record_history=False,
-        callback=None):
+        callback=None, warm_start=None):
     """Non-private SCD: SDCA (``batch_size=1``) or mini-batch SCD (``batch_size > 1``).
 
     The epsilon -> infinity limit of :func:`dual_dpscd` (spec 000 section 2.3):
@@ -401,7 +414,7 @@ def scd(X, y, *, loss, lam, epochs, batch_size=1, clip=None, sampler="shuffle",
         sigma_prime=None, clip=clip, noise_multiplier=0.0,
         sensitivity_fn=lambda c, s: 0.0, sequential=False, lazy_noise=True, box_eps=box_eps,
         random_state=random_state, num_threads=num_threads, record_history=record_history,
-        callback=callback, extra={},
+        callback=callback, extra={}, warm_start=warm_start,
     )
 
 
