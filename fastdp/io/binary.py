@@ -686,7 +686,7 @@ def open_binary(path, *, verify=False, source=None):
             raise _corrupt(path, "verify: the stored kernel row norms do not match the data")
     if header.get("verified", {}).get("structure") is True or verify:
         register_verified_csr(X, sq_norms=sq_norms, finite=finite,
-                              kernel_sq_norms=kernel_sq_norms)
+                              kernel_sq_norms=kernel_sq_norms, scanned=verify)
     return X, np.array(arrays["labels"])
 
 
