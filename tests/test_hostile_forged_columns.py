@@ -218,11 +218,11 @@ def forged_dataset(root, kind, name=None, n_classes=2):
     return path
 
 
-def run_and_check(root, honest, actions_by_kind):
+def run_and_check(root, honest, actions_by_kind, name_suffix="", n_classes=2):
     """Every action on every forgery, in one child; each must fail cleanly."""
     actions = []
     for kind, kind_actions in actions_by_kind.items():
-        forged = str(forged_dataset(root, kind))
+        forged = str(forged_dataset(root, kind, f"forged-{kind}{name_suffix}", n_classes))
         actions += [dict(action, name=f"{kind}:{action['name']}", forged=forged, forgery=kind)
                     for action in kind_actions]
     results = run_child(honest, actions)
