@@ -223,6 +223,7 @@ class MappedRows:
 
     def toarray(self):
         """The mapped matrix as a dense ndarray (``tocsr().toarray()``, without the CSR copy)."""
+        check_rows_as_read(self.csr, "MappedRows.toarray")  # scipy trusts the columns
         out = np.zeros(self.shape, dtype=self.dtype)
         for r0, r1 in _row_blocks(self.csr.indptr):
             out[r0:r1] = self._block_csr(r0, r1).toarray()
