@@ -486,8 +486,8 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data
     mode), the batches and a buffer of K numbers per row of the largest one,
     ``0 < rho <= 1``, ``kappa > 0``, ``clip > 0``, ``noise_std >= 0``, the thread count, and,
     unless ``check_structure`` proves it, the CSR structure (stored columns below
-    ``stored_columns``); returns the proof (``_checks.pxd: check_csr_structure``).  The messages name the arguments of the GLM kernel (K == 1) or of
-    the multinomial one."""
+    ``stored_columns``); returns the proof (``_checks.pxd: check_csr_structure``).  The
+    messages name the arguments of the GLM kernel (K == 1) or of the multinomial one."""
     cdef int64_t n_rows, largest
     cdef bint glm = K == 1
     check_csr(caller, n_data, indices, indptr)
@@ -537,10 +537,11 @@ cdef inline int64_t run_step_kernel(
     cdef CsrView[real_t, index_t] X
     cdef ParallelGate gate
     cdef int64_t failure[2]                         # a flawed row read (trusted structure)
-    cdef int proof = check_step_arguments(caller, model.K, data.shape[0], indices, indptr, n_labels, sq_norms,
-                         m, last_noised.shape[0], batch_ptr, batch_idx, buffer.shape[0], clip,
-                         rho, kappa, noise_std, lazy_noise and noise_std > 0.0, num_threads,
-                         check_structure, token_class, stored_columns)
+    cdef int proof = check_step_arguments(
+        caller, model.K, data.shape[0], indices, indptr, n_labels, sq_norms, m,
+        last_noised.shape[0], batch_ptr, batch_idx, buffer.shape[0], clip, rho, kappa, noise_std,
+        lazy_noise and noise_std > 0.0, num_threads, check_structure, token_class,
+        stored_columns)
     if n_steps <= 0:
         return 0
     check_step_count(caller, n_steps)
