@@ -274,5 +274,29 @@ def test_honest_fdp_fits_the_bits_of_the_in_memory_csr(datasets, spec):
     np.testing.assert_array_equal(mapped.decision_function(Xm), memory.decision_function(X))
 
 
+def test_only_trusted_structures_are_checked_as_read(datasets):
+    """A structure scanned in this process (``check_X`` of an in-memory CSR,
+    ``open_binary(verify=True)``) is read unchecked: its token has no row map; a trusted
+    one (``open_binary``) gets a map, rows marked once checked, and a prediction (which
+    reads every row through scipy) checks the rest."""
+    from fastdp._validation import check_X, rows_checked_as_read, structure_token
+
+    honest = datasets[1]
+    Xv, _ = open_binary(honest, verify=True)
+    X = sp.csr_matrix((np.array(Xv.data), np.array(Xv.indices), np.array(Xv.indptr)),
+                      shape=Xv.shape)
+    assert structure_token(check_X(X)).row_checked is None
+    assert structure_token(Xv).row_checked is None
+    assert rows_checked_as_read(Xv) is None
+    Xm, ym = open_binary(honest)
+    checked = structure_token(Xm).row_checked
+    assert checked is rows_checked_as_read(Xm) and checked.shape == (N,) and not checked.any()
+    model = _estimator(dict(model="logistic", solver="dpsgd",
+                            options={"epochs": 1, "batch_size": 8})).fit(Xm, ym)
+    assert 0 < checked.sum() < N                  # the rows the sampled batches read
+    model.predict(Xm)
+    assert checked.all()
+
+
 if __name__ == "__main__":
     child_main(sys.argv[1:])
