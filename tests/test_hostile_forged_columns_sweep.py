@@ -88,5 +88,7 @@ def test_every_fit_and_prediction_of_a_forged_dataset_fails_cleanly(sweep, kind)
     refits = [{"name": f"refit:{solver}", "kind": "refit",
                "spec": dict(model="logistic", solver=solver)}
               for solver in ("dpsgd", "dpscd", "output", "objective")]
+    if kind == "header_n_features":     # a model of 30 features refuses X of 29 up front
+        predictions = []
     run_and_check(root, honest, {kind: binary + extra + predictions + refits})
     run_and_check(root, honest3, {kind: multiclass}, name_suffix="3", n_classes=3)
