@@ -13,7 +13,9 @@ is checked once, when it is converted: canonical structure, finite values,
 squared row norms stored beside it.  ``open_binary`` registers its
 memory-mapped arrays here (:func:`register_verified_csr`), so that validating
 it for a fit reads O(n) metadata instead of scanning all of X (which may not
-fit in memory) again.  The registry is weak (nothing is kept alive) and is
+fit in memory) again, with a guard that refuses the record once a mapped
+file changed on disk (checked in O(1) whenever the record is consulted: see
+:func:`_verified`).  The registry is weak (nothing is kept alive) and is
 keyed by the very array objects: any other array (a copy, a slice) is
 checked in full as usual.
 
@@ -122,10 +124,11 @@ class _VerifiedCsr:
     """What was verified about one CSR's arrays when they were written."""
 
     __slots__ = ("data", "indices", "indptr", "shape", "sq_norms", "finite", "max_row_length",
-                 "kernel_sq_norms")
+                 "kernel_sq_norms", "guard")
 
-    def __init__(self, X, sq_norms, finite, kernel_sq_norms=None):
+    def __init__(self, X, sq_norms, finite, kernel_sq_norms=None, guard=None):
         self.kernel_sq_norms = kernel_sq_norms
+        self.guard = guard
         self.data = weakref.ref(X.data)
         self.indices = weakref.ref(X.indices)
         self.indptr = weakref.ref(X.indptr)
@@ -136,7 +139,8 @@ class _VerifiedCsr:
         self.max_row_length = int(lengths.max()) if lengths.size else 0
 
 
-def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, scanned=False):
+def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, guard=None,
+                          scanned=False):
     """Record that the arrays of CSR ``X`` were verified when they were written.
 
     For :mod:`fastdp.io.binary` only: call it with the arrays of a dataset
@@ -159,6 +163,13 @@ def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, scanned=
         The row norms as the kernels sum them
         (``fastdp._kernels._scd.row_squared_norms(X.data, X.indptr)``, the
         same bits), returned by :func:`stored_kernel_sq_norms`.
+    guard : callable, optional
+        Called (no arguments) every time the record is consulted, before
+        anything is read from the arrays; it raises a
+        :class:`~fastdp.exceptions.ValidationError` when the record no longer
+        holds (``fastdp.io.binary``: a mapped file changed since it was
+        opened, :meth:`fastdp.io._mapped_files.MappedFiles.check`).  It must
+        cost O(1): it runs at least once per fit, prediction or norm pass.
     scanned : bool, default=False
         Whether the structure (canonical, columns in ``[0, n_features)``) was
         checked in this process (``open_binary(verify=True)``, or a copy of a
@@ -180,7 +191,8 @@ def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, scanned=
     if kernel_sq_norms is not None:
         kernel_sq_norms = np.asarray(kernel_sq_norms, dtype=np.float64).view()
         kernel_sq_norms.flags.writeable = False
-    entry = _VerifiedCsr(X, np.asarray(sq_norms, dtype=np.float64), finite, kernel_sq_norms)
+    entry = _VerifiedCsr(X, np.asarray(sq_norms, dtype=np.float64), finite, kernel_sq_norms,
+                         guard)
     try:
         weakref.finalize(X.data, _VERIFIED_CSR.pop, key, None)
     except TypeError:  # pragma: no cover - ndarray is weak-referenceable
@@ -214,13 +226,23 @@ def known_finite_csr(X):
 
 
 def _verified(X):
-    """The registry entry of CSR ``X``'s arrays if they are the verified ones, else None."""
+    """The registry entry of CSR ``X``'s arrays if they are the verified ones, else None.
+
+    Every consumer of the record (``check_X``, the structure and finiteness
+    checks, the stored row norms) comes through here, so the entry's guard runs
+    here, before anything is read from the arrays: for a memory-mapped binary
+    dataset whose files changed since it was opened it raises a
+    :class:`~fastdp.exceptions.ValidationError` (a truncated map would fault
+    when read, a rewritten one would not match the stored norms).
+    """
     if not (sp.issparse(X) and getattr(X, "format", None) == "csr"):
         return None
     entry = _VERIFIED_CSR.get(id(getattr(X, "data", None)))
     if (entry is None or entry.data() is not X.data or entry.indices() is not X.indices
             or entry.indptr() is not X.indptr or tuple(X.shape) != entry.shape):
         return None
+    if entry.guard is not None:
+        entry.guard()
     indptr = X.indptr
     nnz = X.data.shape[0]
     if indptr.shape[0] != entry.shape[0] + 1 or indptr[0] != 0 or int(indptr[-1]) != nnz:

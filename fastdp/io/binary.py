@@ -46,6 +46,25 @@ file passes).  Treat a binary dataset like any file you execute or unpickle:
 open only ones you produced.  ``verify=True`` repeats every check in full
 (O(nnz), in bounded blocks) for one of unknown origin.
 
+Files that change after opening: :func:`open_binary` opens every file itself,
+relative to one descriptor of the dataset directory and without following a
+symbolic link (an array file or header that is a link is refused; a link to
+the directory, named by the caller, is resolved once), maps each array from
+that very descriptor, and records each file's identity (device, inode, size,
+modification and status-change times: :mod:`fastdp.io._mapped_files`).  The
+verified registration of the returned CSR re-checks them, a few ``stat``
+calls, whenever it is consulted (the start of every fit, prediction and norm
+pass), and a file truncated, rewritten, replaced, deleted, or the dataset
+written again to the same path (``convert --overwrite``), is then a
+``ValidationError`` ("... changed since it was opened ...: reopen it with
+open_binary") before anything is read from the maps, instead of a SIGBUS or a
+fit on stale stored norms.  A change *during* a running fit cannot be caught:
+a truncation then still faults (SIGBUS), as with :class:`numpy.memmap`.
+``convert --overwrite`` of a dataset that is mapped is safe (it writes a new
+directory and renames it into place; the old files are deleted, not
+truncated, so the old maps keep reading the old data until the check refuses
+them).  See ``docs/large-data.md``, "When the files change after opening".
+
 Privacy: converting and opening read the private data and release nothing.
 """
 
@@ -61,11 +80,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp.exceptions import ValidationError
+from fastdp.io._mapped_files import MappedFiles
 from fastdp.io._npy import NpyAppender
 from fastdp.io._parse import INT32_MAX
 from fastdp.io._source import LineChunks
-from fastdp.io.libsvm import (check_loader_arguments, csr_from_arrays, new_builder, parse_chunks,
-                              progress_callback)
+from fastdp.io.libsvm import (check_int32_columns, check_loader_arguments, csr_from_arrays,
+                              new_builder, parse_chunks, progress_callback)
 
 __all__ = ["convert_libsvm", "save_binary", "open_binary", "open_binary_rows", "binary_shape",
            "is_binary_dataset", "FORMAT", "FORMAT_VERSION"]
@@ -174,7 +194,9 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
         Value dtype on disk.
     index_dtype : {None, numpy.int32, numpy.int64}, default=None
         None: int32 when the rows, columns and entries fit, else int64 (the
-        files are widened in place if the data outgrows int32).
+        files are widened in place if the data outgrows int32).  A forced
+        int32 that the data outgrows (more than 2**31 - 1 entries, rows or
+        columns) is a ValidationError.
     n_features : int, optional
         Number of columns (default: largest index + 1).
     zero_based : bool or "auto", default="auto"
@@ -207,6 +229,8 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
 
     n_features, zero_based, dtype, index_dtype, _, _ = check_loader_arguments(
         n_features, zero_based, dtype, index_dtype)
+    if n_features is not None:
+        check_int32_columns(index_dtype, n_features)
     dst, work = _work_directory(dst, overwrite)
     file_index = np.dtype(np.int64 if index_dtype == np.int64 or (
         n_features is not None and n_features > INT32_MAX) else np.int32)
@@ -249,6 +273,7 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
             raise ValidationError(
                 f"n_features={n_features} is too small: the file has feature index "
                 f"{needed - 1} (0-based), so it needs n_features >= {needed}")
+        check_int32_columns(index_dtype, n_features)
         if file_index == np.int32 and n_features > INT32_MAX:
             writers.widen()
             file_index = np.dtype(np.int64)
@@ -364,7 +389,7 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
         cast values).
     index_dtype : {None, numpy.int32, numpy.int64}, default=None
         None: int32 while the rows, columns and entries fit, widened in place
-        to int64 when they do not.
+        to int64 when they do not; a forced int32 they outgrow is an error.
     overwrite : bool, default=False
         Replace an existing ``dst``.
 
@@ -388,6 +413,7 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
     if n_features is None:
         raise ValidationError("n_features is required")
     dtype, index_dtype = check_loader_arguments(None, "auto", dtype, index_dtype)[2:4]
+    check_int32_columns(index_dtype, n_features)
     dst, work = _work_directory(dst, overwrite)
     file_index = np.dtype(np.int64 if index_dtype == np.int64 or n_features > INT32_MAX
                           else np.int32)
@@ -429,18 +455,16 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
 # --------------------------------------------------------------------------- opening
 
 
-def _read_header(path):
-    header_path = path / HEADER
-    if not path.is_dir():
-        if path.exists():
-            raise ValidationError(f"{path} is not a directory: a fastdp binary dataset is a "
-                                  f"directory made by `fastdp convert` (or convert_libsvm)")
-        raise ValidationError(f"no such binary dataset: {path}")
+def _read_header(path, files):
+    """The checked header of the dataset at ``path``, read through ``files``
+    (:class:`~fastdp.io._mapped_files.MappedFiles`, which records its identity)."""
     try:
-        with open(header_path, encoding="ascii") as handle:
-            header = json.load(handle)
+        handle = files.open(HEADER)
     except FileNotFoundError:
         raise _corrupt(path, f"{HEADER} is missing") from None
+    try:
+        with handle:
+            header = json.loads(handle.read().decode("ascii"))
     except (OSError, ValueError) as exc:  # also undecodable bytes, 5000-digit numbers
         raise _corrupt(path, f"{HEADER} cannot be read ({exc})") from None
     except RecursionError:
@@ -457,6 +481,16 @@ def _read_header(path):
     if header.get("header_sha256") != _header_digest(header):
         raise _corrupt(path, f"{HEADER} does not match its SHA-256 (it was edited or damaged)")
     return header
+
+
+def _open_files(path):
+    """:class:`~fastdp.io._mapped_files.MappedFiles` of the dataset directory ``path``."""
+    if not path.is_dir():
+        if path.exists():
+            raise ValidationError(f"{path} is not a directory: a fastdp binary dataset is a "
+                                  f"directory made by `fastdp convert` (or convert_libsvm)")
+        raise ValidationError(f"no such binary dataset: {path}")
+    return MappedFiles(path)
 
 
 def _header_fields(path, header):
@@ -484,42 +518,76 @@ def _header_fields(path, header):
     return n_rows, n_cols, nnz, dtype, index_dtype
 
 
-def _map_array(path, name, expected_dtype, expected_length):
-    """``np.load(mmap_mode="r")`` of one array, with its dtype, length and size checked."""
-    file = path / f"{name}.npy"
-    if not file.is_file():
-        raise _corrupt(path, f"{file.name} is missing")
+def _read_npy_header(handle):
+    """(shape, dtype) of the ``.npy`` file ``handle``, left at the first value."""
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f"npy format version {version} is not one fastdp writes")
+    return shape, dtype
+
+
+def _map_array(path, files, name, expected_dtype, expected_length):
+    """A read-only map of one array, with its dtype, length and size checked.
+
+    The map is made from the very descriptor ``files`` opened (no symbolic
+    link followed) and whose identity it recorded, so that
+    :meth:`~fastdp.io._mapped_files.MappedFiles.check` later compares the
+    directory with exactly the file that is mapped.
+    """
+    file = f"{name}.npy"
     try:
-        array = np.load(file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise _corrupt(path, f"{file.name} cannot be mapped ({exc}); it is probably "
-                             "truncated") from None
-    if array.dtype != expected_dtype or array.shape != (expected_length,):
-        raise _corrupt(path, f"{file.name} holds {array.dtype} of shape {array.shape}, the "
-                             f"header says {np.dtype(expected_dtype)} of shape "
-                             f"({expected_length},)")
-    if not isinstance(array, np.memmap):  # an empty array is loaded, not mapped
-        return array
-    size = os.path.getsize(file)
-    if size != array.offset + array.nbytes:
-        raise _corrupt(path, f"{file.name} has {size} bytes, {array.offset + array.nbytes} "
-                             "expected (truncated or extended)")
-    return array
+        handle = files.open(file)
+    except FileNotFoundError:
+        raise _corrupt(path, f"{file} is missing") from None
+    with handle:
+        try:
+            shape, dtype = _read_npy_header(handle)
+        except (OSError, ValueError, EOFError, SyntaxError) as exc:
+            raise _corrupt(path, f"{file} cannot be mapped ({exc}); it is probably "
+                                 "truncated") from None
+        if dtype != expected_dtype or shape != (expected_length,):
+            raise _corrupt(path, f"{file} holds {dtype} of shape {shape}, the header says "
+                                 f"{np.dtype(expected_dtype)} of shape ({expected_length},)")
+        offset = handle.tell()
+        size = files.size(file)
+        if size != offset + expected_length * dtype.itemsize:
+            raise _corrupt(path, f"{file} has {size} bytes, "
+                                 f"{offset + expected_length * dtype.itemsize} expected "
+                                 "(truncated or extended)")
+        if expected_length == 0:  # nothing to map (an empty file cannot be mapped)
+            return np.zeros(0, dtype=dtype)
+        try:
+            return np.memmap(handle, dtype=dtype, mode="r", shape=shape, offset=offset)
+        except (OSError, ValueError) as exc:  # e.g. truncated since its size was read
+            raise _corrupt(path, f"{file} cannot be mapped ({exc})") from None
 
 
 def _map_all(path):
-    """The header's fields and the checked maps of a binary dataset (O(1) reads)."""
-    header = _read_header(path)
-    n_rows, n_cols, nnz, dtype, index_dtype = _header_fields(path, header)
-    expected = {"indptr": (index_dtype, n_rows + 1), "indices": (index_dtype, nnz),
-                "data": (dtype, nnz), "labels": (np.float64, n_rows),
-                "row_sq_norms": (np.float64, n_rows), "kernel_sq_norms": (np.float64, n_rows)}
-    arrays = {name: _map_array(path, name, *expected[name]) for name in _ARRAYS}
+    """The header's fields, the checked maps of a binary dataset (O(1) reads) and its
+    :class:`~fastdp.io._mapped_files.MappedFiles` (the caller closes it or hands it to
+    the verified registration)."""
+    files = _open_files(path)
+    try:
+        header = _read_header(path, files)
+        n_rows, n_cols, nnz, dtype, index_dtype = _header_fields(path, header)
+        expected = {"indptr": (index_dtype, n_rows + 1), "indices": (index_dtype, nnz),
+                    "data": (dtype, nnz), "labels": (np.float64, n_rows),
+                    "row_sq_norms": (np.float64, n_rows),
+                    "kernel_sq_norms": (np.float64, n_rows)}
+        arrays = {name: _map_array(path, files, name, *expected[name]) for name in _ARRAYS}
+    except BaseException:
+        files.close()
+        raise
     indptr = arrays["indptr"]
     if int(indptr[0]) != 0 or int(indptr[-1]) != nnz:
+        files.close()
         raise _corrupt(path, f"indptr runs from {int(indptr[0])} to {int(indptr[-1])}, not "
                              f"from 0 to nnz = {nnz}")
-    return header, (n_rows, n_cols), arrays
+    return header, (n_rows, n_cols), arrays, files
 
 
 def _check_row_metadata(path, indptr, sq_norms, kernel_sq_norms, finite):
@@ -572,7 +640,11 @@ def binary_shape(path):
         As :func:`open_binary` for a missing or damaged header.
     """
     path = Path(path)
-    n_rows, n_cols = _header_fields(path, _read_header(path))[:2]
+    files = _open_files(path)
+    try:
+        n_rows, n_cols = _header_fields(path, _read_header(path, files))[:2]
+    finally:
+        files.close()
     return n_rows, n_cols
 
 
@@ -607,7 +679,8 @@ def open_binary_rows(path, start, stop):
         ``indptr`` that does not bound the range within ``[0, nnz]``.
     """
     path = Path(path)
-    _, (n_rows, n_cols), arrays = _map_all(path)
+    _, (n_rows, n_cols), arrays, files = _map_all(path)
+    files.close()  # the rows are copied now, before anything else can change the files
     try:
         start, stop = operator.index(start), operator.index(stop)
     except TypeError:
@@ -648,7 +721,10 @@ def open_binary(path, *, verify=False, source=None):
         Over read-only ``numpy.memmap`` arrays (``X.data``, ``X.indices``,
         ``X.indptr`` are the maps themselves), canonical.  fastdp's
         validation trusts the checks made at conversion for these arrays
-        (see :func:`fastdp._validation.register_verified_csr`).
+        (see :func:`fastdp._validation.register_verified_csr`) while the
+        dataset's files are the ones opened: once one changes on disk, the
+        next fit, prediction or norm pass of X raises a ValidationError
+        (reopen the dataset; see the module docstring).
     y : ndarray of float64
         The labels (read into memory: O(n)).
 
@@ -659,14 +735,26 @@ def open_binary(path, *, verify=False, source=None):
         header that does not match its SHA-256 or lacks a field, an array of
         another dtype or length than the header says, a truncated or
         extended file, an ``indptr`` that does not run from 0 to nnz, a
-        failed ``verify``, or a ``source`` that does not match.
+        failed ``verify``, a ``source`` that does not match, or a file of the
+        dataset that is a symbolic link (or not a regular file).
     """
+    path = Path(path)
+    header, (n_rows, n_cols), arrays, files = _map_all(path)
+    try:
+        X, y = _checked_csr(path, header, (n_rows, n_cols), arrays, files, verify, source)
+    except BaseException:
+        files.close()
+        raise
+    return X, y
+
+
+def _checked_csr(path, header, shape, arrays, files, verify, source):
+    """:func:`open_binary` once the arrays are mapped: the checks, the registration."""
     from fastdp._kernels._scd import row_squared_norms
     from fastdp._validation import (_csr_is_canonical, _csr_sq_norms, _reject_non_finite_csr,
                                     check_sparse_structure, register_verified_csr)
 
-    path = Path(path)
-    header, (n_rows, n_cols), arrays = _map_all(path)
+    n_rows, n_cols = shape
     indptr = arrays["indptr"]
     if source is not None:
         _check_source(path, header, source)
@@ -695,8 +783,13 @@ def open_binary(path, *, verify=False, source=None):
                               kernel_sq_norms.view(np.uint64)):
             raise _corrupt(path, "verify: the stored kernel row norms do not match the data")
     if header.get("verified", {}).get("structure") is True or verify:
+        files.check()  # nothing changed while they were read
+        # every later use of the registration first checks that the files are unchanged
         register_verified_csr(X, sq_norms=sq_norms, finite=finite,
-                              kernel_sq_norms=kernel_sq_norms, scanned=verify)
+                              kernel_sq_norms=kernel_sq_norms, guard=files.check,
+                              scanned=verify)
+    else:
+        files.close()
     return X, np.array(arrays["labels"])
 
 

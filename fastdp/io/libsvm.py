@@ -93,6 +93,21 @@ def check_loader_arguments(n_features, zero_based, dtype, index_dtype, offset=0,
             offset, length)
 
 
+def check_int32_columns(index_dtype, n_columns):
+    """Refuse ``index_dtype=int32`` (forced) for data of more than ``INT32_MAX`` columns.
+
+    int32 indices are used only while the column count fits int32 (the kernels
+    count columns, and the estimators append one, in the index type); with
+    ``index_dtype=None`` such data gets int64, with int32 forced it is this
+    error, never a silent int64 result or an overflow.
+    """
+    if index_dtype is not None and np.dtype(index_dtype) == np.int32 and n_columns > INT32_MAX:
+        raise ValidationError(
+            f"index_dtype=int32 cannot hold this data: it has {n_columns} columns, more than "
+            f"int32 can count ({INT32_MAX}); use index_dtype=int64 (or None: chosen from the "
+            "sizes)")
+
+
 def new_builder(dtype, index_dtype, zero_based, n_features, *, with_qid=False, note=""):
     """A :class:`CsrBuilder` for these options.
 
@@ -104,9 +119,8 @@ def new_builder(dtype, index_dtype, zero_based, n_features, *, with_qid=False, n
         start = np.int64 if n_features is not None and n_features > INT32_MAX else np.int32
         return CsrBuilder(dtype, start, allow_zero=zero_based is not False, with_qid=with_qid,
                           widen=True, note=note)
-    if index_dtype == np.int32 and n_features is not None and n_features > INT32_MAX:
-        raise ValidationError(f"n_features={n_features} does not fit index_dtype=int32; use "
-                              "int64 (or None)")
+    if n_features is not None:
+        check_int32_columns(index_dtype, n_features)
     return CsrBuilder(dtype, index_dtype, allow_zero=zero_based is not False,
                       with_qid=with_qid, widen=False, note=note)
 
@@ -234,7 +248,8 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     index_dtype : {None, numpy.int32, numpy.int64}, default=None
         Dtype of ``indices`` and ``indptr`` (scipy keeps them equal).
         ``None``: int32 when the rows, columns and entries fit (below 2**31),
-        else int64. A forced int32 that the data outgrows is an error.
+        else int64. A forced int32 that the data outgrows (more than
+        2**31 - 1 entries, rows or columns) is a ValidationError.
     offset, length : int, default 0 and -1
         Byte range, as scikit-learn's ``load_svmlight_file``: the first
         ``offset`` bytes and the rest of the line holding byte ``offset`` are
@@ -303,6 +318,7 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
             if bar is not None:
                 bar.close()
     n_columns = resolve_columns(builder, zero_based, n_features, whole_file=not ranged)
+    check_int32_columns(index_dtype, n_columns)
     if index_dtype is None and max(n_columns, builder.rows) > INT32_MAX:
         builder.widen("")
     n_rows = builder.rows
@@ -374,6 +390,9 @@ def iter_libsvm_chunks(path, chunk_rows=None, chunk_bytes=None, *, n_features=No
             raise ValidationError(
                 f"n_features={n_features} is too small: the file has feature index "
                 f"{needed - 1} (0-based), so it needs n_features >= {needed}")
+        check_int32_columns(index_dtype, width)
+        if width > INT32_MAX and indices.dtype == np.int32:  # as load_libsvm: int64 then
+            indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
         X = csr_from_arrays(data, indices, indptr, (labels.shape[0], width))
         return (X, labels, qids) if return_qid else (X, labels)
 

@@ -42,7 +42,7 @@ from fastdp._kernels import _glm
 from fastdp._validation import check_labels, check_rows_as_read, check_X, is_mapped_rows
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss, primal_objective
-from fastdp.solvers._common import StructureTokenCache, as_csr, kernel_rows
+from fastdp.solvers._common import StructureTokenCache, as_csr, check_num_threads, kernel_rows
 
 __all__ = ["GlmOracle", "RowProducts"]
 
@@ -101,9 +101,28 @@ class RowProducts(StructureTokenCache):
                    num_threads=num_threads)
         return out
 
+    def _operand(self, M, side, name):
+        """``M`` as float64 of shape (m,) or (m, K), where m = ``self.shape[side]``."""
+        M = np.asarray(M, dtype=np.float64)
+        m = self.shape[side]
+        if M.ndim not in (1, 2) or M.shape[0] != m:
+            what = "column" if side == 1 else "row"
+            if side == 1 and getattr(self.source, "tail_value", None) is not None:
+                what += " (the last column: the appended constant)"
+            raise ValidationError(
+                f"{name} needs {name[-2]} of shape ({m},) or ({m}, K), one entry per {what} of "
+                f"the {self.shape[0]} x {self.shape[1]} rows; got shape {M.shape}.")
+        return M
+
     def dot(self, V, num_threads=1):
-        """``X @ V`` for V of shape (d,) or (d, K): an ndarray of shape (n,) or (n, K)."""
-        V = np.asarray(V, dtype=np.float64)
+        """``X @ V`` for V of shape (d,) or (d, K): an ndarray of shape (n,) or (n, K).
+
+        ``d`` is ``self.shape[1]``: for mapped rows with an appended constant
+        column, the stored columns plus one.  Another length is a
+        ValidationError (a longer V used to be accepted, its extra entries
+        silently ignored).
+        """
+        V = self._operand(V, 1, "dot(V)")
         if V.ndim == 1:
             return self.margins(self.all_rows, V, num_threads=num_threads)
         out = np.empty((self.shape[0], V.shape[1]))
@@ -114,7 +133,7 @@ class RowProducts(StructureTokenCache):
 
     def tdot(self, A, num_threads=1):
         """``X.T @ A`` for A of shape (n,) or (n, K): an ndarray of shape (d,) or (d, K)."""
-        A = np.asarray(A, dtype=np.float64)
+        A = self._operand(A, 0, "tdot(A)")
         if A.ndim == 1:
             return self.weighted_row_sum(self.all_rows, A, np.zeros(self.shape[1]), num_threads)
         out = np.empty((self.shape[1], A.shape[1]))
@@ -147,8 +166,10 @@ class GlmOracle(StructureTokenCache):
         lam >= 0, the L2 strength of :meth:`gradient` and :meth:`objective`.
     clip : float, default=inf
         L2 bound on each example's loss gradient in :meth:`gradient` (``inf``: none).
-    num_threads : int, default=1
-        Threads of the kernels (same bits for any value).
+    num_threads : int or None, default=1
+        Threads of the kernels (same bits for any value); None means 1.
+        Anything but None or an int in [1, 1024] (NaN, infinity, 0, a
+        negative number, a bool, a float) is a ValidationError.
     labels : {"check", "as_given"}, default="check"
         ``"check"``: ``y`` goes through :func:`fastdp._validation.check_labels`
         for the loss's task (two classes mapped to -1/+1, finite targets).
@@ -168,6 +189,7 @@ class GlmOracle(StructureTokenCache):
     """
 
     def __init__(self, X, y, *, loss, lam=0.0, clip=math.inf, num_threads=1, labels="check"):
+        num_threads = check_num_threads(num_threads)  # before X is read
         self.loss = get_loss(loss)
         X = as_csr(check_X(X))  # mapped rows pass through: the kernels read their row map
         self.X = X
@@ -185,7 +207,7 @@ class GlmOracle(StructureTokenCache):
             raise ValidationError(f"lam must be a finite number >= 0; got {lam!r}")
         self.clip = float(clip)
         self.n_samples, self.n_features = X.shape
-        self.num_threads = int(num_threads) if num_threads else 1
+        self.num_threads = num_threads
         self.all_rows = np.arange(self.n_samples, dtype=np.int64)
 
     # ---- sums over rows (the kernels) ------------------------------------------

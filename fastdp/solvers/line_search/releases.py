@@ -152,5 +152,5 @@ def line_search_result(w, *, algorithm, loss, mu, n_iter, q, n, rho, c_grad, eve
         sensitivity=float(c_grad), noise_std=sigma * c_grad, clip=float(c_grad),
         batch_size=float(q * n), sample_rate=float(q), sampler=sampler,
         adjacency="add_remove", event=event, lazy_noise=False,
-        diagnostics=diagnostics, num_threads=int(num_threads),
+        diagnostics=diagnostics, num_threads=1 if num_threads is None else int(num_threads),
         history=history, details=details, extra=extra)
