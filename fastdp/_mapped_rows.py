@@ -44,6 +44,7 @@ from fastdp._validation import (
     _known_structure,
     _row_blocks,
     _shrink_factors,
+    check_rows_as_read,
     is_mapped_rows,
     register_verified_csr,
 )
@@ -222,6 +223,7 @@ class MappedRows:
 
     def toarray(self):
         """The mapped matrix as a dense ndarray (``tocsr().toarray()``, without the CSR copy)."""
+        check_rows_as_read(self.csr, "MappedRows.toarray")  # scipy trusts the columns
         out = np.zeros(self.shape, dtype=self.dtype)
         for r0, r1 in _row_blocks(self.csr.indptr):
             out[r0:r1] = self._block_csr(r0, r1).toarray()
@@ -307,6 +309,7 @@ class MappedRows:
         if other.ndim not in (1, 2) or other.shape[0] != self.shape[1]:
             raise ValueError(f"MappedRows of shape {self.shape} @ array of shape {other.shape}: "
                              f"dimension mismatch.")
+        check_rows_as_read(self.csr, "MappedRows @")  # scipy's product trusts the columns
         out = None
         for r0, r1 in _row_blocks(self.csr.indptr):
             part = np.asarray(self._block_csr(r0, r1) @ other)
@@ -358,9 +361,10 @@ class MappedRows:
                 fused[r0:r1] = self._fused_kernel_sq(block_data, block_ptr)
         out = sp.csr_matrix(self.shape, dtype=self.dtype)
         out.data, out.indices, out.indptr = data, indices, indptr  # no index downcast, no copy
-        if _known_structure(X.indices, X.indptr, X.shape[1]) is not None:  # check_X output
+        known = _known_structure(X.indices, X.indptr, X.shape[1])
+        if known is not None:  # check_X output (a trusted structure stays checked as read)
             out.has_sorted_indices = True
-            register_verified_csr(out, sq_norms=sq, finite=True)
+            register_verified_csr(out, sq_norms=sq, finite=True, scanned=known[5] is None)
         else:
             out.has_sorted_indices = bool(X.has_sorted_indices)
         self._sq_norms = sq.copy()
@@ -391,6 +395,7 @@ class TransposedMappedRows:
         if other.ndim != 1 or other.shape[0] != self.shape[1]:
             raise ValueError(f"transposed MappedRows of shape {self.shape} @ array of shape "
                              f"{other.shape}: dimension mismatch.")
+        check_rows_as_read(self.rows.csr, "MappedRows.T @")  # np.add.at wraps negative columns
         dtype = np.result_type(self.dtype, other.dtype)
         out = np.zeros(self.shape[0], dtype=dtype)
         for r0, r1 in _row_blocks(self.rows.csr.indptr):

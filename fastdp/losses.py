@@ -47,7 +47,7 @@ import numpy as np
 from scipy.special import expit, xlogy
 
 from fastdp._kernels._losses import LossCode
-from fastdp._validation import check_in_interval, check_positive
+from fastdp._validation import check_in_interval, check_positive, check_rows_as_read
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -483,10 +483,12 @@ def _n_samples(X, y, vec, vec_name, length_axis):
 
 
 def _predict(X, theta):
+    check_rows_as_read(X, "objective")  # a trusted binary CSR: scipy trusts its columns
     return np.asarray(X @ _f64(theta), dtype=np.float64).reshape(-1)
 
 
 def _aggregate(X, alpha):
+    check_rows_as_read(X, "objective")
     return np.asarray(X.T @ _f64(alpha), dtype=np.float64).reshape(-1)
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation import _row_blocks, check_sparse_structure, stored_kernel_sq_norms
+from fastdp._validation import (_row_blocks, check_rows_as_read, check_sparse_structure,
+                               stored_kernel_sq_norms)
 from fastdp.exceptions import ValidationError
 
 __all__ = [
@@ -48,6 +49,7 @@ def _as_float_matrix(X, name="X"):
     """Dense float ndarray or CSR copy-free view of X; rejects NaN/inf."""
     if sp.issparse(X):
         check_sparse_structure(X)  # before scipy converts it: scipy trusts the index arrays
+        check_rows_as_read(X, name)  # so is a binary dataset's trusted structure
         X = X.tocsr()
         if X.dtype not in (np.float32, np.float64):
             X = X.astype(np.float64)

@@ -13,13 +13,18 @@ sorted in-range column indices) costs a pass over the column indices read; it
 is skipped only when the caller's ``check_structure`` is a token of
 ``fastdp._validation.structure_token`` made for the same arrays
 (:func:`structure_proven`), which the solvers get in O(1) for the matrix
-``check_X`` returned.  ``check_structure=False`` scans too.
+``check_X`` returned.  ``check_structure=False`` scans too.  A token whose
+structure was trusted rather than scanned (a binary dataset opened without
+``verify``) skips the scan but not the checks: each row is checked the
+first time a kernel reads it (:func:`check_rows_as_read`, :func:`rows_unsafe`,
+:func:`check_rows_read`), and a flawed row stops the kernel with an error
+naming it (:func:`raise_failure`).
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
 from libc.stdint cimport int64_t
 from numpy.random cimport bitgen_t
 
-from fastdp._kernels._csr cimport FASTDP_PREFETCH, index_t
+from fastdp._kernels._csr cimport CsrView, FASTDP_PREFETCH, csr_check_rows, index_t, real_t
 from fastdp._kernels._losses cimport is_loss_code
 
 
@@ -32,6 +37,11 @@ cdef enum:
     CSR_NOT_INCREASING = 2      # column indices of a row unsorted or repeated
     CSR_BAD_COLUMN = 3          # column index outside [0, n_features)
     CSR_BAD_ROW = 4             # row number outside [0, n_rows)
+
+cdef enum:
+    PROOF_NONE = 0              # no token: the structure must be scanned
+    PROOF_SCANNED = 1           # scanned in this process (check_X, or verify=True)
+    PROOF_TRUSTED = 2           # trusted from a binary dataset's header: check rows as read
 
 
 cdef inline int raise_invalid(str message) except -1:
@@ -134,6 +144,99 @@ cdef inline int64_t first_flawed_row(const index_t* indices, const index_t* indp
     return -1
 
 
+cdef inline int64_t first_flawed_unchecked_row(const index_t* indices, const index_t* indptr,
+                                               int64_t nnz, int64_t n_features,
+                                               const int64_t* rows, int64_t count,
+                                               unsigned char* row_checked,
+                                               int* flaw) noexcept nogil:
+    """Position in ``rows[0..count-1]`` (row numbers in range; NULL: rows 0..count-1 in
+    storage order) of the first row not yet
+    marked in ``row_checked`` that fails :func:`row_flaw`, or -1; ``flaw[0]`` says what is
+    wrong.  Rows that pass are marked (checked once per process: one byte test per
+    later read).  The rows' pointers are hinted ahead, as in :func:`first_flawed_row`."""
+    cdef int64_t q, j
+    cdef int f
+    for q in range(count):
+        j = rows[q] if rows != NULL else q
+        if row_checked[j]:
+            continue
+        if rows != NULL and q + 4 < count and not row_checked[rows[q + 4]]:
+            prefetch_row_start(indices, indptr, rows[q + 4], nnz)
+        f = row_flaw(indices, indptr, j, nnz, n_features)
+        if f != CSR_OK:
+            flaw[0] = f
+            return q
+        row_checked[j] = 1
+    return -1
+
+
+cdef inline bint rows_unsafe(const CsrView[real_t, index_t]* X, const int64_t* rows,
+                             int64_t count) noexcept nogil:
+    """False when the kernel may read rows ``rows[0..count-1]`` of X (row numbers in range).
+
+    A view whose structure was scanned (``X.row_checked`` NULL): False at once, the only
+    cost.  A view with a row map (``_csr.pxd: csr_check_rows``): each row not read before
+    is checked (:func:`row_flaw`: pointers, column indices strictly increasing within
+    ``[0, X.check_below)``) and marked; at the first flawed one ``X.failure`` gets the
+    row and its flaw and the result is True: the kernel stops before reading it (and
+    the caller raises, :func:`raise_failure`).
+    """
+    cdef int flaw = CSR_OK
+    cdef int64_t q
+    if X.row_checked == NULL:
+        return False
+    q = first_flawed_unchecked_row(X.indices, X.indptr, X.nnz, X.check_below, rows, count,
+                                   X.row_checked, &flaw)
+    if q < 0:
+        return False
+    X.failure[0] = rows[q]
+    X.failure[1] = flaw
+    return True
+
+
+cdef inline int raise_untrusted_row(str caller, int64_t j, int flaw,
+                                    int64_t n_features) except -1:
+    """The error of a flawed row found in a CSR whose structure was trusted, not scanned."""
+    what = ("its column indices are not strictly increasing (unsorted, repeated, or one "
+            f"out of range)"
+            if flaw == CSR_NOT_INCREASING else
+            f"a column index lies outside [0, {n_features}) (the header's n_features)"
+            if flaw == CSR_BAD_COLUMN else "its row pointers (indptr) are invalid")
+    return raise_invalid(
+        f"{caller}: row {j} of X is corrupt: {what}. X was trusted as checked when it was "
+        f"written (a binary dataset opened with fastdp.io.open_binary without verify), so the "
+        f"file was damaged or forged afterwards; the call stopped before reading the row and "
+        f"returned nothing. Open it with open_binary(path, verify=True) to check it in full, "
+        f"or convert the LIBSVM file again (fastdp convert SRC DST).")
+
+
+cdef inline int raise_failure(str caller, const int64_t* failure,
+                              int64_t n_features) except -1:
+    """Raise the error of the flawed row a kernel stopped at (:func:`rows_unsafe`), if any."""
+    if failure[0] >= 0:
+        return raise_untrusted_row(caller, failure[0], <int>failure[1], n_features)
+    return 0
+
+
+cdef inline int check_rows_as_read(CsrView[real_t, index_t]* X, int proof, object token,
+                                   int64_t* failure) except -1:
+    """With ``proof == PROOF_TRUSTED`` (:func:`structure_proven`), make the kernels reading
+    X check each row as they first read it (``_csr.pxd: csr_check_rows``, the token's
+    per-row map); otherwise nothing (a scanned structure is read unchecked)."""
+    cdef unsigned char[::1] checked
+    if proof != PROOF_TRUSTED:
+        return 0
+    checked = token.row_checked
+    if checked.shape[0] != X.n_rows:
+        return raise_invalid("the structure token's row map does not match X; make a new "
+                             "token with fastdp._validation.structure_token(X).")
+    csr_check_rows(X, &checked[0] if X.n_rows > 0 else NULL, <int64_t>token.n_features,
+                   failure)
+    if X.n_rows == 0:
+        X.row_checked = NULL
+    return 0
+
+
 cdef inline int check_csr(str caller, Py_ssize_t n_data, const index_t[::1] indices,
                           const index_t[::1] indptr) except -1:
     """O(1): ``indptr`` is not empty, ``indptr[0] == 0``, ``indptr[-1] == len(indices) <= len(data)``."""
@@ -210,22 +313,25 @@ cdef inline int check_all_rows(str caller, const index_t[::1] indices, const ind
     return _raise_row_flaw(caller, "", indptr, nnz, j, j, flaw, n_features, features_name)
 
 
-cdef inline bint structure_proven(str caller, object token, object token_class,
-                                  const index_t[::1] indices, const index_t[::1] indptr,
-                                  int64_t n_features) except -1:
-    """True when ``token`` proves that these very arrays form canonical CSR whose column
-    indices are all below ``n_features``, so the O(nnz) structure scan can be skipped.
+cdef inline int structure_proven(str caller, object token, object token_class,
+                                 const index_t[::1] indices, const index_t[::1] indptr,
+                                 int64_t n_features) except -1:
+    """How ``token`` proves that these very arrays form canonical CSR whose column indices
+    are all below ``n_features``: ``PROOF_NONE`` (scan), ``PROOF_SCANNED`` (scanned in this
+    process: the O(nnz) scan can be skipped) or ``PROOF_TRUSTED`` (trusted from a binary
+    dataset's header, not scanned: the scan is skipped, but every row is checked as the
+    kernel first reads it, :func:`check_rows_as_read`).
 
     ``token`` is the kernel's ``check_structure`` argument; only a token made by
     ``fastdp._validation.structure_token`` (class ``token_class``) for the same
     memory (addresses, lengths and index width of ``indices`` and ``indptr``)
-    proves anything.  ``True``, ``False`` or anything else: False (scan).  A
-    token for a matrix with more columns than ``n_features``: False (scan; the
+    proves anything.  ``True``, ``False`` or anything else: none (scan).  A
+    token for a matrix with more columns than ``n_features``: none (scan; the
     scan tells whether a column index reaches the short array).  A token for
     other arrays: ValidationError (a caller's mistake).
     """
     if type(token) is not token_class:
-        return False
+        return PROOF_NONE
     if (<Py_ssize_t>token.itemsize != <Py_ssize_t>sizeof(index_t)
             or <Py_ssize_t>token.indices_length != indices.shape[0]
             or <Py_ssize_t>token.indptr_length != indptr.shape[0]
@@ -235,7 +341,9 @@ cdef inline bint structure_proven(str caller, object token, object token_class,
             f"{caller}: the check_structure token was made for other CSR arrays; pass "
             f"fastdp._validation.structure_token(X) with X.data, X.indices, X.indptr of the "
             f"same X (or check_structure=True).")
-    return n_features >= <int64_t>token.n_features
+    if n_features < <int64_t>token.n_features:
+        return PROOF_NONE
+    return PROOF_SCANNED if token.row_checked is None else PROOF_TRUSTED
 
 
 cdef inline int check_csr_structure(str caller, object token, object token_class,
@@ -243,10 +351,14 @@ cdef inline int check_csr_structure(str caller, object token, object token_class
                                     int64_t n_features, str features_name) except -1:
     """The CSR structure of every row (:func:`check_all_rows`, O(nnz)), unless ``token``
     proves it (:func:`structure_proven`, O(1)): the check of the epoch kernels, which may
-    read any row.  Call after :func:`check_csr`."""
-    if not structure_proven(caller, token, token_class, indices, indptr, n_features):
+    read any row.  Returns the proof (``PROOF_SCANNED`` after a scan here); with
+    ``PROOF_TRUSTED`` the kernel must check its rows as it reads them
+    (:func:`check_rows_as_read`).  Call after :func:`check_csr`."""
+    cdef int proof = structure_proven(caller, token, token_class, indices, indptr, n_features)
+    if proof == PROOF_NONE:
         check_all_rows(caller, indices, indptr, n_features, features_name)
-    return 0
+        return PROOF_SCANNED
+    return proof
 
 
 cdef inline int check_rows_read(str caller, object token, object token_class,
@@ -255,11 +367,32 @@ cdef inline int check_rows_read(str caller, object token, object token_class,
                                 str features_name) except -1:
     """The row numbers ``rows`` (in range, O(len(rows))) and, unless ``token`` proves it,
     the CSR structure of those rows (:func:`check_rows`): the check of the kernels that
-    read the rows they are given.  Call after :func:`check_csr`."""
-    cdef bint proven = structure_proven(caller, token, token_class, indices, indptr,
-                                        n_features)
-    return check_rows(caller, "rows", indices, indptr, &rows[0] if rows.shape[0] > 0 else NULL,
-                      rows.shape[0], not proven, n_features, features_name)
+    read the rows they are given.  With a trusted structure (``PROOF_TRUSTED``), the rows
+    not checked before in this process are (:func:`first_flawed_unchecked_row`), so that
+    a damaged binary dataset gets an error naming the row, never an out-of-bounds read.
+    Call after :func:`check_csr`."""
+    cdef int proof = structure_proven(caller, token, token_class, indices, indptr,
+                                      n_features)
+    cdef unsigned char[::1] checked
+    cdef int flaw = CSR_OK
+    cdef int64_t q
+    cdef int64_t bound
+    check_rows(caller, "rows", indices, indptr, &rows[0] if rows.shape[0] > 0 else NULL,
+               rows.shape[0], proof == PROOF_NONE, n_features, features_name)
+    if proof != PROOF_TRUSTED or rows.shape[0] == 0:
+        return 0
+    checked = token.row_checked
+    if checked.shape[0] != indptr.shape[0] - 1:
+        return raise_invalid(f"{caller}: the structure token's row map does not match X; make "
+                             f"a new token with fastdp._validation.structure_token(X).")
+    bound = <int64_t>token.n_features
+    with nogil:
+        q = first_flawed_unchecked_row(&indices[0] if indices.shape[0] > 0 else NULL,
+                                       &indptr[0], indices.shape[0], bound, &rows[0],
+                                       rows.shape[0], &checked[0], &flaw)
+    if q >= 0:
+        return raise_untrusted_row(caller, rows[q], flaw, bound)
+    return 0
 
 
 cdef inline int check_step_count(str caller, Py_ssize_t n_steps) except -1:

@@ -24,7 +24,11 @@ copy of X: O(n) extra memory instead of O(nnz).  :func:`csr_row` resolves a
 row's map once; :func:`row_value` and :attr:`CsrRow.tail` give its values.
 
 Nothing here checks anything: the entry points check the arrays first
-(``_checks.pxd``).
+(``_checks.pxd``).  A view over a CSR whose structure was *trusted* rather than
+scanned (a binary dataset opened without ``verify``, ``fastdp.io.binary``) also
+carries a per-row "checked" map (:func:`csr_check_rows`): the kernels then check
+each row the first time they read it (``_checks.pxd: rows_unsafe``) and stop
+with an error flag instead of reading out of bounds.
 """
 from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
@@ -56,6 +60,9 @@ cdef extern from *:
         const double* row_shrink;
         double tail_value;
         int64_t tail_column;
+        unsigned char* row_checked;
+        int64_t check_below;
+        int64_t* failure;
     };
     template <typename Real, typename Index>
     struct fastdp_csr_row {
@@ -84,6 +91,10 @@ cdef extern from *:
         const double* row_shrink    # per-row second factor (after rounding), or NULL (none)
         double tail_value       # the value of the appended entry (before the second factor)
         int64_t tail_column     # its column, or -1: no appended entry
+        unsigned char* row_checked  # NULL: the structure was scanned, rows are read unchecked;
+                                # else one flag per row, 1 once checked (``csr_check_rows``)
+        int64_t check_below     # the bound of the column indices of a checked row
+        int64_t* failure        # failure[0]: the first flawed row found (-1: none), [1]: its flaw
 
     cdef cppclass CsrRow "fastdp_csr_row" [Real, Index]:
         const Real* values      # the row's stored values
@@ -98,20 +109,48 @@ cdef extern from *:
     void FASTDP_PREFETCH(const void* p) nogil   # a cache hint; never faults
 
 
-cdef inline CsrView[real_t, index_t] csr_view(const real_t[::1] data, const index_t[::1] indices,
-                                              const index_t[::1] indptr) noexcept:
-    """The view of a CSR matrix's arrays (``indptr`` must not be empty)."""
+cdef inline CsrView[real_t, index_t] values_view(const real_t[::1] data,
+                                                const index_t[::1] indptr) noexcept:
+    """A view of a CSR matrix's values and row pointers only (``indices`` NULL: for
+    readers of the values alone, such as :func:`row_sq_norm`)."""
     cdef CsrView[real_t, index_t] X
     X.data = &data[0] if data.shape[0] > 0 else NULL
-    X.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    X.indices = NULL
     X.indptr = &indptr[0]
     X.n_rows = indptr.shape[0] - 1
-    X.nnz = indices.shape[0]
+    X.nnz = data.shape[0]
     X.row_scale = NULL
     X.row_shrink = NULL
     X.tail_value = 0.0
     X.tail_column = -1
+    X.row_checked = NULL
+    X.check_below = 0
+    X.failure = NULL
     return X
+
+
+cdef inline CsrView[real_t, index_t] csr_view(const real_t[::1] data, const index_t[::1] indices,
+                                              const index_t[::1] indptr) noexcept:
+    """The view of a CSR matrix's arrays (``indptr`` must not be empty)."""
+    cdef CsrView[real_t, index_t] X = values_view(data, indptr)
+    X.indices = &indices[0] if indices.shape[0] > 0 else NULL
+    X.nnz = indices.shape[0]
+    return X
+
+
+cdef inline void csr_check_rows(CsrView[real_t, index_t]* X, unsigned char* row_checked,
+                                int64_t check_below, int64_t* failure) noexcept:
+    """Make the kernels check every row of X as they first read it (``_checks.pxd:
+    rows_unsafe``): its column indices strictly increasing within ``[0, check_below)``.
+    ``row_checked``: one flag per row, kept between calls (a row is checked once per
+    process); ``failure``: two int64 the kernel fills with the first flawed row (or -1)
+    and its flaw.  For a CSR whose structure was trusted, not scanned (a binary dataset
+    opened without ``verify``); a view without it reads every row unchecked."""
+    X.row_checked = row_checked
+    X.check_below = check_below
+    X.failure = failure
+    failure[0] = -1
+    failure[1] = 0
 
 
 cdef inline void csr_set_row_map(CsrView[real_t, index_t]* X, const double* row_scale,
@@ -248,8 +287,9 @@ cdef inline double row_sq_norm(const CsrRow[real_t, index_t]* row) noexcept nogi
     """The row's squared L2 norm as a kernel reads it: the squares of its values (row map
     applied) summed in float64 in storage order, the appended entry last.
 
-    The bits of ``_scd.row_squared_norms`` (with the same row map) for this row, and of
-    the norm :func:`row_dot_sq` computes alongside its product.
+    The one definition of a row's squared norm: ``_scd.row_squared_norms`` (with the same
+    row map) computes it for every row, and :func:`row_dot_sq` gets the same bits
+    alongside its product.
     """
     cdef double q = 0.0
     cdef double x

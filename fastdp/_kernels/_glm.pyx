@@ -55,8 +55,9 @@ from libc.math cimport INFINITY
 from libc.stdint cimport int32_t, int64_t
 
 from fastdp._kernels._checks cimport (
-    check_csr, check_length, check_loss_code, check_row_map, check_rows_read, check_threads,
-    column_splits_of, raise_invalid,
+    CSR_OK, check_csr, check_length, check_loss_code, check_row_map, check_rows_read,
+    check_threads, column_splits_of, first_flawed_unchecked_row, raise_invalid,
+    raise_untrusted_row,
 )
 from fastdp._kernels._csr cimport (
     CsrView, csr_row, csr_view, index_t, mapped_view, prefetch_row, real_t, row_dot,
@@ -343,6 +344,35 @@ def weighted_row_sum(const real_t[::1] data, const index_t[::1] indices,
     with nogil:
         _scatter(&X, batch, &weights[0], &out[0] if n_columns > 0 else NULL, nt, &splits[0])
     gate_close(&timed, count)
+
+
+def check_rows_once(str caller, const index_t[::1] indices, const index_t[::1] indptr,
+                    unsigned char[::1] row_checked, int64_t n_features):
+    """Check every row of a CSR whose structure was trusted, not scanned, that no kernel
+    checked before in this process (``row_checked``: the per-row map of its structure
+    token, updated), one pass over those rows' column indices: pointers, column indices
+    strictly increasing within ``[0, n_features)``.  For the callers that hand the whole
+    matrix to scipy or numpy, whose compiled code trusts the indices
+    (``fastdp._validation.check_rows_as_read``).
+
+    Raises
+    ------
+    ValidationError
+        Naming the first flawed row (``_checks.pxd: raise_untrusted_row``).
+    """
+    cdef int64_t n_rows = indptr.shape[0] - 1
+    cdef int flaw = CSR_OK
+    cdef int64_t q
+    check_csr(caller, indices.shape[0], indices, indptr)
+    check_length(caller, "row_checked", row_checked.shape[0], n_rows, "one flag per row of X")
+    if n_rows <= 0:
+        return
+    with nogil:
+        q = first_flawed_unchecked_row(&indices[0] if indices.shape[0] > 0 else NULL,
+                                       &indptr[0], indices.shape[0], n_features, NULL, n_rows,
+                                       &row_checked[0], &flaw)
+    if q >= 0:
+        raise_untrusted_row(caller, q, flaw, n_features)
 
 
 def _parallel_gate_state(str kind, int num_threads):

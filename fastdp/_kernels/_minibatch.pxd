@@ -51,7 +51,8 @@ from numpy.random.c_distributions cimport random_standard_normal, random_standar
 
 from fastdp._kernels._checks cimport (
     bit_generator_of, check_batches, check_csr, check_length, check_min_length, check_sq_norms,
-    check_csr_structure, check_step_count, check_threads, column_splits_of, raise_invalid,
+    check_csr_structure, check_rows_as_read, check_step_count, check_threads, column_splits_of,
+    raise_failure, raise_invalid, rows_unsafe,
 )
 from fastdp._kernels._csr cimport (
     CsrRow, CsrView, FASTDP_PREFETCH, clipping_sq_norm, coef_t, csr_row, index_t, mapped_view,
@@ -356,7 +357,9 @@ cdef inline int64_t run_steps(const StepModel* model, const CsrView[real_t, inde
     and exit); returns the standard normal draws taken.
 
     Step t reads ``rows[batch_ptr[t - 1]:batch_ptr[t]]``; ``grads`` holds K numbers per
-    row of the largest batch.  Nothing leaves with pending noise (final flush).
+    row of the largest batch.  Nothing leaves with pending noise (final flush).  A view
+    whose rows are checked as read (``_checks.pxd: rows_unsafe``) stops before the first
+    step that would read a flawed row, w left half-way (the caller raises).
     """
     cdef Py_ssize_t K = model.K
     cdef Py_ssize_t size = m * K        # coefficients in w
@@ -373,6 +376,9 @@ cdef inline int64_t run_steps(const StepModel* model, const CsrView[real_t, inde
             pending.last[c] = 0
     for t in range(1, n_steps + 1):
         batch = step_batch(rows, batch_ptr, t)
+        # 0. a trusted (not scanned) structure: check the rows not read before, or stop
+        if rows_unsafe(X, batch.rows, batch.count):
+            return n_draws              # X.failure names the row; the entry point raises
         # 1. lazy noise: bring every column the batch reads up to step t-1
         if rule.lazy and batch.count > 0:
             n_draws += bring_up_to_date(X, batch, <int32_t>(t - 1), pending, rng, w, K,
@@ -480,8 +486,8 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data
     mode), the batches and a buffer of K numbers per row of the largest one,
     ``0 < rho <= 1``, ``kappa > 0``, ``clip > 0``, ``noise_std >= 0``, the thread count, and,
     unless ``check_structure`` proves it, the CSR structure (stored columns below
-    ``stored_columns``).  The messages name the arguments of the GLM kernel (K == 1) or of
-    the multinomial one."""
+    ``stored_columns``); returns the proof (``_checks.pxd: check_csr_structure``).  The
+    messages name the arguments of the GLM kernel (K == 1) or of the multinomial one."""
     cdef int64_t n_rows, largest
     cdef bint glm = K == 1
     check_csr(caller, n_data, indices, indptr)
@@ -505,9 +511,8 @@ cdef inline int check_step_arguments(str caller, Py_ssize_t K, Py_ssize_t n_data
                       f"noise_std >= 0; got rho={rho}, kappa={kappa}, clip={clip}, "
                       f"noise_std={noise_std}.")
     check_threads(caller, num_threads)
-    check_csr_structure(caller, check_structure, token_class, indices, indptr, stored_columns,
-                        "w")
-    return 0
+    return check_csr_structure(caller, check_structure, token_class, indices, indptr,
+                               stored_columns, "w")
 
 
 cdef inline int64_t run_step_kernel(
@@ -531,10 +536,12 @@ cdef inline int64_t run_step_kernel(
     cdef StepRule rule
     cdef CsrView[real_t, index_t] X
     cdef ParallelGate gate
-    check_step_arguments(caller, model.K, data.shape[0], indices, indptr, n_labels, sq_norms,
-                         m, last_noised.shape[0], batch_ptr, batch_idx, buffer.shape[0], clip,
-                         rho, kappa, noise_std, lazy_noise and noise_std > 0.0, num_threads,
-                         check_structure, token_class, stored_columns)
+    cdef int64_t failure[2]                         # a flawed row read (trusted structure)
+    cdef int proof = check_step_arguments(
+        caller, model.K, data.shape[0], indices, indptr, n_labels, sq_norms, m,
+        last_noised.shape[0], batch_ptr, batch_idx, buffer.shape[0], clip, rho, kappa, noise_std,
+        lazy_noise and noise_std > 0.0, num_threads, check_structure, token_class,
+        stored_columns)
     if n_steps <= 0:
         return 0
     check_step_count(caller, n_steps)
@@ -543,6 +550,7 @@ cdef inline int64_t run_step_kernel(
                      bit_generator, num_threads, parallel_min_rows, column_splits, what,
                      last_noised, &pending, &rng, keep)
     X = mapped_view(data, indices, indptr, row_scale, row_shrink, tail_value, tail_column)
+    check_rows_as_read(&X, proof, check_structure, failure)
     gate = gates[gate_slot(num_threads)]
     with nogil:
         n_draws = run_steps(model, &X, w, m, &batch_ptr[0],
@@ -550,4 +558,6 @@ cdef inline int64_t run_step_kernel(
                             &buffer[0] if buffer.shape[0] > 0 else NULL, &pending, rng, &gate,
                             &rule)
     gates[gate_slot(num_threads)] = gate
+    if X.row_checked != NULL:
+        raise_failure(caller, failure, X.check_below)
     return n_draws

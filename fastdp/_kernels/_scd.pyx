@@ -96,11 +96,12 @@ from numpy.random.c_distributions cimport random_standard_normal
 from fastdp._kernels._checks cimport (
     bit_generator_of, check_batches, check_csr, check_csr_structure, check_length,
     check_loss_code, check_min_length, check_row_map, check_sq_norms, check_step_count,
-    check_threads, column_splits_of, first_bad_pointer, raise_invalid,
+    check_rows_as_read, check_threads, column_splits_of, first_bad_pointer, raise_failure,
+    raise_invalid, rows_unsafe,
 )
 from fastdp._kernels._csr cimport (
-    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, index_t, lower_bound, map_value, mapped_view,
-    real_t, row_dot, row_value,
+    CsrRow, CsrView, FASTDP_PREFETCH, csr_row, csr_set_row_map, index_t, lower_bound,
+    mapped_view, real_t, row_dot, row_sq_norm, row_value, values_view,
 )
 from fastdp._kernels._gate cimport (
     GATE_SLOTS, GatedBatch, ParallelGate, gate_close, gate_open, gate_slot, gate_state,
@@ -306,15 +307,17 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
     cdef RowBatch batch                             # the rows of step t
     cdef ParallelGate gate = _gates[gate_slot(num_threads)]
     cdef GatedBatch timed                           # the path the gate chose for the batch
+    cdef int64_t failure[2]                         # a flawed row read (trusted structure)
+    cdef int proof
 
     cdef int64_t stored_columns = check_row_map(
         "run_dual_scd", row_scale.shape[0] if row_scale is not None else -1,
         row_shrink.shape[0] if row_shrink is not None else -1, tail_column,
         indptr.shape[0] - 1, v.shape[0])
-    _check_scd_arguments(data, indices, indptr, y, sq_norms, alpha, v, batch_ptr, batch_idx,
-                         zeta_buffer, last_noised, loss, lam_n, clip, box_eps, sequential,
-                         noise_std_alpha, noise_std_v, lazy_noise, num_threads, check_structure,
-                         stored_columns)
+    proof = _check_scd_arguments(data, indices, indptr, y, sq_norms, alpha, v, batch_ptr,
+                                 batch_idx, zeta_buffer, last_noised, loss, lam_n, clip,
+                                 box_eps, sequential, noise_std_alpha, noise_std_v, lazy_noise,
+                                 num_threads, check_structure, stored_columns)
     if n_steps <= 0:
         return 0
     check_step_count("run_dual_scd", n_steps)
@@ -334,6 +337,7 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
         rng = bit_generator_of("run_dual_scd", bit_generator)
     cdef CsrView[real_t, index_t] X = mapped_view(data, indices, indptr, row_scale, row_shrink,
                                                   tail_value, tail_column)
+    check_rows_as_read(&X, proof, check_structure, failure)
     cdef DualStep step
     step.loss = loss
     step.lam_n = lam_n
@@ -355,6 +359,9 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
                 lazy.last[c] = 0
         for t in range(1, n_steps + 1):
             batch = step_batch(rows, &batch_ptr[0], t)
+            # 0. a trusted (not scanned) structure: check the rows not read before, or stop
+            if rows_unsafe(&X, batch.rows, batch.count):
+                break                               # X.failure names the row
             # 1. lazy noise: bring every column the batch reads up to step t-1
             if lazy_v:
                 n_draws += bring_up_to_date(&X, batch, <int32_t>(t - 1), &lazy, rng, v_, 1,
@@ -397,10 +404,12 @@ def run_dual_scd(const real_t[::1] data, const index_t[::1] indices,
             if v_noisy and not lazy_noise:
                 n_draws += add_eager_noise(rng, v_, n_features, noise_std_v)
         # final flush: nothing leaves this call with pending noise
-        if lazy_v:
+        if lazy_v and (X.row_checked == NULL or failure[0] < 0):
             n_draws += flush_pending_noise(rng, &lazy, v_, n_features, 1, <int32_t>n_steps,
                                            &noise_scale[0], 1.0)
     _gates[gate_slot(num_threads)] = gate
+    if X.row_checked != NULL:
+        raise_failure("run_dual_scd", failure, X.check_below)
     return n_draws
 
 
@@ -414,7 +423,8 @@ cdef int _check_scd_arguments(const real_t[::1] data, const index_t[::1] indices
                               int num_threads, object check_structure,
                               int64_t stored_columns) except -1:
     """Every check of :func:`run_dual_scd` (see its ``Raises``); the stored column indices
-    must lie below ``stored_columns`` (``len(v)``, or the row map's appended column)."""
+    must lie below ``stored_columns`` (``len(v)``, or the row map's appended column).
+    Returns the structure's proof (``_checks.pxd: check_csr_structure``)."""
     cdef str caller = "run_dual_scd"
     cdef int64_t n_rows, largest
     check_csr(caller, data.shape[0], indices, indptr)
@@ -449,7 +459,9 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr, *,
 
     With a row map (``row_scale``, ``row_shrink``, and ``tail`` for the
     appended entry ``tail_value``; see ``_csr.pxd: csr_set_row_map``), the
-    norms of the mapped rows, the appended entry summed last.
+    norms of the mapped rows, the appended entry summed last.  Each is
+    ``_csr.pxd: row_sq_norm`` of the row (the one definition of the sum, which
+    the kernels use for a row they read).
 
     Raises
     ------
@@ -459,8 +471,6 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr, *,
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1
     cdef Py_ssize_t i                   # row
-    cdef index_t k                      # storage position
-    cdef double s
     cdef int64_t bad = -1
     if n < 0 or indptr[0] != 0:
         raise_invalid("row_squared_norms: indptr must start at 0 and have N + 1 entries for N "
@@ -476,28 +486,17 @@ def row_squared_norms(const real_t[::1] data, const index_t[::1] indptr, *,
                   row_shrink.shape[0] if row_shrink is not None else -1, -1, n, 1)
     out_arr = np.zeros(n, dtype=np.float64)
     cdef double[::1] out = out_arr
-    cdef bint mapped = row_scale is not None or row_shrink is not None
-    cdef const double* scales = &row_scale[0] if row_scale is not None and n > 0 else NULL
-    cdef const double* shrinks = &row_shrink[0] if row_shrink is not None and n > 0 else NULL
-    cdef real_t x, scale
-    cdef double shrink
+    # the kernels' view of the rows (no column indices: only the values are read), so that
+    # these are the bits of the norm a kernel sums from a row it reads (_csr.pxd: row_sq_norm)
+    cdef CsrView[real_t, index_t] X = values_view(data, indptr)
+    cdef CsrRow[real_t, index_t] row
+    csr_set_row_map(&X, &row_scale[0] if row_scale is not None and n > 0 else NULL,
+                    &row_shrink[0] if row_shrink is not None and n > 0 else NULL, tail_value,
+                    0 if tail else -1)
     with nogil:
         for i in range(n):
-            s = 0.0
-            if not mapped:
-                for k in range(indptr[i], indptr[i + 1]):
-                    s = s + <double>data[k] * <double>data[k]
-            else:
-                scale = <real_t>scales[i] if scales != NULL else <real_t>1
-                shrink = shrinks[i] if shrinks != NULL else 1.0
-                for k in range(indptr[i], indptr[i + 1]):
-                    x = map_value(data[k], scale, shrink)
-                    s = s + <double>x * <double>x
-            if tail:
-                x = map_value(<real_t>tail_value, <real_t>1,
-                              shrinks[i] if shrinks != NULL else 1.0)
-                s = s + <double>x * <double>x
-            out[i] = s
+            row = csr_row(&X, i)
+            out[i] = row_sq_norm(&row)
     return out_arr
 
 

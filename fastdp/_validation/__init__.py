@@ -43,7 +43,11 @@ for the data owner, not for publication. No function here spends privacy.
 """
 
 from fastdp._validation.blocks import _BLOCK_ENTRIES, _row_blocks  # noqa: F401
-from fastdp._validation.csr import _csr_is_canonical, structure_token  # noqa: F401
+from fastdp._validation.csr import (  # noqa: F401
+    _csr_is_canonical,
+    check_rows_as_read,
+    structure_token,
+)
 from fastdp._validation.features import check_X  # noqa: F401
 from fastdp._validation.labels import check_labels, check_X_y  # noqa: F401
 from fastdp._validation.privacy_params import (  # noqa: F401
@@ -76,6 +80,7 @@ from fastdp._validation.trusted import (  # noqa: F401
     _StructureToken,
     is_mapped_rows,
     register_verified_csr,
+    rows_checked_as_read,
     stored_kernel_sq_norms,
 )
 from fastdp._validation.values import _reject_non_finite_csr  # noqa: F401

@@ -53,6 +53,9 @@ def structure_token(X):
     -----
     The token is a promise that nothing modifies the arrays afterwards:
     fastdp's solvers use it for the matrix ``check_X`` returned to them.
+    For a binary dataset opened without ``verify`` (structure trusted from
+    its header, not scanned) the token carries the dataset's per-row map, and
+    the kernels check each row as they first read it.
     """
     if is_mapped_rows(X):  # the kernels read its rows from its (checked) CSR matrix
         X = X.csr
@@ -72,8 +75,41 @@ def structure_token(X):
                 "pass the matrix through check_X first.")
         entry = _remember_structure(indices, indptr, n_cols)
         if entry is None:
-            entry = (None, None, n_cols, _address(indices), _address(indptr))
-    return _StructureToken(indices, indptr, entry[2], entry[3], entry[4])
+            entry = (None, None, n_cols, _address(indices), _address(indptr), None)
+    return _StructureToken(indices, indptr, entry[2], entry[3], entry[4], entry[5])
+
+
+def check_rows_as_read(X, caller):
+    """Before ``X`` goes whole to scipy or numpy: check the rows of a CSR whose structure was
+    trusted, not scanned (a binary dataset opened without ``verify``), that no kernel has
+    checked yet in this process; nothing for any other matrix.
+
+    scipy's sparse products and conversions trust the column indices (an index past the
+    shape reads or writes out of bounds).  One pass over the column indices of the rows
+    not checked before (:func:`fastdp._kernels._glm.check_rows_once`), then none.
+
+    Parameters
+    ----------
+    X : scipy.sparse CSR matrix, or mapped rows (their CSR is checked)
+    caller : str
+        Named in the error.
+
+    Raises
+    ------
+    ValidationError
+        Naming the first row whose column indices are not strictly increasing within
+        ``[0, n_features)``, and how to check or rebuild the dataset.
+    """
+    if is_mapped_rows(X):
+        X = X.csr
+    if not (sp.issparse(X) and X.format == "csr"):
+        return
+    entry = _known_structure(X.indices, X.indptr, X.shape[1])
+    if entry is None or entry[5] is None:
+        return
+    from fastdp._kernels._glm import check_rows_once
+
+    check_rows_once(caller, X.indices, X.indptr, entry[5], entry[2])
 
 
 def _csr_is_canonical(X):

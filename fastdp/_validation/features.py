@@ -8,7 +8,8 @@ modified.
 import numpy as np
 import scipy.sparse as sp
 
-from fastdp._validation.csr import _INDEX_DTYPES, _canonical_csr_copy, _csr_is_canonical
+from fastdp._validation.csr import (_INDEX_DTYPES, _canonical_csr_copy, _csr_is_canonical,
+                                   check_rows_as_read)
 from fastdp._validation.row_norms import _check_row_norm_bound
 from fastdp._validation.sparse_structure import _check_csr_structure, check_sparse_structure
 from fastdp._validation.trusted import _remember_structure, _verified, is_mapped_rows
@@ -55,6 +56,8 @@ def _check_sparse(X, accepted, copy):
         if not verified.finite:
             _reject_non_finite_csr(X)
         return X  # canonical and (if recorded) finite: checked when written
+    if verified is not None:  # a copy follows (O(nnz) anyway) of a trusted structure
+        check_rows_as_read(X, "check_X")
     if X.indices.dtype == X.indptr.dtype and X.indices.dtype in _INDEX_DTYPES:
         index_dtype = X.indices.dtype
     else:

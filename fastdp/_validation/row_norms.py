@@ -10,7 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp._validation.blocks import _row_blocks
-from fastdp._validation.csr import _canonical_csr_copy, _csr_from_arrays, _csr_is_canonical
+from fastdp._validation.csr import (_canonical_csr_copy, _csr_from_arrays, _csr_is_canonical,
+                                   check_rows_as_read)
 from fastdp._validation.scalars import check_positive, check_real
 from fastdp._validation.sparse_structure import check_sparse_structure
 from fastdp._validation.trusted import _verified, is_mapped_rows
@@ -135,6 +136,7 @@ def _norm_for_message(X, row, bound, sq):
     """The L2 norm of one row, without overflow (for error messages only)."""
     if np.isfinite(sq):
         return float(np.sqrt(sq) * bound)
+    check_rows_as_read(X, "check_X")  # scipy's toarray trusts the columns
     if is_mapped_rows(X):
         X = X.row(row)
         row = 0

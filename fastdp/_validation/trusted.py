@@ -40,12 +40,22 @@ class _StructureToken:
     so their memory stays valid while the token exists, and their addresses,
     lengths and index width, which a kernel compares (O(1)) with the arrays
     it is given.
+
+    ``row_checked`` is None when the structure was scanned in this process
+    (``check_X``, ``open_binary(verify=True)``): the kernels read the rows
+    unchecked.  For a structure trusted from a binary dataset's header it is
+    the dataset's per-row map (uint8, 1 once a row was checked): the kernels
+    skip the O(nnz) scan but check every row the first time they read it
+    (``fastdp/_kernels/_checks.pxd: rows_unsafe``), so a damaged or forged
+    ``indices.npy`` gives an error naming the row, never an out-of-bounds read.
     """
 
     __slots__ = ("indices", "indptr", "n_features", "itemsize", "indices_address",
-                 "indices_length", "indptr_address", "indptr_length")
+                 "indices_length", "indptr_address", "indptr_length", "row_checked")
 
-    def __init__(self, indices, indptr, n_features, indices_address, indptr_address):
+    def __init__(self, indices, indptr, n_features, indices_address, indptr_address,
+                 row_checked=None):
+        self.row_checked = row_checked
         self.indices = indices
         self.indptr = indptr
         self.n_features = n_features
@@ -65,7 +75,8 @@ class _StructureToken:
 
 
 # id(indices) -> (weakref(indices), weakref(indptr), n_features, address of indices,
-#                 address of indptr)
+#                 address of indptr, row_checked: None (scanned) or the per-row map of a
+#                 trusted structure, see _StructureToken)
 _CHECKED_STRUCTURES = {}
 
 
@@ -73,12 +84,23 @@ def _forget_structure(key):
     _CHECKED_STRUCTURES.pop(key, None)
 
 
-def _remember_structure(indices, indptr, n_features):
-    """Register canonical CSR index arrays as checked (weakly)."""
+def _remember_structure(indices, indptr, n_features, *, trusted=False):
+    """Register canonical CSR index arrays as checked (weakly); returns the entry.
+
+    ``trusted``: the structure was not scanned but trusted (a binary dataset's
+    header): the entry gets a per-row map, and the kernels check each row as they
+    first read it.  Arrays already registered keep their entry (a trusted
+    structure stays trusted when ``check_X`` returns it unscanned).
+    """
+    known = _known_structure(indices, indptr, n_features)
+    if known is not None and not trusted:
+        return known
     key = id(indices)
+    rows = max(int(indptr.shape[0]) - 1, 0)
     try:
         entry = (weakref.ref(indices, lambda _, key=key: _forget_structure(key)),
-                 weakref.ref(indptr), int(n_features), _address(indices), _address(indptr))
+                 weakref.ref(indptr), int(n_features), _address(indices), _address(indptr),
+                 np.zeros(rows, dtype=np.uint8) if trusted else None)
     except (TypeError, AttributeError):  # not weak-referenceable: scanned when used
         return None
     _CHECKED_STRUCTURES[key] = entry
@@ -117,7 +139,8 @@ class _VerifiedCsr:
         self.max_row_length = int(lengths.max()) if lengths.size else 0
 
 
-def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, guard=None):
+def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, guard=None,
+                          scanned=False):
     """Record that the arrays of CSR ``X`` were verified when they were written.
 
     For :mod:`fastdp.io.binary` only: call it with the arrays of a dataset
@@ -147,6 +170,13 @@ def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, guard=No
         holds (``fastdp.io.binary``: a mapped file changed since it was
         opened, :meth:`fastdp.io._mapped_files.MappedFiles.check`).  It must
         cost O(1): it runs at least once per fit, prediction or norm pass.
+    scanned : bool, default=False
+        Whether the structure (canonical, columns in ``[0, n_features)``) was
+        checked in this process (``open_binary(verify=True)``, or a copy of a
+        matrix that was).  False: it is trusted from the dataset's header, and
+        the kernels check each row the first time they read it (see
+        :class:`_StructureToken`), at one pass over each row's column indices
+        per process instead of an O(nnz) scan before the first fit.
 
     Notes
     -----
@@ -168,7 +198,16 @@ def register_verified_csr(X, *, sq_norms, finite, kernel_sq_norms=None, guard=No
     except TypeError:  # pragma: no cover - ndarray is weak-referenceable
         return
     _VERIFIED_CSR[key] = entry
-    _remember_structure(X.indices, X.indptr, X.shape[1])
+    _remember_structure(X.indices, X.indptr, X.shape[1], trusted=not scanned)
+
+
+def rows_checked_as_read(X):
+    """The per-row map of CSR ``X``'s structure if it is trusted, not scanned (a binary
+    dataset opened without ``verify``: see :func:`register_verified_csr`), else None."""
+    if not (sp.issparse(X) and getattr(X, "format", None) == "csr"):
+        return None
+    entry = _known_structure(X.indices, X.indptr, X.shape[1])
+    return None if entry is None else entry[5]
 
 
 def stored_kernel_sq_norms(X):

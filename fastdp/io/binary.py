@@ -30,11 +30,21 @@ be trained on (see ``docs/large-data.md``).
 
 Trust: :func:`open_binary` checks everything that is cheap (the header's own
 SHA-256, the format version, every file's presence, dtype, length and size,
-the first and last ``indptr``) and then trusts the checks made at conversion
-(canonical structure, finite values, the stored row norms), so a fit reads no
-more of X than the solver does.  Treat a binary dataset like any file you
-execute or unpickle: open only ones you produced.  ``verify=True`` repeats
-every check in full (O(nnz), in bounded blocks) for one of unknown origin.
+``indptr`` from 0 to nnz and never decreasing, the stored row norms against
+each other) and then trusts the checks made at conversion (canonical
+structure, finite values, the stored row norms), so a fit reads no more of X
+than the solver does.  The trusted structure is still checked as it is used:
+the compiled kernels check each row's column indices (strictly increasing
+within ``[0, n_features)``) the first time the process reads that row, and
+the Python paths that hand the whole matrix to scipy or numpy (prediction,
+the per-epoch objectives, the balanced column split) check the rows first
+(:func:`fastdp._validation.check_rows_as_read`); a damaged or forged
+``indices.npy``, or a header re-signed with fewer features, gives a
+``ValidationError`` naming the row, never an out-of-bounds access.  The
+values and the stored norms are not re-checked (a consistently forged norm
+file passes).  Treat a binary dataset like any file you execute or unpickle:
+open only ones you produced.  ``verify=True`` repeats every check in full
+(O(nnz), in bounded blocks) for one of unknown origin.
 
 Files that change after opening: :func:`open_binary` opens every file itself,
 relative to one descriptor of the dataset directory and without following a
@@ -776,7 +786,8 @@ def _checked_csr(path, header, shape, arrays, files, verify, source):
         files.check()  # nothing changed while they were read
         # every later use of the registration first checks that the files are unchanged
         register_verified_csr(X, sq_norms=sq_norms, finite=finite,
-                              kernel_sq_norms=kernel_sq_norms, guard=files.check)
+                              kernel_sq_norms=kernel_sq_norms, guard=files.check,
+                              scanned=verify)
     else:
         files.close()
     return X, np.array(arrays["labels"])

@@ -13,6 +13,7 @@ import time
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from fastdp._validation import check_rows_as_read
 from fastdp.exceptions import ValidationError
 
 
@@ -86,6 +87,7 @@ class _FittedModel:
         exactly as in ``fit`` (sparse X block by block, without a copy: ``RowMap.bounded_dot``)."""
         check_is_fitted(self, "coef_")
         X = self._validate_X(X, reset=False)
+        check_rows_as_read(X, f"{type(self).__name__} prediction")  # a trusted binary CSR
         return self.row_map_.bounded_dot(X, self.coef_ if self.coef_.ndim == 1 else self.coef_.T)
 
     def _describe(self):

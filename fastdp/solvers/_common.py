@@ -471,7 +471,10 @@ def balanced_column_splits(X, num_threads):
     """
     if num_threads <= 1:
         return None
+    from fastdp._validation import check_rows_as_read
+
     m = X.shape[1]
+    check_rows_as_read(X, "balanced_column_splits")  # bincount trusts the column indices
     indices = X.csr.indices if is_mapped_rows(X) else X.indices  # (a mapped constant column: not counted)
     cum = np.cumsum(np.bincount(indices, minlength=m))
     targets = cum[-1] * np.arange(1, num_threads) / num_threads

@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from fastdp._kernels import _glm
-from fastdp._validation import check_labels, check_X, is_mapped_rows
+from fastdp._validation import check_labels, check_rows_as_read, check_X, is_mapped_rows
 from fastdp.exceptions import ValidationError
 from fastdp.losses import get_loss, primal_objective
 from fastdp.solvers._common import StructureTokenCache, as_csr, check_num_threads, kernel_rows
@@ -285,6 +285,7 @@ class GlmOracle(StructureTokenCache):
         non-zero; else None (the kernels read X)."""
         n, d = self.X.shape
         if self._dense is None:
+            check_rows_as_read(self.X, "GLM oracle")  # toarray trusts the columns
             small = n * d <= 2 ** 24 and self.X.nnz >= 0.5 * n * d
             self._dense = self.X.toarray() if small else False
         return None if self._dense is False else self._dense
@@ -297,6 +298,7 @@ class GlmOracle(StructureTokenCache):
 
     def objective(self, theta):
         """``F(theta)`` (unclipped loss); a non-private diagnostic."""
+        check_rows_as_read(self.X, "GLM oracle objective")  # scipy's product trusts the columns
         return primal_objective(theta, self.X, self.y, self.loss, self.lam)
 
     def smoothness(self):
@@ -308,6 +310,7 @@ class GlmOracle(StructureTokenCache):
         if self.loss.name == "hinge":
             raise ValidationError("the hinge loss is not smooth")
         curvature = 1.0 if self.loss.name == "squared" else 0.25
+        check_rows_as_read(self.X, "GLM oracle smoothness")  # scipy trusts the columns
         if self.n_features <= 2000 and not is_mapped_rows(self.X):
             gram = (self.X.T @ self.X).toarray() / self.n_samples
             top = float(np.linalg.eigvalsh(gram)[-1])

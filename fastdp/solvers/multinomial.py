@@ -45,7 +45,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from fastdp._kernels import _multinomial
-from fastdp._validation import check_batch_size, check_positive, check_X
+from fastdp._validation import check_batch_size, check_positive, check_rows_as_read, check_X
 from fastdp.exceptions import ValidationError
 from fastdp.sampling import get_sampler
 from fastdp.solvers._common import (
@@ -229,6 +229,7 @@ def multinomial_objective(coef, X, y, lam):
     if X.shape[1] != coef.shape[1]:
         raise ValidationError(f"X has {X.shape[1]} features but coef has {coef.shape[1]}.")
     y = check_class_indices(y, coef.shape[0], X.shape[0])
+    check_rows_as_read(X, "multinomial objective")  # scipy trusts the columns
     scores = np.asarray(X @ coef.T)                           # (N, K), dense
     data_term = np.mean(logsumexp(scores, axis=1) - scores[np.arange(X.shape[0]), y])
     return float(data_term + 0.5 * check_lam(lam, allow_zero=True) * np.sum(coef * coef))
