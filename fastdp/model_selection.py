@@ -59,13 +59,20 @@ from sklearn.model_selection import ParameterGrid
 
 from fastdp._validation import check_privacy_params, check_random_state, check_sparse_structure
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
-from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectionEvent
+from fastdp.privacy.events import (
+    Adjacency,
+    ComposedEvent,
+    GaussianEvent,
+    ParallelComposedEvent,
+    RepeatedSelectionEvent,
+)
 from fastdp.privacy.ledger_entries import settle_reservation
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
 
 __all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "RULE_STEP_FACTORS", "rule_grid",
-           "plan_candidate_event"]
+           "plan_candidate_event", "candidate_event", "matched_score_sigma",
+           "auto_validation_fraction", "SPLIT_ACCOUNTING"]
 
 #: The public grid used when ``param_grid=None`` and the estimator does not run
 #: its default rule (a solver other than ``"auto"``, or ``solver_options`` set):
@@ -80,6 +87,108 @@ RULE_STEP_FACTORS = (1.0, 3.0, 1.0 / 3.0)
 #: E[K] of the default search around the rule (3 settings); a user grid keeps 10.
 _RULE_EXPECTED_REPETITIONS = 3.0
 _GRID_EXPECTED_REPETITIONS = 10.0
+
+
+#: How a candidate's fit and score are accounted: ``"parallel"`` (the maximum of
+#: their curves: they read the disjoint parts of a data-independent split) or
+#: ``"composed"`` (their sum: sound whatever the split, looser).
+SPLIT_ACCOUNTING = ("parallel", "composed")
+
+#: ``validation_fraction="auto"``: the fraction of rows that puts the score's noise
+#: at about this standard deviation in accuracy units, within [min, max] below
+#: (docs/model-selection.md, "Spending the saving").
+_SCORE_NOISE_TARGET = 0.005
+_AUTO_FRACTION_BOUNDS = (0.05, 0.2)
+#: The candidates' budget assumed by that rule, as a share of the total ε (E[K] = 3,
+#: η = −0.5 gives each candidate about 0.72 ε).
+_AUTO_CANDIDATE_SHARE = 0.7
+
+
+def candidate_event(train, score, split_accounting="parallel"):
+    """One candidate's event: its fit on the training part and its score on the validation part.
+
+    The split is a coin per row, independent of the data and of everything
+    else, and the fit reads only the training part and the score only the
+    validation part (and the fitted model), so with ``"parallel"`` the
+    candidate is the :class:`~fastdp.privacy.events.ParallelComposedEvent` of
+    the two (its Rényi curve is the pointwise maximum of theirs). That
+    argument (its docstring) holds for add/remove adjacency (the per-row coins
+    are independent, so an added row brings its own coin) and for replace-one
+    (the replaced slot keeps its coin); for any other relation, or when
+    ``split_accounting="composed"``, the two events are composed (their sum,
+    sound whatever the split).
+
+    Parameters
+    ----------
+    train, score : DpEvent
+        The fit's planned event and the score's Gaussian, under one adjacency.
+    split_accounting : {"parallel", "composed"}
+
+    Returns
+    -------
+    DpEvent
+    """
+    if split_accounting not in SPLIT_ACCOUNTING:
+        raise ValidationError(
+            f"split_accounting must be one of {SPLIT_ACCOUNTING}; got {split_accounting!r}.")
+    adjacencies = {train.adjacency, score.adjacency}
+    if (split_accounting == "parallel" and len(adjacencies) == 1
+            and adjacencies <= {Adjacency.ADD_REMOVE, Adjacency.REPLACE_ONE}):
+        return ParallelComposedEvent((train, score))
+    return ComposedEvent((train, score))
+
+
+def matched_score_sigma(trains, accountant=None):
+    """The score's noise multiplier whose Gaussian curve lies under the fits' curve.
+
+    The largest zCDP ρ whose curve α·ρ stays at or below the pointwise maximum
+    of the planned fits' RDP curves at every order of the accountant's grid:
+    ρ = min_α max_i ε_i(α)/α, σ = 1/√(2ρ). A candidate's cost is then the
+    maximum of its fit's and its score's curves, which is the fit's curve at
+    every order: under parallel composition the score is free at this σ, and
+    a smaller σ would raise the cost. Only public quantities enter (the
+    planned events, computed from the public shape and settings).
+
+    Parameters
+    ----------
+    trains : sequence of DpEvent
+        The candidates' planned training events.
+    accountant : RdpAccountant, optional
+
+    Returns
+    -------
+    float
+    """
+    accountant = RdpAccountant() if accountant is None else accountant
+    curve = np.max([accountant.rdp_curve(t) for t in trains], axis=0)
+    rho = float(np.min(curve / accountant.orders))
+    if not (rho > 0.0 and math.isfinite(rho)):
+        raise PrivacyAnalysisError(
+            f"cannot match the score's noise to the candidates' curves (min RDP/order = {rho}).")
+    return 1.0 / math.sqrt(2.0 * rho)
+
+
+def auto_validation_fraction(n_samples, epsilon, delta):
+    """``validation_fraction="auto"``: the share of rows that goes to the validation part.
+
+    A rule of public quantities only (n, ε, δ): the fraction f whose score
+    noise, in accuracy units, is about 0.5 %: f = σ / (0.005 n) with σ the
+    noise multiplier 1/√(2ρ) of a Gaussian at ρ = the zCDP cap worth
+    (0.7 ε, δ) (about each candidate's budget and, under parallel
+    composition, the matched score's noise), clipped to [0.05, 0.2]. Large
+    n or ε: 5 % of the rows are enough to rank the candidates; small: the
+    former 20 %.
+
+    Returns
+    -------
+    float
+    """
+    from fastdp.privacy.zcdp import rho_for_epsilon
+
+    rho = rho_for_epsilon(_AUTO_CANDIDATE_SHARE * epsilon, delta)
+    sigma = 1.0 / math.sqrt(2.0 * rho)
+    lo, hi = _AUTO_FRACTION_BOUNDS
+    return float(min(max(sigma / (_SCORE_NOISE_TARGET * n_samples), lo), hi))
 
 
 def _runs_default_rule(estimator):
@@ -252,8 +361,8 @@ class DPHyperparameterSearch(BaseEstimator):
 
     def __init__(self, estimator, param_grid=None, *, epsilon=1.0, delta=1e-5,
                  repetitions="truncated_negative_binomial", expected_repetitions="auto",
-                 eta=-0.5, validation_fraction=0.2, score_share=0.25, ledger=None,
-                 random_state=None):
+                 eta=-0.5, validation_fraction="auto", score_share="auto",
+                 split_accounting="parallel", ledger=None, random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -263,6 +372,7 @@ class DPHyperparameterSearch(BaseEstimator):
         self.eta = eta
         self.validation_fraction = validation_fraction
         self.score_share = score_share
+        self.split_accounting = split_accounting
         self.ledger = ledger
         self.random_state = random_state
 
@@ -279,9 +389,15 @@ class DPHyperparameterSearch(BaseEstimator):
         reps = Repetitions.with_mean(self.repetitions, mean, eta=self.eta)
         for name in ("validation_fraction", "score_share"):
             value = getattr(self, name)
+            if isinstance(value, str) and value == "auto":
+                continue
             if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                     or not 0.0 < value < 1.0):
-                raise ValidationError(f"{name} must be in (0, 1); got {value!r}.")
+                raise ValidationError(f"{name} must be 'auto' or in (0, 1); got {value!r}.")
+        if not (isinstance(self.split_accounting, str)
+                and self.split_accounting in SPLIT_ACCOUNTING):
+            raise ValidationError(f"split_accounting must be one of {SPLIT_ACCOUNTING}; "
+                                  f"got {self.split_accounting!r}.")
         if around_rule:
             return epsilon, delta, reps, None
         grid = list(ParameterGrid(DEFAULT_PARAM_GRID if self.param_grid is None
@@ -294,18 +410,23 @@ class DPHyperparameterSearch(BaseEstimator):
         return epsilon, delta, reps, grid
 
     # --------------------------------------------------------------- planning
-    def _score_sigma(self, eps_c, delta):
-        return math.sqrt(2.0 * math.log(1.25 / delta)) / (self.score_share * eps_c)
+    def _score_sigma(self, eps_c, delta, trains, accountant=None):
+        """The score's noise multiplier (public: ε_c, δ and the planned fits)."""
+        share = self.score_share
+        if isinstance(share, str):        # "auto"
+            if self.split_accounting == "parallel":
+                return matched_score_sigma(trains, accountant)
+            share = 0.25                  # composed: the former default
+        return math.sqrt(2.0 * math.log(1.25 / delta)) / (share * eps_c)
 
     def _grid_at(self, grid, eps_c, shape, labels=None):
         """The public settings of the candidates at ``eps_c`` (``grid`` None: around the rule)."""
         K = 2 if labels is None else len(labels)
         return rule_grid(self.estimator, shape[0], shape[1], eps_c, K) if grid is None else grid
 
-    def _plan(self, eps_c, delta, grid, reps, shape, labels, cache):
+    def _plan(self, eps_c, delta, grid, reps, shape, labels, cache, accountant=None):
         """The search's event when every candidate is trained at (eps_c, delta)."""
-        sigma = self._score_sigma(eps_c, delta)
-        events = []
+        trains = []
         for i, params in enumerate(self._grid_at(grid, eps_c, shape, labels)):
             key = (i, eps_c)
             if key not in cache:
@@ -316,7 +437,10 @@ class DPHyperparameterSearch(BaseEstimator):
             if not train.is_private or train.adjacency is None:
                 raise PrivacyAnalysisError(
                     f"candidate {params} is not private; a search over it has no guarantee.")
-            events.append(ComposedEvent((train, GaussianEvent(sigma, train.adjacency))))
+            trains.append(train)
+        sigma = self._score_sigma(eps_c, delta, trains, accountant)
+        events = [candidate_event(train, GaussianEvent(sigma, train.adjacency),
+                                  self.split_accounting) for train in trains]
         unique = tuple(dict.fromkeys(events))
         return RepeatedSelectionEvent.of(unique, reps), sigma
 
@@ -331,7 +455,7 @@ class DPHyperparameterSearch(BaseEstimator):
         accountant = RdpAccountant()
 
         def total(eps_c):
-            event, sigma = self._plan(eps_c, delta, grid, reps, shape, labels, cache)
+            event, sigma = self._plan(eps_c, delta, grid, reps, shape, labels, cache, accountant)
             eps = accountant.epsilon(event, delta)
             return math.log(eps / epsilon) if eps > 0 else -math.inf, (eps_c, eps, event, sigma)
 
@@ -401,12 +525,15 @@ class DPHyperparameterSearch(BaseEstimator):
         n, d = X.shape
         classifier = is_classifier(self.estimator)
         labels = list(np.unique(y)) if classifier else None   # public label set
-        in_val = rng.random(n) < self.validation_fraction        # public coins
+        fraction = self.validation_fraction
+        if isinstance(fraction, str):                            # "auto": public n, ε, δ
+            fraction = auto_validation_fraction(n, epsilon, delta)
+        in_val = rng.random(n) < fraction                        # public coins
         n_val = int(in_val.sum())
         if n_val == 0 or n_val == n:
             raise ValidationError(
                 f"the random split left an empty part (n={n}, validation_fraction="
-                f"{self.validation_fraction}); use more rows.")
+                f"{fraction:g}); use more rows.")
         train_idx, val_idx = np.flatnonzero(~in_val), np.flatnonzero(in_val)
         cache = {}
         eps_c, total, event, sigma = self._calibrate(epsilon, delta, grid, reps,
@@ -446,6 +573,7 @@ class DPHyperparameterSearch(BaseEstimator):
         self.candidate_epsilon_ = eps_c
         self.candidate_delta_ = delta
         self.score_noise_multiplier_ = sigma
+        self.validation_fraction_ = fraction
         self.repetitions_ = reps
         self.n_candidates_ = k
         return self
