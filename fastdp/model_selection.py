@@ -10,7 +10,8 @@ bounded by the per-fit ε.
 Algorithm (Papernot & Steinke, ICLR 2022; Liu & Talwar, STOC 2019)
 ------------------------------------------------------------------
 1. Split the rows by public randomness into a training part and a validation
-   part (each row goes to validation with probability ``validation_fraction``).
+   part (each row goes to validation with probability ``validation_fraction``,
+   by default a rule of the public n, ε and δ: :func:`auto_validation_fraction`).
 2. Draw the number of candidates K from a public distribution
    (``repetitions``), independently of the data.
 3. K times: draw a setting uniformly from the public grid, fit the estimator
@@ -25,15 +26,50 @@ Privacy
 * Private: the rows ``(x_i, y_i)``; n and the feature count are public, and
   so is the set of class labels (as for the estimators).
 * Adjacency: that of the candidate estimator (add/remove for the default
-  Poisson sampler). The split is a coin per row: a neighbouring dataset
-  differs in one row, which falls in one of the two parts, so each candidate
-  (its fit composed with its score) is covered by the composition of the two
-  events -- fastdp composes them, which is sound whatever the split.
+  Poisson sampler, replace-one for the fixed-size and shuffling samplers); the
+  score's count changes by at most 1 under either.
+* Parallel composition (``split_accounting="parallel"``, the default): a
+  candidate costs the pointwise **maximum** of its fit's and its score's Rényi
+  curves, not their sum (:class:`~fastdp.privacy.events.ParallelComposedEvent`).
+  The argument: the coins c_i (validation or not) are i.i.d., drawn before
+  anything else and independent of the data. Couple the coins of neighbouring
+  datasets D ~ D': shared rows keep their coins; under add/remove the extra
+  row has its own coin (the same law, independent of the others: nothing else
+  moves); under replace-one the replaced slot keeps its coin. For every value
+  of the coins, D and D' then differ in exactly one part, where the parts are
+  neighbours under the same relation, and are identical in the other. If the
+  differing row is in the training part, the fits differ (Rényi divergence of
+  order α at most the fit's ε_fit(α)) and the score, given the fitted model,
+  reads identical validation rows: by the chain rule the pair (model, score)
+  diverges by at most ε_fit(α). If it is in the validation part, the fits
+  have the same law and the score differs by at most ε_score(α) given any
+  model. So conditionally on the coins one candidate is max(ε_fit, ε_score)
+  -RDP, at every order, in both directions. The search runs every candidate
+  on the **same** split; conditionally on the coins it is Papernot & Steinke's
+  repetition of that base mechanism, so their theorem gives the conditional
+  bound of the whole search from the max curve. The released output is the
+  mixture over the coins of these conditional outputs, with weights that do
+  not depend on the data (the same under D and D'), and the Rényi divergence
+  is jointly quasi-convex, D_α(Σ w_j P_j ‖ Σ w_j Q_j) ≤ max_j D_α(P_j ‖ Q_j):
+  the conditional bound holds for the search itself. The argument needs the
+  per-row independence of the coins under add/remove (a split into parts of
+  fixed sizes would move other rows when one is added); this search's split
+  has it. The sizes of the two parts are treated as public, as the estimators
+  treat n. :func:`candidate_event` builds the parallel event only when the fit
+  and the score declare the same add/remove or replace-one adjacency, and
+  composes them otherwise; ``split_accounting="composed"`` composes them
+  always (sound whatever the split; the former accounting).
+* Score noise (``score_share="auto"``, the default): the score's Gaussian is
+  matched under the fits' curve (:func:`matched_score_sigma`: the largest ρ
+  with α·ρ at or below the candidates' curve at every order), so under
+  parallel composition the score costs nothing beyond its fit, and it is as
+  precise as that allows.
 * Accounted: the :class:`~fastdp.privacy.events.RepeatedSelectionEvent` of
   the search (:mod:`fastdp.privacy.tuning`: Papernot & Steinke Thm 2/6; Liu &
-  Talwar for the geometric over pure candidates), converted to ε at ``delta``
-  by the RDP accountant. ``epsilon_`` is that total; the per-candidate
-  ``candidate_epsilon_`` is NOT the guarantee.
+  Talwar for the geometric over pure candidates) over the candidates'
+  parallel events, converted to ε at ``delta`` by the RDP accountant.
+  ``epsilon_`` is that total; the per-candidate ``candidate_epsilon_`` is NOT
+  the guarantee.
 * Released: ``best_estimator_``, ``best_params_``, ``best_score_``. The number
   of candidates ``n_candidates_`` and anything about the losing candidates are
   diagnostics outside the guarantee (releasing K is not covered).
@@ -327,12 +363,25 @@ class DPHyperparameterSearch(BaseEstimator):
         logarithmic law gives 0.65 ε (Papernot & Steinke's Thm 2 overhead
         1.38x instead of 1.54x in ε), and measured as well or better on the
         utility benchmark's small sets (docs/model-selection.md).
-    validation_fraction : float, default 0.2
-        Probability that a row goes to the validation part.
-    score_share : float, default 0.25
-        Sets the score's Gaussian noise multiplier to
-        sqrt(2 log(1.25/δ)) / (score_share · ε_c) (a utility knob; whatever it
-        is, the score's exact event is accounted).
+    validation_fraction : float or "auto", default "auto"
+        Probability that a row goes to the validation part. ``"auto"``:
+        :func:`auto_validation_fraction` (public n, ε, δ).
+    score_share : float or "auto", default "auto"
+        The score's Gaussian noise. ``"auto"``: matched under the candidates'
+        fit curves (:func:`matched_score_sigma`; with
+        ``split_accounting="composed"``, the former share 0.25). A number in
+        (0, 1) sets the noise multiplier to sqrt(2 log(1.25/δ)) / (score_share
+        · ε_c). Whatever it is, the score's exact event is accounted.
+    split_accounting : {"parallel", "composed"}, default "parallel"
+        How a candidate's fit and score are accounted: the maximum of their
+        curves (they read the disjoint parts of the split; see the module
+        docstring) or their sum (the former accounting, sound whatever the
+        split).
+    rule_weight : float or None, default None
+        Around the default rule only: the probability that a run draws the
+        rule itself (the other settings share the rest); None: uniform. A
+        public choice; the accounting is the same (the maximum over the
+        settings).
     ledger : fastdp.privacy.ledger.PrivacyLedger, optional
         Charged the whole search's event once, before anything is trained.
     random_state : None, int or numpy.random.Generator
@@ -354,6 +403,8 @@ class DPHyperparameterSearch(BaseEstimator):
     candidate_epsilon_, candidate_delta_ : float
         Per-candidate training target. NOT the guarantee.
     score_noise_multiplier_ : float
+    validation_fraction_ : float
+        The validation fraction used (``"auto"`` resolved).
     repetitions_ : fastdp.privacy.tuning.Repetitions
     n_candidates_ : int
         K drawn. A diagnostic outside the guarantee: do not publish it.
@@ -362,7 +413,8 @@ class DPHyperparameterSearch(BaseEstimator):
     def __init__(self, estimator, param_grid=None, *, epsilon=1.0, delta=1e-5,
                  repetitions="truncated_negative_binomial", expected_repetitions="auto",
                  eta=-0.5, validation_fraction="auto", score_share="auto",
-                 split_accounting="parallel", ledger=None, random_state=None):
+                 split_accounting="parallel", rule_weight=None, ledger=None,
+                 random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -373,6 +425,7 @@ class DPHyperparameterSearch(BaseEstimator):
         self.validation_fraction = validation_fraction
         self.score_share = score_share
         self.split_accounting = split_accounting
+        self.rule_weight = rule_weight
         self.ledger = ledger
         self.random_state = random_state
 
@@ -394,6 +447,10 @@ class DPHyperparameterSearch(BaseEstimator):
             if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                     or not 0.0 < value < 1.0):
                 raise ValidationError(f"{name} must be 'auto' or in (0, 1); got {value!r}.")
+        w = self.rule_weight
+        if w is not None and (isinstance(w, bool) or not isinstance(w, numbers.Real)
+                              or not 0.0 < w < 1.0):
+            raise ValidationError(f"rule_weight must be None or in (0, 1); got {w!r}.")
         if not (isinstance(self.split_accounting, str)
                 and self.split_accounting in SPLIT_ACCOUNTING):
             raise ValidationError(f"split_accounting must be one of {SPLIT_ACCOUNTING}; "
@@ -499,6 +556,15 @@ class DPHyperparameterSearch(BaseEstimator):
                 side = 1
         return best
 
+    def _draw_setting(self, rng, size, grid_given):
+        """Index of one run's setting, drawn by public randomness (uniform; around the rule,
+        the rule itself with probability ``rule_weight`` when set)."""
+        if grid_given or self.rule_weight is None or size == 1:
+            return int(rng.integers(size))
+        if rng.random() < self.rule_weight:
+            return 0
+        return 1 + int(rng.integers(size - 1))
+
     # -------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Run the search; charge the ledger once with the whole search's event.
@@ -513,6 +579,7 @@ class DPHyperparameterSearch(BaseEstimator):
         self
         """
         epsilon, delta, reps, grid = self._check()
+        grid_given = grid is not None
         rng = check_random_state(self.random_state)
         if sp.issparse(X):
             check_sparse_structure(X)  # before scipy converts it
@@ -550,7 +617,7 @@ class DPHyperparameterSearch(BaseEstimator):
         with settle_reservation(reservation, "search"):
             X_tr, y_tr, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
             for _ in range(k):
-                i = int(rng.integers(len(grid)))
+                i = self._draw_setting(rng, len(grid), grid_given)
                 seed = int(rng.integers(2 ** 63 - 1))
                 est = clone(self.estimator).set_params(**grid[i], epsilon=eps_c, delta=delta,
                                                        ledger=None, random_state=seed)
