@@ -120,8 +120,9 @@ DEFAULT_PARAM_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2], "epochs": [5, 10]}
 #: each resolved at the candidates' own budget (docs/model-selection.md).
 RULE_STEP_FACTORS = (1.0, 3.0, 1.0 / 3.0)
 
-#: E[K] of the default search around the rule (3 settings); a user grid keeps 10.
-_RULE_EXPECTED_REPETITIONS = 3.0
+#: E[K] of the default search around the rule (3 settings; was 3 until the split was
+#: accounted in parallel, docs/model-selection.md); a user grid keeps 10.
+_RULE_EXPECTED_REPETITIONS = 2.0
 _GRID_EXPECTED_REPETITIONS = 10.0
 
 
@@ -353,7 +354,7 @@ class DPHyperparameterSearch(BaseEstimator):
         Law of the number of candidates K (see :mod:`fastdp.privacy.tuning`).
     expected_repetitions : float or "auto", default "auto"
         E[K]. Larger means a better search and a smaller per-candidate budget.
-        ``"auto"``: 3 for the default search around the rule, 10 otherwise.
+        ``"auto"``: 2 for the default search around the rule, 10 otherwise.
     eta : float, default -0.5
         η of the truncated negative binomial (0: logarithmic law; η in (−1, 0):
         most of the mass at K = 1 with a longer tail, at the same E[K]). The
@@ -375,10 +376,10 @@ class DPHyperparameterSearch(BaseEstimator):
         curves (they read the disjoint parts of the split; see the module
         docstring) or their sum (the former accounting, sound whatever the
         split).
-    rule_weight : float or None, default None
+    rule_weight : float or None, default 0.5
         Around the default rule only: the probability that a run draws the
-        rule itself (the other settings share the rest); None: uniform. A
-        public choice; the accounting is the same (the maximum over the
+        rule itself (the other two settings share the rest); None: uniform.
+        A public choice; the accounting is the same (the maximum over the
         settings).
     ledger : fastdp.privacy.ledger.PrivacyLedger, optional
         Charged the whole search's event once, before anything is trained.
@@ -411,7 +412,7 @@ class DPHyperparameterSearch(BaseEstimator):
     def __init__(self, estimator, param_grid=None, *, epsilon=1.0, delta=1e-5,
                  repetitions="truncated_negative_binomial", expected_repetitions="auto",
                  eta=-0.5, validation_fraction="auto", score_share="auto",
-                 split_accounting="parallel", rule_weight=None, ledger=None,
+                 split_accounting="parallel", rule_weight=0.5, ledger=None,
                  random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
