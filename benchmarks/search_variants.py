@@ -40,6 +40,12 @@ VARIANTS = {
     "parallel_f05_rw50_k2": dict(split_accounting="parallel", score_share="auto",
                                  validation_fraction=0.05, rule_weight=0.5,
                                  expected_repetitions=2.0),
+    "parallel_f05_rw70_k2": dict(split_accounting="parallel", score_share="auto",
+                                 validation_fraction=0.05, rule_weight=0.7,
+                                 expected_repetitions=2.0),
+    "parallel_f05_rw50_k2_eta08": dict(split_accounting="parallel", score_share="auto",
+                                       validation_fraction=0.05, rule_weight=0.5,
+                                       expected_repetitions=2.0, eta=-0.8),
     "parallel_auto": dict(split_accounting="parallel", score_share="auto",
                           validation_fraction="auto"),
     "parallel_auto_k2": dict(split_accounting="parallel", score_share="auto",
@@ -47,6 +53,14 @@ VARIANTS = {
     "parallel_auto_k5": dict(split_accounting="parallel", score_share="auto",
                              validation_fraction="auto", expected_repetitions=5.0),
 }
+
+
+# the settings before issue 17's parallel-composition follow-up, pinned so that a variant
+# keeps its meaning whatever the current defaults are
+_FORMER = dict(expected_repetitions=3.0, rule_weight=None, eta=-0.5)
+for _v in VARIANTS.values():
+    for _k, _x in _FORMER.items():
+        _v.setdefault(_k, _x)
 
 
 def main(argv=None):
