@@ -1386,6 +1386,11 @@ class RepeatedSelectionEvent(MechanismEvent):
     adjacency of ``events``. Released: the best run only (its output and
     score) -- never K, never the other runs.
 
+    A candidate may be a :class:`ParallelComposedEvent` (the search's fit and
+    score on the two parts of one split); the runs may share that split (its
+    docstring: the bound holds for each value of the coins, and mixing keeps
+    it).
+
     Accounting (:mod:`fastdp.privacy.tuning`): Q's Rényi curve is the pointwise
     maximum of the candidates' curves (a public mixture of mechanisms is at
     most as private as its least private member: the Rényi sum of a mixture
