@@ -79,9 +79,10 @@ def test_search_epsilon_is_papernot_steinke_on_the_max_curve(score_share, factor
     """The score's curve below the fit's (auto, 0.2) and above it (0.9 with a fit 3x noisier)."""
     X, y = _data()
     grid = {"bias": [-20.0, 0.0, 20.0]}
-    search = DPHyperparameterSearch(NoisyCountClassifier(noise_factor=factor), grid, epsilon=1.5, delta=1e-5,
-                                    expected_repetitions=3.0, eta=-0.5, validation_fraction=0.25,
-                                    score_share=score_share, random_state=0).fit(X, y)
+    search = DPHyperparameterSearch(NoisyCountClassifier(noise_factor=factor), grid,
+                                    epsilon=1.5, delta=1e-5, expected_repetitions=3.0, eta=-0.5,
+                                    validation_fraction=0.25, score_share=score_share,
+                                    random_state=0).fit(X, y)
     eps_c, sigma_s = search.candidate_epsilon_, search.score_noise_multiplier_
     classic = math.sqrt(2 * math.log(1.25 / 1e-5)) / eps_c
     sigma_fit = factor * classic
