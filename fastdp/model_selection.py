@@ -10,7 +10,8 @@ bounded by the per-fit ε.
 Algorithm (Papernot & Steinke, ICLR 2022; Liu & Talwar, STOC 2019)
 ------------------------------------------------------------------
 1. Split the rows by public randomness into a training part and a validation
-   part (each row goes to validation with probability ``validation_fraction``).
+   part (each row goes to validation with probability ``validation_fraction``,
+   by default a rule of the public n: :func:`auto_validation_fraction`).
 2. Draw the number of candidates K from a public distribution
    (``repetitions``), independently of the data.
 3. K times: draw a setting uniformly from the public grid, fit the estimator
@@ -25,15 +26,50 @@ Privacy
 * Private: the rows ``(x_i, y_i)``; n and the feature count are public, and
   so is the set of class labels (as for the estimators).
 * Adjacency: that of the candidate estimator (add/remove for the default
-  Poisson sampler). The split is a coin per row: a neighbouring dataset
-  differs in one row, which falls in one of the two parts, so each candidate
-  (its fit composed with its score) is covered by the composition of the two
-  events -- fastdp composes them, which is sound whatever the split.
+  Poisson sampler, replace-one for the fixed-size and shuffling samplers); the
+  score's count changes by at most 1 under either.
+* Parallel composition (``split_accounting="parallel"``, the default): a
+  candidate costs the pointwise **maximum** of its fit's and its score's Rényi
+  curves, not their sum (:class:`~fastdp.privacy.events.ParallelComposedEvent`).
+  The argument: the coins c_i (validation or not) are i.i.d., drawn before
+  anything else and independent of the data. Couple the coins of neighbouring
+  datasets D ~ D': shared rows keep their coins; under add/remove the extra
+  row has its own coin (the same law, independent of the others: nothing else
+  moves); under replace-one the replaced slot keeps its coin. For every value
+  of the coins, D and D' then differ in exactly one part, where the parts are
+  neighbours under the same relation, and are identical in the other. If the
+  differing row is in the training part, the fits differ (Rényi divergence of
+  order α at most the fit's ε_fit(α)) and the score, given the fitted model,
+  reads identical validation rows: by the chain rule the pair (model, score)
+  diverges by at most ε_fit(α). If it is in the validation part, the fits
+  have the same law and the score differs by at most ε_score(α) given any
+  model. So conditionally on the coins one candidate is max(ε_fit, ε_score)
+  -RDP, at every order, in both directions. The search runs every candidate
+  on the **same** split; conditionally on the coins it is Papernot & Steinke's
+  repetition of that base mechanism, so their theorem gives the conditional
+  bound of the whole search from the max curve. The released output is the
+  mixture over the coins of these conditional outputs, with weights that do
+  not depend on the data (the same under D and D'), and the Rényi divergence
+  is jointly quasi-convex, D_α(Σ w_j P_j ‖ Σ w_j Q_j) ≤ max_j D_α(P_j ‖ Q_j):
+  the conditional bound holds for the search itself. The argument needs the
+  per-row independence of the coins under add/remove (a split into parts of
+  fixed sizes would move other rows when one is added); this search's split
+  has it. The sizes of the two parts are treated as public, as the estimators
+  treat n. :func:`candidate_event` builds the parallel event only when the fit
+  and the score declare the same add/remove or replace-one adjacency, and
+  composes them otherwise; ``split_accounting="composed"`` composes them
+  always (sound whatever the split; the former accounting).
+* Score noise (``score_share="auto"``, the default): the score's Gaussian is
+  matched under the fits' curve (:func:`matched_score_sigma`: the largest ρ
+  with α·ρ at or below the candidates' curve at every order), so under
+  parallel composition the score costs nothing beyond its fit, and it is as
+  precise as that allows.
 * Accounted: the :class:`~fastdp.privacy.events.RepeatedSelectionEvent` of
   the search (:mod:`fastdp.privacy.tuning`: Papernot & Steinke Thm 2/6; Liu &
-  Talwar for the geometric over pure candidates), converted to ε at ``delta``
-  by the RDP accountant. ``epsilon_`` is that total; the per-candidate
-  ``candidate_epsilon_`` is NOT the guarantee.
+  Talwar for the geometric over pure candidates) over the candidates'
+  parallel events, converted to ε at ``delta`` by the RDP accountant.
+  ``epsilon_`` is that total; the per-candidate ``candidate_epsilon_`` is NOT
+  the guarantee.
 * Released: ``best_estimator_``, ``best_params_``, ``best_score_``. The number
   of candidates ``n_candidates_`` and anything about the losing candidates are
   diagnostics outside the guarantee (releasing K is not covered).
@@ -59,13 +95,20 @@ from sklearn.model_selection import ParameterGrid
 
 from fastdp._validation import check_privacy_params, check_random_state, check_sparse_structure
 from fastdp.exceptions import PrivacyAnalysisError, ValidationError
-from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectionEvent
+from fastdp.privacy.events import (
+    Adjacency,
+    ComposedEvent,
+    GaussianEvent,
+    ParallelComposedEvent,
+    RepeatedSelectionEvent,
+)
 from fastdp.privacy.ledger_entries import settle_reservation
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
 
 __all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "RULE_STEP_FACTORS", "rule_grid",
-           "plan_candidate_event"]
+           "plan_candidate_event", "candidate_event", "matched_score_sigma",
+           "auto_validation_fraction", "SPLIT_ACCOUNTING"]
 
 #: The public grid used when ``param_grid=None`` and the estimator does not run
 #: its default rule (a solver other than ``"auto"``, or ``solver_options`` set):
@@ -77,9 +120,110 @@ DEFAULT_PARAM_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2], "epochs": [5, 10]}
 #: each resolved at the candidates' own budget (docs/model-selection.md).
 RULE_STEP_FACTORS = (1.0, 3.0, 1.0 / 3.0)
 
-#: E[K] of the default search around the rule (3 settings); a user grid keeps 10.
-_RULE_EXPECTED_REPETITIONS = 3.0
+#: E[K] of the default search around the rule (3 settings; was 3 until the split was
+#: accounted in parallel, docs/model-selection.md); a user grid keeps 10.
+_RULE_EXPECTED_REPETITIONS = 2.0
 _GRID_EXPECTED_REPETITIONS = 10.0
+
+
+#: How a candidate's fit and score are accounted: ``"parallel"`` (the maximum of
+#: their curves: they read the disjoint parts of a data-independent split) or
+#: ``"composed"`` (their sum: sound whatever the split, looser).
+SPLIT_ACCOUNTING = ("parallel", "composed")
+
+#: ``validation_fraction="auto"``: 5 % of the rows, but at least this many
+#: validation rows in expectation (at most 20 %); docs/model-selection.md,
+#: "Spending the saving".
+_AUTO_FRACTION = 0.05
+_AUTO_MIN_VALIDATION_ROWS = 200
+_AUTO_MAX_FRACTION = 0.2
+
+
+def candidate_event(train, score, split_accounting="parallel"):
+    """One candidate's event: its fit on the training part and its score on the validation part.
+
+    The split is a coin per row, independent of the data and of everything
+    else, and the fit reads only the training part and the score only the
+    validation part (and the fitted model), so with ``"parallel"`` the
+    candidate is the :class:`~fastdp.privacy.events.ParallelComposedEvent` of
+    the two (its Rényi curve is the pointwise maximum of theirs). That
+    argument (its docstring) holds for add/remove adjacency (the per-row coins
+    are independent, so an added row brings its own coin) and for replace-one
+    (the replaced slot keeps its coin); for any other relation, or when
+    ``split_accounting="composed"``, the two events are composed (their sum,
+    sound whatever the split).
+
+    Parameters
+    ----------
+    train, score : DpEvent
+        The fit's planned event and the score's Gaussian, under one adjacency.
+    split_accounting : {"parallel", "composed"}
+
+    Returns
+    -------
+    DpEvent
+    """
+    if split_accounting not in SPLIT_ACCOUNTING:
+        raise ValidationError(
+            f"split_accounting must be one of {SPLIT_ACCOUNTING}; got {split_accounting!r}.")
+    adjacencies = {train.adjacency, score.adjacency}
+    if (split_accounting == "parallel" and len(adjacencies) == 1
+            and adjacencies <= {Adjacency.ADD_REMOVE, Adjacency.REPLACE_ONE}):
+        return ParallelComposedEvent((train, score))
+    return ComposedEvent((train, score))
+
+
+def matched_score_sigma(trains, accountant=None):
+    """The score's noise multiplier whose Gaussian curve lies under the fits' curve.
+
+    The largest zCDP ρ whose curve α·ρ stays at or below the pointwise maximum
+    of the planned fits' RDP curves at every order of the accountant's grid:
+    ρ = min_α max_i ε_i(α)/α, σ = 1/√(2ρ). A candidate's cost is then the
+    maximum of its fit's and its score's curves, which is the fit's curve at
+    every order: under parallel composition the score is free at this σ, and
+    a smaller σ would raise the cost. Only public quantities enter (the
+    planned events, computed from the public shape and settings).
+
+    Parameters
+    ----------
+    trains : sequence of DpEvent
+        The candidates' planned training events.
+    accountant : RdpAccountant, optional
+
+    Returns
+    -------
+    float
+    """
+    accountant = RdpAccountant() if accountant is None else accountant
+    curve = np.max([accountant.rdp_curve(t) for t in trains], axis=0)
+    rho = float(np.min(curve / accountant.orders))
+    if not (rho > 0.0 and math.isfinite(rho)):
+        raise PrivacyAnalysisError(
+            f"cannot match the score's noise to the candidates' curves (min RDP/order = {rho}).")
+    return 1.0 / math.sqrt(2.0 * rho)
+
+
+def auto_validation_fraction(n_samples):
+    """``validation_fraction="auto"``: the share of rows that goes to the validation part.
+
+    A rule of the public n only: 5 % of the rows, raised to 200 rows in
+    expectation for small n (at most 20 %). Measured on the utility
+    benchmark's sets (docs/model-selection.md), 5 % beat 10 % and 20 % at
+    ε = 0.1 by 0.5–1.7 points and tied them within 0.3 at ε ≥ 1: under
+    parallel composition the score is free but its noise and the sampling
+    noise of a small validation part only blur the ranking of candidates that
+    are close anyway, while every held-out row is lost to the fit. The floor
+    of 200 rows (a standard error of at most 3.5 accuracy points) is a
+    guard for small n, not measured (every benchmark set has n >= 6,500).
+
+    Returns
+    -------
+    float
+    """
+    n = int(n_samples)
+    if n < 1:
+        raise ValidationError(f"n_samples must be >= 1; got {n_samples!r}.")
+    return float(min(max(_AUTO_FRACTION, _AUTO_MIN_VALIDATION_ROWS / n), _AUTO_MAX_FRACTION))
 
 
 def _runs_default_rule(estimator):
@@ -210,7 +354,7 @@ class DPHyperparameterSearch(BaseEstimator):
         Law of the number of candidates K (see :mod:`fastdp.privacy.tuning`).
     expected_repetitions : float or "auto", default "auto"
         E[K]. Larger means a better search and a smaller per-candidate budget.
-        ``"auto"``: 3 for the default search around the rule, 10 otherwise.
+        ``"auto"``: 2 for the default search around the rule, 10 otherwise.
     eta : float, default -0.5
         η of the truncated negative binomial (0: logarithmic law; η in (−1, 0):
         most of the mass at K = 1 with a longer tail, at the same E[K]). The
@@ -218,12 +362,25 @@ class DPHyperparameterSearch(BaseEstimator):
         logarithmic law gives 0.65 ε (Papernot & Steinke's Thm 2 overhead
         1.38x instead of 1.54x in ε), and measured as well or better on the
         utility benchmark's small sets (docs/model-selection.md).
-    validation_fraction : float, default 0.2
-        Probability that a row goes to the validation part.
-    score_share : float, default 0.25
-        Sets the score's Gaussian noise multiplier to
-        sqrt(2 log(1.25/δ)) / (score_share · ε_c) (a utility knob; whatever it
-        is, the score's exact event is accounted).
+    validation_fraction : float or "auto", default "auto"
+        Probability that a row goes to the validation part. ``"auto"``:
+        :func:`auto_validation_fraction` (5 %, at least 200 rows, at most 20 %).
+    score_share : float or "auto", default "auto"
+        The score's Gaussian noise. ``"auto"``: matched under the candidates'
+        fit curves (:func:`matched_score_sigma`; with
+        ``split_accounting="composed"``, the former share 0.25). A number in
+        (0, 1) sets the noise multiplier to sqrt(2 log(1.25/δ)) / (score_share
+        · ε_c). Whatever it is, the score's exact event is accounted.
+    split_accounting : {"parallel", "composed"}, default "parallel"
+        How a candidate's fit and score are accounted: the maximum of their
+        curves (they read the disjoint parts of the split; see the module
+        docstring) or their sum (the former accounting, sound whatever the
+        split).
+    rule_weight : float or None, default 0.5
+        Around the default rule only: the probability that a run draws the
+        rule itself (the other two settings share the rest); None: uniform.
+        A public choice; the accounting is the same (the maximum over the
+        settings).
     ledger : fastdp.privacy.ledger.PrivacyLedger, optional
         Charged the whole search's event once, before anything is trained.
     random_state : None, int or numpy.random.Generator
@@ -245,6 +402,8 @@ class DPHyperparameterSearch(BaseEstimator):
     candidate_epsilon_, candidate_delta_ : float
         Per-candidate training target. NOT the guarantee.
     score_noise_multiplier_ : float
+    validation_fraction_ : float
+        The validation fraction used (``"auto"`` resolved).
     repetitions_ : fastdp.privacy.tuning.Repetitions
     n_candidates_ : int
         K drawn. A diagnostic outside the guarantee: do not publish it.
@@ -252,7 +411,8 @@ class DPHyperparameterSearch(BaseEstimator):
 
     def __init__(self, estimator, param_grid=None, *, epsilon=1.0, delta=1e-5,
                  repetitions="truncated_negative_binomial", expected_repetitions="auto",
-                 eta=-0.5, validation_fraction=0.2, score_share=0.25, ledger=None,
+                 eta=-0.5, validation_fraction="auto", score_share="auto",
+                 split_accounting="parallel", rule_weight=0.5, ledger=None,
                  random_state=None):
         self.estimator = estimator
         self.param_grid = param_grid
@@ -263,6 +423,8 @@ class DPHyperparameterSearch(BaseEstimator):
         self.eta = eta
         self.validation_fraction = validation_fraction
         self.score_share = score_share
+        self.split_accounting = split_accounting
+        self.rule_weight = rule_weight
         self.ledger = ledger
         self.random_state = random_state
 
@@ -279,9 +441,19 @@ class DPHyperparameterSearch(BaseEstimator):
         reps = Repetitions.with_mean(self.repetitions, mean, eta=self.eta)
         for name in ("validation_fraction", "score_share"):
             value = getattr(self, name)
+            if isinstance(value, str) and value == "auto":
+                continue
             if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                     or not 0.0 < value < 1.0):
-                raise ValidationError(f"{name} must be in (0, 1); got {value!r}.")
+                raise ValidationError(f"{name} must be 'auto' or in (0, 1); got {value!r}.")
+        w = self.rule_weight
+        if w is not None and (isinstance(w, bool) or not isinstance(w, numbers.Real)
+                              or not 0.0 < w < 1.0):
+            raise ValidationError(f"rule_weight must be None or in (0, 1); got {w!r}.")
+        if not (isinstance(self.split_accounting, str)
+                and self.split_accounting in SPLIT_ACCOUNTING):
+            raise ValidationError(f"split_accounting must be one of {SPLIT_ACCOUNTING}; "
+                                  f"got {self.split_accounting!r}.")
         if around_rule:
             return epsilon, delta, reps, None
         grid = list(ParameterGrid(DEFAULT_PARAM_GRID if self.param_grid is None
@@ -294,18 +466,23 @@ class DPHyperparameterSearch(BaseEstimator):
         return epsilon, delta, reps, grid
 
     # --------------------------------------------------------------- planning
-    def _score_sigma(self, eps_c, delta):
-        return math.sqrt(2.0 * math.log(1.25 / delta)) / (self.score_share * eps_c)
+    def _score_sigma(self, eps_c, delta, trains, accountant=None):
+        """The score's noise multiplier (public: ε_c, δ and the planned fits)."""
+        share = self.score_share
+        if isinstance(share, str):        # "auto"
+            if self.split_accounting == "parallel":
+                return matched_score_sigma(trains, accountant)
+            share = 0.25                  # composed: the former default
+        return math.sqrt(2.0 * math.log(1.25 / delta)) / (share * eps_c)
 
     def _grid_at(self, grid, eps_c, shape, labels=None):
         """The public settings of the candidates at ``eps_c`` (``grid`` None: around the rule)."""
         K = 2 if labels is None else len(labels)
         return rule_grid(self.estimator, shape[0], shape[1], eps_c, K) if grid is None else grid
 
-    def _plan(self, eps_c, delta, grid, reps, shape, labels, cache):
+    def _plan(self, eps_c, delta, grid, reps, shape, labels, cache, accountant=None):
         """The search's event when every candidate is trained at (eps_c, delta)."""
-        sigma = self._score_sigma(eps_c, delta)
-        events = []
+        trains = []
         for i, params in enumerate(self._grid_at(grid, eps_c, shape, labels)):
             key = (i, eps_c)
             if key not in cache:
@@ -316,7 +493,10 @@ class DPHyperparameterSearch(BaseEstimator):
             if not train.is_private or train.adjacency is None:
                 raise PrivacyAnalysisError(
                     f"candidate {params} is not private; a search over it has no guarantee.")
-            events.append(ComposedEvent((train, GaussianEvent(sigma, train.adjacency))))
+            trains.append(train)
+        sigma = self._score_sigma(eps_c, delta, trains, accountant)
+        events = [candidate_event(train, GaussianEvent(sigma, train.adjacency),
+                                  self.split_accounting) for train in trains]
         unique = tuple(dict.fromkeys(events))
         return RepeatedSelectionEvent.of(unique, reps), sigma
 
@@ -331,7 +511,7 @@ class DPHyperparameterSearch(BaseEstimator):
         accountant = RdpAccountant()
 
         def total(eps_c):
-            event, sigma = self._plan(eps_c, delta, grid, reps, shape, labels, cache)
+            event, sigma = self._plan(eps_c, delta, grid, reps, shape, labels, cache, accountant)
             eps = accountant.epsilon(event, delta)
             return math.log(eps / epsilon) if eps > 0 else -math.inf, (eps_c, eps, event, sigma)
 
@@ -375,6 +555,15 @@ class DPHyperparameterSearch(BaseEstimator):
                 side = 1
         return best
 
+    def _draw_setting(self, rng, size, grid_given):
+        """Index of one run's setting, drawn by public randomness (uniform; around the rule,
+        the rule itself with probability ``rule_weight`` when set)."""
+        if grid_given or self.rule_weight is None or size == 1:
+            return int(rng.integers(size))
+        if rng.random() < self.rule_weight:
+            return 0
+        return 1 + int(rng.integers(size - 1))
+
     # -------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Run the search; charge the ledger once with the whole search's event.
@@ -389,6 +578,7 @@ class DPHyperparameterSearch(BaseEstimator):
         self
         """
         epsilon, delta, reps, grid = self._check()
+        grid_given = grid is not None
         rng = check_random_state(self.random_state)
         if sp.issparse(X):
             check_sparse_structure(X)  # before scipy converts it
@@ -401,12 +591,15 @@ class DPHyperparameterSearch(BaseEstimator):
         n, d = X.shape
         classifier = is_classifier(self.estimator)
         labels = list(np.unique(y)) if classifier else None   # public label set
-        in_val = rng.random(n) < self.validation_fraction        # public coins
+        fraction = self.validation_fraction
+        if isinstance(fraction, str):                            # "auto": public n, ε, δ
+            fraction = auto_validation_fraction(n)
+        in_val = rng.random(n) < fraction                        # public coins
         n_val = int(in_val.sum())
         if n_val == 0 or n_val == n:
             raise ValidationError(
                 f"the random split left an empty part (n={n}, validation_fraction="
-                f"{self.validation_fraction}); use more rows.")
+                f"{fraction:g}); use more rows.")
         train_idx, val_idx = np.flatnonzero(~in_val), np.flatnonzero(in_val)
         cache = {}
         eps_c, total, event, sigma = self._calibrate(epsilon, delta, grid, reps,
@@ -423,7 +616,7 @@ class DPHyperparameterSearch(BaseEstimator):
         with settle_reservation(reservation, "search"):
             X_tr, y_tr, X_val, y_val = X[train_idx], y[train_idx], X[val_idx], y[val_idx]
             for _ in range(k):
-                i = int(rng.integers(len(grid)))
+                i = self._draw_setting(rng, len(grid), grid_given)
                 seed = int(rng.integers(2 ** 63 - 1))
                 est = clone(self.estimator).set_params(**grid[i], epsilon=eps_c, delta=delta,
                                                        ledger=None, random_state=seed)
@@ -446,6 +639,7 @@ class DPHyperparameterSearch(BaseEstimator):
         self.candidate_epsilon_ = eps_c
         self.candidate_delta_ = delta
         self.score_noise_multiplier_ = sigma
+        self.validation_fraction_ = fraction
         self.repetitions_ = reps
         self.n_candidates_ = k
         return self

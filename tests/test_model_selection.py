@@ -17,7 +17,7 @@ from fastdp.exceptions import BudgetExceededError, ValidationError
 from fastdp.linear_model import DPLogisticRegression, DPRidge
 from fastdp.model_selection import DPHyperparameterSearch, plan_candidate_event
 from fastdp.privacy import get_accountant
-from fastdp.privacy.events import ComposedEvent, GaussianEvent, RepeatedSelectionEvent
+from fastdp.privacy.events import GaussianEvent, ParallelComposedEvent, RepeatedSelectionEvent
 from fastdp.privacy.ledger import PrivacyLedger
 
 GRID = {"alpha": [1e-4, 1e-2], "epochs": [2, 4]}
@@ -73,9 +73,9 @@ def test_total_epsilon_is_the_accountants_and_within_target(repetitions):
     assert search.epsilon_ > 0.9 * 2.0                 # the budget is used, not wasted
     assert search.candidate_epsilon_ < search.epsilon_   # per-candidate is not the guarantee
     assert search.repetitions_.mean() == pytest.approx(4.0, rel=1e-6)
-    # the candidates' events are the planned fit composed with a Gaussian score
+    # the candidates' events are the planned fit in parallel with a Gaussian score (issue 17)
     for member in event.events:
-        assert isinstance(member, ComposedEvent)
+        assert isinstance(member, ParallelComposedEvent)
         assert isinstance(member.events[1], GaussianEvent)
         assert member.events[1].noise_multiplier == pytest.approx(search.score_noise_multiplier_)
     if search.best_estimator_ is not None:

@@ -43,7 +43,7 @@ def test_default_law_gives_candidates_more_budget(epsilon):
         fits[eta] = search
     ratio_log = fits[0.0].candidate_epsilon_ / epsilon
     ratio_default = fits[-0.5].candidate_epsilon_ / epsilon
-    # measured (docs/model-selection.md): about 0.65 -> 0.72 at eps = 1, E[K] = 3
+    # measured (docs/model-selection.md): about 0.65 -> 0.72 at eps = 1, E[K] = 3 (0.77 at 2)
     assert ratio_default > ratio_log + 0.03
     assert 0.55 < ratio_log < 0.8 and 0.6 < ratio_default < 0.9
 
@@ -54,12 +54,14 @@ def test_overhead_matches_event_built_by_hand():
     search = DPHyperparameterSearch(DPLogisticRegression(), epsilon=1.0, delta=1e-5,
                                     random_state=1).fit(X, y)
     n_train = int(np.count_nonzero(
-        np.random.default_rng(1).random(X.shape[0]) >= search.validation_fraction))
+        np.random.default_rng(1).random(X.shape[0]) >= search.validation_fraction_))
     eps_c = search.candidate_epsilon_
     train = plan_candidate_event(DPLogisticRegression(epsilon=eps_c, delta=1e-5),
                                  n_train, X.shape[1], [-1.0, 1.0])
-    reps = Repetitions.with_mean("truncated_negative_binomial", 3.0, eta=-0.5)
+    reps = Repetitions.with_mean("truncated_negative_binomial", 2.0, eta=-0.5)   # was 3.0
     training_only = RdpAccountant().epsilon(RepeatedSelectionEvent.of((train,), reps), 1e-5)
-    # the search's total adds the noisy scores: above the training-only repetition, by a little
-    assert training_only < search.epsilon_ <= 1.0
-    assert search.epsilon_ - training_only < 0.05
+    # issue 17: fit and score read disjoint parts (parallel composition: the maximum of their
+    # curves) and the score's noise is matched under the fit's curve, so the scores are free:
+    # the total is the training-only repetition (it was above it, by < 0.05, when composed)
+    assert search.epsilon_ <= 1.0
+    assert search.epsilon_ == pytest.approx(training_only, rel=1e-9)

@@ -40,6 +40,7 @@ from fastdp.privacy.events import (  # noqa: F401
     LaplaceEvent,
     LineSearchEvent,
     NonPrivateEvent,
+    ParallelComposedEvent,
     PoissonSampledEvent,
     PrivacyFilterEvent,
     PureEvent,
@@ -60,5 +61,5 @@ __all__ = [
     "NonPrivateEvent", "PoissonSampledEvent", "PureEvent", "SelfComposedEvent",
     "ShuffledEvent", "event_from_dict", "RdpAccountant",
     "ApproxDpEvent", "PrivacyFilterEvent", "event_delta",
-    "RepeatedSelectionEvent",
+    "RepeatedSelectionEvent", "ParallelComposedEvent",
 ]

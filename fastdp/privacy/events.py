@@ -84,6 +84,7 @@ __all__ = [
     "ShuffledEvent",
     "SelfComposedEvent",
     "ComposedEvent",
+    "ParallelComposedEvent",
     "NonPrivateEvent",
     "NoGuaranteeEvent",
     "PrivacyFilterEvent",
@@ -1057,6 +1058,96 @@ class ComposedEvent(DpEvent):
         return ComposedEvent(tuple(e.to_replace_one() for e in self.events))
 
 
+@dataclasses.dataclass(frozen=True)
+class ParallelComposedEvent(DpEvent):
+    """Mechanisms run on the disjoint parts of a random split of the records.
+
+    The records are split into ``len(events)`` disjoint parts by coins that
+    are **independent of the data** (and of every other randomness outside
+    this event, including the coins of other events): each record draws its
+    part independently of the other records from one public law (e.g. "the
+    validation part with probability p"). Member ``i`` reads only part ``i``
+    (and public quantities, and the outputs of the members before it: the
+    members may be adaptive). The coins are never released.
+
+    What is private: every record of the dataset. Adjacency: the common
+    adjacency of the members (mixing add/remove with replace-one is
+    refused, as for :class:`ComposedEvent`). Released: every member's output.
+
+    Parallel composition (why the cost is the **maximum**, not the sum).
+    Couple the coins of neighbouring datasets D ~ D': the records they share
+    keep their coins; under add/remove the extra record has its own coin
+    (drawn from the same law, independent of the others); under replace-one
+    the replaced slot keeps its coin. Conditionally on the coins, D and D'
+    differ in exactly one part, and there the two parts are neighbours under
+    the same relation; every other part is identical. So the joint output of
+    the (adaptive) members differs only in that member's conditional law, and
+    its Rényi divergence of every order α is at most that member's
+    ε_i(α) (the chain rule: the other members see identical inputs, given the
+    outputs before them); hence at most max_i ε_i(α). The released output is
+    the mixture over the coins with the **same** weights under D and D'
+    (the coins do not depend on the data), and the Rényi divergence is jointly
+    quasi-convex (D_α(Σ w_j P_j ‖ Σ w_j Q_j) ≤ max_j D_α(P_j ‖ Q_j)), so the
+    event's RDP curve is the pointwise maximum of the members' curves. The
+    same two steps give max_i ε_i for pure DP, (max ε_i, max δ_i) for
+    (ε, δ)-DP members, and max ρ_i for zCDP. Every such bound holds for each
+    fixed coin vector, so a mechanism that repeats the members with one split
+    for all runs (the runs of a :class:`RepeatedSelectionEvent`) is covered
+    too: the repetition bound holds conditionally on the coins, and mixing
+    over the coins keeps it. Reusing the split in a mechanism *outside* this
+    event is not covered (composing two parallel events assumes fresh coins
+    for each).
+
+    The argument needs the per-record independence of the coins under
+    add/remove (a split into parts of fixed sizes moves other records when one
+    is added); under replace-one any split of the slots independent of the
+    data works. The parts' sizes are treated as public, as the estimators
+    treat the number of rows.
+
+    Accounting: RDP, zCDP and pure accountants (maximum, as above); the PLD
+    accountant only for this event at the top level (ε(δ) and δ(ε) are the
+    maxima of the members' -- the hockey-stick divergence is jointly convex),
+    and refuses it inside a composition (the privacy loss distribution of the
+    mixture is not implemented); the moments accountant refuses it.
+
+    Parameters
+    ----------
+    events : tuple of DpEvent
+        One event per part, at least one.
+    """
+
+    events: tuple
+    kind = "parallel_composed"
+
+    def __post_init__(self):
+        events = (self.events,) if isinstance(self.events, DpEvent) else tuple(self.events)
+        if not events:
+            raise ValidationError("a parallel composition needs at least one event.")
+        for e in events:
+            if not isinstance(e, DpEvent):
+                raise ValidationError(f"events must be DpEvents, got {e!r}.")
+        _set(self, "events", events)
+        _set(self, "_adjacency", _common_adjacency(events))
+
+    @property
+    def adjacency(self):
+        return self._adjacency
+
+    def children(self):
+        return self.events
+
+    def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
+        _check_view(view)
+        raise PrivacyAnalysisError(
+            "a parallel composition (mechanisms on the disjoint parts of a random split) has no "
+            "dp_accounting event: the privacy loss distribution of the mixture over the split "
+            "is not implemented. Use accountant='rdp' (or 'pure' / zCDP), or ask the PLD "
+            "accountant for this event alone (the maximum of its members' epsilons).")
+
+    def to_replace_one(self):
+        return ParallelComposedEvent(tuple(e.to_replace_one() for e in self.events))
+
+
 # ---------------------------------------------------------------------------
 # Sampling
 # ---------------------------------------------------------------------------
@@ -1295,6 +1386,11 @@ class RepeatedSelectionEvent(MechanismEvent):
     adjacency of ``events``. Released: the best run only (its output and
     score) -- never K, never the other runs.
 
+    A candidate may be a :class:`ParallelComposedEvent` (the search's fit and
+    score on the two parts of one split); the runs may share that split (its
+    docstring: the bound holds for each value of the coins, and mixing keeps
+    it).
+
     Accounting (:mod:`fastdp.privacy.tuning`): Q's Rényi curve is the pointwise
     maximum of the candidates' curves (a public mixture of mechanisms is at
     most as private as its least private member: the Rényi sum of a mixture
@@ -1425,7 +1521,8 @@ def _relabel(d: dict, adjacency: str) -> dict:
 def event_delta(event: DpEvent, view: str = "guaranteed") -> float:
     """Σ δ_i that the :class:`ApproxDpEvent` members of ``event`` state themselves.
 
-    Compositions add (a ``SelfComposedEvent`` counts ``count`` times);
+    Compositions add (a ``SelfComposedEvent`` counts ``count`` times); a
+    :class:`ParallelComposedEvent` takes the largest of its members';
     sampling at rate γ (Poisson rate q, or m/n without replacement, after the
     replace-one conversion) scales the inner δ by γ (Balle, Barthe, Gaboardi
     2018, Thms 8 and 9); a ``ShuffledEvent`` contributes its ``view``. Every
@@ -1439,6 +1536,8 @@ def event_delta(event: DpEvent, view: str = "guaranteed") -> float:
         return event.count * event_delta(event.event, view) if event.count else 0.0
     if isinstance(event, ComposedEvent):
         return math.fsum(event_delta(e, view) for e in event.events)
+    if isinstance(event, ParallelComposedEvent):   # (max ε_i, max δ_i): see its docstring
+        return max(event_delta(e, view) for e in event.events)
     if isinstance(event, ShuffledEvent):
         return event_delta(event.view(view), view)
     if isinstance(event, FixedSizeSampledEvent):
@@ -1477,6 +1576,7 @@ _KINDS = {
     "privacy_filter": PrivacyFilterEvent,
     "self_composed": SelfComposedEvent,
     "composed": ComposedEvent,
+    "parallel_composed": ParallelComposedEvent,
     "poisson_sampled": PoissonSampledEvent,
     "fixed_size_sampled": FixedSizeSampledEvent,
     "shuffled": ShuffledEvent,

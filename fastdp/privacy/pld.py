@@ -33,6 +33,12 @@ Approximate-DP events (``ApproxDpEvent``, a mechanism known only to be
 loss +∞ with probability δ).  ε at a target δ below the Σ δ_i the events state
 themselves raises (the PLD would only give ε = ∞ there).
 
+A :class:`~fastdp.privacy.events.ParallelComposedEvent` (mechanisms on the
+disjoint parts of a data-independent split) is accepted at the top level
+only: its ε(δ) and δ(ε) are the largest of its members' (for each value of
+the split the pair differs in one part, and the hockey-stick divergence is
+jointly convex over the split's mixture); inside a composition it is refused.
+
 Not covered (raises :class:`~fastdp.exceptions.PrivacyAnalysisError`):
 fixed-size sampling without replacement (no PLD in ``dp_accounting``; use the
 RDP accountant) and the paper analysis of the line search (an RDP bound only).
@@ -215,6 +221,8 @@ class PLDAccountant(Accountant):
     def _epsilon(self, event, delta, view):
         if not event.is_private:
             return math.inf
+        if isinstance(event, ev.ParallelComposedEvent):   # top level only: the maximum
+            return max(self._epsilon(e, delta, view) for e in event.events)
         ev.check_event_delta(event, delta, view)
         if delta >= 1.0:
             return 0.0
@@ -237,4 +245,6 @@ class PLDAccountant(Accountant):
     def _delta(self, event, epsilon, view):
         if not event.is_private:
             return 1.0
+        if isinstance(event, ev.ParallelComposedEvent):
+            return max(self._delta(e, epsilon, view) for e in event.events)
         return float(self._compose(event, view).get_delta(epsilon))

@@ -224,6 +224,10 @@ class PureDPAccountant(Accountant):
         if isinstance(event, ev.ComposedEvent):
             return [term for inner in event.events
                     for term in self.epsilon_delta_terms(inner, view)]
+        if isinstance(event, ev.ParallelComposedEvent):
+            # disjoint parts of a data-independent split: (max ε_i, max δ_i), one term
+            parts = [self._single_guarantee(e, view) for e in event.events]
+            return [(max(e for e, _ in parts), max(d for _, d in parts), 1)]
         if isinstance(event, ev.ShuffledEvent):
             return self.epsilon_delta_terms(event.view(view), view)
         if isinstance(event, ev.FixedSizeSampledEvent):

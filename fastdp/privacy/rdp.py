@@ -24,6 +24,9 @@ Curves (α is the Rényi order; all sums are done in log space):
   Kasiviswanathan (2019), Thm 27 for Gaussians (forward differences up to
   order 256, their Stirling-type bound above), Thm 9 otherwise; fractional
   orders by linear interpolation of the cumulant (their Cor. 10).
+* Parallel composition (mechanisms on the disjoint parts of a random split,
+  :class:`~fastdp.privacy.events.ParallelComposedEvent`): the pointwise
+  maximum of the members' curves.
 * Repeated selection (best of K random repetitions, private hyperparameter
   search): the pointwise maximum of the candidates' curves, then Papernot and
   Steinke (2022), Thms 2 and 6, with the second order minimised over the whole
@@ -59,6 +62,7 @@ from fastdp.privacy.events import (
     LaplaceEvent,
     LineSearchEvent,
     NonPrivateEvent,
+    ParallelComposedEvent,
     PoissonSampledEvent,
     PrivacyFilterEvent,
     PureEvent,
@@ -210,6 +214,8 @@ def _pure_epsilon_of(event: DpEvent) -> float:
         return event.count * _pure_epsilon_of(event.event) if event.count else 0.0
     if isinstance(event, ComposedEvent):
         return float(sum(_pure_epsilon_of(e) for e in event.events))
+    if isinstance(event, ParallelComposedEvent):
+        return float(max(_pure_epsilon_of(e) for e in event.events))
     return math.inf
 
 
@@ -379,6 +385,8 @@ class RdpAccountant(Accountant):
             for e in event.events:
                 total = total + self._curve(e, orders, view)
             return total
+        if isinstance(event, ParallelComposedEvent):   # disjoint parts: the maximum
+            return np.max([self._curve(e, orders, view) for e in event.events], axis=0)
         if isinstance(event, ShuffledEvent):
             return self._curve(event.view(view), orders, view)
         if isinstance(event, PoissonSampledEvent):

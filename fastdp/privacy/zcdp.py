@@ -12,7 +12,8 @@ Rules of :func:`zcdp_of` (an upper bound on ρ, unsampled):
 * Line search (spec 003), Laplace form: paper analysis (eq. 4, twice the
   Laplace RDP at ε_BT/2) ε_BT²/4; conservative (pure ε_BT) ε_BT²/2.
   Gaussian form: paper ρ_BT (eq. 5); conservative ρ_BT·(1/3 + max_it/6).
-* Composition: the sum (``math.fsum``); self-composition: count × the member.
+* Composition: the sum (``math.fsum``); self-composition: count × the member;
+  parallel composition (disjoint parts of a data-independent split): the maximum.
 * Poisson- and fixed-size-sampled events: the inner event's ρ (no
   amplification is claimed).
 * A zCDP privacy filter (``PrivacyFilterEvent.zcdp``): its cap.
@@ -85,6 +86,11 @@ def _(event: ev.LineSearchEvent) -> float:
 @zcdp_of.register
 def _(event: ev.ComposedEvent) -> float:
     return math.fsum(zcdp_of(e) for e in event.events)
+
+
+@zcdp_of.register
+def _(event: ev.ParallelComposedEvent) -> float:
+    return max(zcdp_of(e) for e in event.events)   # disjoint parts: the maximum
 
 
 @zcdp_of.register

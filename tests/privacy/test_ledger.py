@@ -58,6 +58,9 @@ def one_of_each_event():
     if hasattr(ev, "RepeatedSelectionEvent"):  # private hyperparameter search
         events.append(ev.RepeatedSelectionEvent((gaussian, ev.GaussianEvent(2.0)), "poisson",
                                                 mu=3.0))
+    if hasattr(ev, "ParallelComposedEvent"):  # disjoint parts of a split (issue 17)
+        events.append(ev.ParallelComposedEvent((ev.PoissonSampledEvent(0.01, gaussian),
+                                                ev.GaussianEvent(5.0))))
     return events
 
 
