@@ -983,6 +983,33 @@ def _common_adjacency(events) -> Adjacency | None:
     return adjacencies.pop() if adjacencies else None
 
 
+def _set_members(event, events, *, single_allowed=False, empty_message=None):
+    """Check and store the member events of ``event``: ``events`` and their common adjacency.
+
+    ``single_allowed``: a lone DpEvent stands for a tuple of one.
+    ``empty_message``: refuse an empty tuple with this message (None: allowed).
+    """
+    events = (events,) if single_allowed and isinstance(events, DpEvent) else tuple(events)
+    if empty_message is not None and not events:
+        raise ValidationError(empty_message)
+    for e in events:
+        if not isinstance(e, DpEvent):
+            raise ValidationError(f"events must be DpEvents, got {e!r}.")
+    _set(event, "events", events)
+    _set(event, "_adjacency", _common_adjacency(events))
+
+
+class _MemberEvents:
+    """Events built from member events (``events``, stored by :func:`_set_members`)."""
+
+    @property
+    def adjacency(self):
+        return self._adjacency
+
+    def children(self):
+        return self.events
+
+
 @dataclasses.dataclass(frozen=True)
 class SelfComposedEvent(DpEvent):
     """``count`` adaptive repetitions of ``event`` (each on fresh randomness).
@@ -1020,7 +1047,7 @@ class SelfComposedEvent(DpEvent):
 
 
 @dataclasses.dataclass(frozen=True)
-class ComposedEvent(DpEvent):
+class ComposedEvent(_MemberEvents, DpEvent):
     """Adaptive composition of several events, each released.
 
     What is private: the records all members read (one dataset). Adjacency:
@@ -1033,19 +1060,7 @@ class ComposedEvent(DpEvent):
     kind = "composed"
 
     def __post_init__(self):
-        events = tuple(self.events)
-        for e in events:
-            if not isinstance(e, DpEvent):
-                raise ValidationError(f"events must be DpEvents, got {e!r}.")
-        _set(self, "events", events)
-        _set(self, "_adjacency", _common_adjacency(events))
-
-    @property
-    def adjacency(self):
-        return self._adjacency
-
-    def children(self):
-        return self.events
+        _set_members(self, self.events)
 
     def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
         import dp_accounting
@@ -1059,7 +1074,7 @@ class ComposedEvent(DpEvent):
 
 
 @dataclasses.dataclass(frozen=True)
-class ParallelComposedEvent(DpEvent):
+class ParallelComposedEvent(_MemberEvents, DpEvent):
     """Mechanisms run on the disjoint parts of a random split of the records.
 
     The records are split into ``len(events)`` disjoint parts by coins that
@@ -1120,21 +1135,8 @@ class ParallelComposedEvent(DpEvent):
     kind = "parallel_composed"
 
     def __post_init__(self):
-        events = (self.events,) if isinstance(self.events, DpEvent) else tuple(self.events)
-        if not events:
-            raise ValidationError("a parallel composition needs at least one event.")
-        for e in events:
-            if not isinstance(e, DpEvent):
-                raise ValidationError(f"events must be DpEvents, got {e!r}.")
-        _set(self, "events", events)
-        _set(self, "_adjacency", _common_adjacency(events))
-
-    @property
-    def adjacency(self):
-        return self._adjacency
-
-    def children(self):
-        return self.events
+        _set_members(self, self.events, single_allowed=True,
+                     empty_message="a parallel composition needs at least one event.")
 
     def to_dp_accounting(self, *, rdp_equivalent=False, view="guaranteed"):
         _check_view(view)
@@ -1372,7 +1374,7 @@ class ShuffledEvent(SampledEvent):
 
 
 @dataclasses.dataclass(frozen=True)
-class RepeatedSelectionEvent(MechanismEvent):
+class RepeatedSelectionEvent(_MemberEvents, MechanismEvent):
     """Best of K runs of a private base mechanism, K drawn from a public law.
 
     The base mechanism Q draws one of ``events`` by public randomness (e.g. a
@@ -1427,14 +1429,8 @@ class RepeatedSelectionEvent(MechanismEvent):
     def __post_init__(self):
         from fastdp.privacy.tuning import Repetitions
 
-        events = (self.events,) if isinstance(self.events, DpEvent) else tuple(self.events)
-        if not events:
-            raise ValidationError("a repeated selection needs at least one candidate event.")
-        for e in events:
-            if not isinstance(e, DpEvent):
-                raise ValidationError(f"events must be DpEvents, got {e!r}.")
-        _set(self, "events", events)
-        _set(self, "_adjacency", _common_adjacency(events))
+        _set_members(self, self.events, single_allowed=True,
+                     empty_message="a repeated selection needs at least one candidate event.")
         reps = Repetitions(self.distribution, eta=self.eta, gamma=self.gamma, mu=self.mu)
         _set(self, "eta", reps.eta)
         _set(self, "gamma", reps.gamma)
@@ -1453,13 +1449,6 @@ class RepeatedSelectionEvent(MechanismEvent):
         from fastdp.privacy.tuning import Repetitions
 
         return Repetitions(self.distribution, eta=self.eta, gamma=self.gamma, mu=self.mu)
-
-    @property
-    def adjacency(self):
-        return self._adjacency
-
-    def children(self):
-        return self.events
 
     def candidate_pure_epsilon(self) -> float:
         """max over the candidates of their pure ε (basic composition; inf if unknown)."""
