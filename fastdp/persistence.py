@@ -74,6 +74,7 @@ import numpy as np
 
 import fastdp
 from fastdp.exceptions import ValidationError
+from fastdp.io._npy import read_npy_header
 from fastdp.privacy.accountants import EpsilonReport
 from fastdp.privacy.events import Adjacency, event_from_dict
 
@@ -415,13 +416,10 @@ def _read_arrays(npz_path, payload):
 def _npy_array(data, name, refuse):
     """A ``.npy`` member's array, its header checked against its length first."""
     handle = io.BytesIO(data)
-    version = np.lib.format.read_magic(handle)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
-    else:
-        refuse(f"{name}: .npy format version {version}")
+    try:
+        shape, fortran, dtype = read_npy_header(handle)
+    except ValueError as exc:
+        refuse(f"{name}: {exc}")
     if dtype.hasobject or dtype.kind not in _ARRAY_KINDS[name] or dtype.subdtype is not None:
         refuse(f"{name}: dtype {dtype} is not allowed")
     count = math.prod(int(n) for n in shape)

@@ -17,7 +17,7 @@ import numpy as np
 
 from fastdp.io._growable import widen_to_int64
 
-__all__ = ["HEADER_BYTES", "NpyAppender", "npy_header"]
+__all__ = ["HEADER_BYTES", "NpyAppender", "npy_header", "read_npy_header"]
 
 #: Size of every header written here (a multiple of 64: the values stay aligned).
 HEADER_BYTES = 128
@@ -36,6 +36,20 @@ def npy_header(dtype, length):
     if len(encoded) + 1 > room:  # pragma: no cover - a 1-D shape always fits
         raise ValueError("npy header does not fit")
     return _MAGIC + struct.pack("<H", room) + encoded.ljust(room - 1) + b"\n"
+
+
+def read_npy_header(handle):
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` file ``handle``, left at the first value.
+
+    Versions 1.0 and 2.0 only (what numpy writes for arrays without huge headers);
+    any other raises ``ValueError``.
+    """
+    version = np.lib.format.read_magic(handle)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(handle)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(handle)
+    raise ValueError(f"npy format version {version} is not one fastdp reads")
 
 
 class NpyAppender:

@@ -81,7 +81,7 @@ import scipy.sparse as sp
 
 from fastdp.exceptions import ValidationError
 from fastdp.io._mapped_files import MappedFiles
-from fastdp.io._npy import NpyAppender
+from fastdp.io._npy import NpyAppender, read_npy_header
 from fastdp.io._parse import INT32_MAX
 from fastdp.io._source import LineChunks
 from fastdp.io.libsvm import (check_int32_columns, check_loader_arguments, csr_from_arrays,
@@ -518,18 +518,6 @@ def _header_fields(path, header):
     return n_rows, n_cols, nnz, dtype, index_dtype
 
 
-def _read_npy_header(handle):
-    """(shape, dtype) of the ``.npy`` file ``handle``, left at the first value."""
-    version = np.lib.format.read_magic(handle)
-    if version == (1, 0):
-        shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
-    elif version == (2, 0):
-        shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
-    else:
-        raise ValueError(f"npy format version {version} is not one fastdp writes")
-    return shape, dtype
-
-
 def _map_array(path, files, name, expected_dtype, expected_length):
     """A read-only map of one array, with its dtype, length and size checked.
 
@@ -545,7 +533,7 @@ def _map_array(path, files, name, expected_dtype, expected_length):
         raise _corrupt(path, f"{file} is missing") from None
     with handle:
         try:
-            shape, dtype = _read_npy_header(handle)
+            shape, _, dtype = read_npy_header(handle)
         except (OSError, ValueError, EOFError, SyntaxError) as exc:
             raise _corrupt(path, f"{file} cannot be mapped ({exc}); it is probably "
                                  "truncated") from None
