@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 from fastdp.io.binary import convert_libsvm
+from _libsvm_files import write_random_libsvm
 
 CASES = ("truncate:data", "truncate:indices", "truncate:indptr", "truncate:row_sq_norms",
          "truncate:kernel_sq_norms", "truncate:labels", "rewrite:data", "rewrite:indices",
@@ -40,15 +41,7 @@ CASES = ("truncate:data", "truncate:indices", "truncate:indptr", "truncate:row_s
 
 def _write_libsvm(path, n, d, seed):
     """A small LIBSVM file (rows of norm <= 1, two classes)."""
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(n):
-        cols = np.sort(rng.choice(d, size=rng.integers(1, 8), replace=False))
-        vals = rng.uniform(0.05, 0.35, cols.size)
-        label = 1 if rng.random() < 0.5 else -1
-        lines.append(f"{label} " + " ".join(f"{c + 1}:{v:.6f}" for c, v in zip(cols, vals)))
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_random_libsvm(path, n, d, seed, low=0.05, high=0.35, max_entries=8)
 
 
 @pytest.fixture(scope="module")

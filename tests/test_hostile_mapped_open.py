@@ -22,18 +22,11 @@ from fastdp.exceptions import ValidationError
 from fastdp.io.binary import binary_shape, convert_libsvm, open_binary, open_binary_rows
 from fastdp.io.libsvm import load_libsvm
 from fastdp.linear_model import DPLogisticRegression, DPRidge
+from _libsvm_files import write_random_libsvm
 
 
 def _write_libsvm(path, n=200, d=30, seed=0):
-    rng = np.random.default_rng(seed)
-    lines = []
-    for _ in range(n):
-        cols = np.sort(rng.choice(d, size=rng.integers(1, 6), replace=False))
-        vals = rng.uniform(-0.4, 0.4, cols.size)
-        label = 1 if rng.random() < 0.5 else -1
-        lines.append(f"{label} " + " ".join(f"{c + 1}:{v:.6f}" for c, v in zip(cols, vals)))
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_random_libsvm(path, n, d, seed, low=-0.4, high=0.4, max_entries=6)
 
 
 @pytest.fixture(scope="module")
