@@ -374,7 +374,7 @@ def _load_binary_dataset(path, dtype):
     return X, y
 
 
-def load_dataset(name, data_home=None, subset="train", dtype=None):
+def load_dataset(name, data_home=None, subset="train", dtype=None, labels="mapped"):
     """Load one of the real datasets listed in ``shared/data/MANIFEST.md``.
 
     Privacy: loading releases nothing. The datasets are treated as private
@@ -417,6 +417,16 @@ def load_dataset(name, data_home=None, subset="train", dtype=None):
         error there).  LIBSVM sets are parsed straight into it; the others
         are converted.  float32 halves the memory of X.
 
+    labels : {"mapped", "file"}, default="mapped"
+        ``"mapped"``: binary labels -1/+1 as listed above.  ``"file"``
+        (LIBSVM datasets only): the labels exactly as the file holds them,
+        the labels :func:`load_libsvm` and ``fastdp train FILE`` read from the
+        same file (phishing 0/1, mushrooms 1/2).  The command line reads
+        ``dataset:NAME`` with ``"file"``, so a LIBSVM dataset has one label
+        convention there however it is named.  A fitted classifier's
+        ``score`` refuses labels outside its ``classes_``, so mixing the
+        two conventions is an error, never a silently wrong accuracy.
+
     Returns
     -------
     X : csr_matrix (LIBSVM sets) or C-contiguous float64 ndarray (the others)
@@ -427,7 +437,8 @@ def load_dataset(name, data_home=None, subset="train", dtype=None):
     DatasetNotFoundError
         The file is not in any searched directory; the message lists them.
     ValidationError
-        Unknown name or subset.
+        Unknown name or subset, or ``labels="file"`` for a dataset that is
+        not a LIBSVM file.
     """
     if is_binary_dataset(name) or str(name).endswith(".fdp"):
         return _load_binary_dataset(name, dtype)
@@ -438,12 +449,19 @@ def load_dataset(name, data_home=None, subset="train", dtype=None):
     if subset not in subsets:
         raise ValidationError(f"dataset {name!r} has subsets {subsets}, not {subset!r}")
     kind = info["kind"]
+    if labels not in ("mapped", "file"):
+        raise ValidationError(f"labels must be 'mapped' or 'file'; got {labels!r}.")
+    if labels == "file" and kind != "libsvm":
+        raise ValidationError(f"dataset {name!r} is not a LIBSVM file; labels='file' is for "
+                              "the LIBSVM datasets only (the others have only mapped labels).")
     dtype = np.dtype(np.float64 if dtype is None else dtype)
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValidationError(f"dtype must be float32 or float64; got {dtype}.")
     if kind == "libsvm":
         path = _find_file(info["files"][subset], data_home, name)
         X, y = load_libsvm(path, n_features=info["n_features"], dtype=dtype)
+        if labels == "file":
+            return X, y
         if name == "phishing":
             y = _map_binary(y, 1.0, 0.0, name)
         elif name == "mushrooms":

@@ -378,7 +378,7 @@ def test_convert_then_train_evaluate_predict_on_the_binary(libsvm_files, tmp_pat
     assert cli.main(["predict", str(model) + ".json", str(test_fdp)]) == 0
     assert len(capsys.readouterr().out.split()) == 200
     # mistakes: one line each
-    assert cli.main(["train", str(fdp), "--model", "logistic", "--dtype", "float64"]) == 2
+    assert cli.main(["train", str(fdp), "--model", "logistic", "--dtype", "float64"]) == 1   # the file does not hold what --dtype asks: an input error (1)
     assert "convert it again" in capsys.readouterr().err
     assert cli.main(["convert", str(libsvm_files["train"]), str(fdp)]) == 1
     assert "already exists" in capsys.readouterr().err

@@ -23,10 +23,34 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parse_number(text, parse=float, kind="a number"):
+    """``parse(text)``, strictly: no nan, and no infinity unless written as one.
+
+    ``float("1e400")`` is ``inf`` and ``float("nan")`` is nan; a command-line
+    number that overflows or is not a number is a mistake, never a silent
+    ``inf`` (``--epsilon 1e400`` would otherwise train without privacy).
+    Only the words ``inf``/``infinity`` give infinity (and only where the
+    argument's own check allows it).
+    """
+    import math
+
     try:
-        return parse(text)
+        value = parse(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+    if isinstance(value, float) and math.isnan(value):
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r} (not a number)")
+    if isinstance(value, float) and math.isinf(value) \
+            and text.strip().lower().lstrip("+-") not in ("inf", "infinity"):
+        raise argparse.ArgumentTypeError(f"{text!r} is too large for a float (it overflows to "
+                                         "infinity); write inf if you mean it")
+    return value
+
+
+def _minutes(text):
+    """A finite number of minutes >= 0."""
+    from fastdp._validation import check_real
+
+    return _checked(check_real, _parse_number(text), low=0.0, allow_inf=False)
 
 
 def _checked(check, value, **options):
@@ -72,6 +96,13 @@ def _positive_int(text):
     from fastdp._validation import check_integer
 
     return _checked(check_integer, _parse_number(text, int, "an integer"), low=1)
+
+
+def _seed(text):
+    """A random seed: an integer >= 0."""
+    from fastdp._validation import check_integer
+
+    return _checked(check_integer, _parse_number(text, int, "an integer"), low=0)
 
 
 def _sampler_name(text):

@@ -121,8 +121,10 @@ def _existing_ledger(path, opener):
 
     from fastdp.privacy.ledger import PrivacyLedger
 
-    if not os.path.exists(path):
-        raise _UsageError(f"no such ledger file: {path}")
+    from fastdp.exceptions import ValidationError
+
+    if not os.path.exists(path):   # a missing input file: exit status 1, as for any other
+        raise ValidationError(f"no such ledger file: {path}")
     return getattr(PrivacyLedger, opener)(path)
 
 

@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
 
 from fastdp.cli.arguments import _one_line, _UsageError
 from fastdp.cli.parser import build_parser
+
+
+@contextlib.contextmanager
+def _one_line_warnings(debug):
+    """Show each warning of a command as one line ``fastdp: warning: ...`` on stderr.
+
+    Python would print the file, line and source line of the call.  numpy's
+    floating-point warnings (``overflow encountered in ...``: arithmetic the
+    command then reports as an error, or handles) are dropped unless
+    ``--debug``, which keeps Python's own display of everything.
+    """
+    if debug:
+        yield
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if not (issubclass(category, RuntimeWarning) and " encountered in " in str(message)):
+            print(f"fastdp: warning: {_one_line(message)}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def main(argv=None):
@@ -22,7 +46,8 @@ def main(argv=None):
 
     user_errors = (FastDPError, ValueError, OSError, _UsageError)
     try:
-        return args.func(args)
+        with _one_line_warnings(args.debug):
+            return args.func(args)
     except KeyboardInterrupt:
         print("fastdp: interrupted", file=sys.stderr)
         return 130

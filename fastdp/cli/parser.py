@@ -14,6 +14,8 @@ from fastdp.cli.arguments import (
     _probability,
     _rate,
     _sampler_name,
+    _minutes,
+    _seed,
 )
 from fastdp.cli.train import _MODELS, _cmd_convert, _cmd_train
 from fastdp.cli.commands import (
@@ -94,9 +96,12 @@ def build_parser():
                    "(default: normalize for classifiers, clip for ridge)")
     p.add_argument("--no-intercept", action="store_true",
                    help="fit no intercept (default: a private intercept in the same mechanism)")
-    p.add_argument("--seed", type=int, default=None, help="random seed (same seed, same bits)")
+    p.add_argument("--seed", type=_seed, default=None, help="random seed (same seed, same bits)")
     p.add_argument("--verbose", "-v", action="store_true",
-                   help="show progress per epoch (a bar on a terminal, one line per epoch in logs)")
+                   help="show progress per epoch also in logs (one line per epoch) and the "
+                   "estimator's summary line; on a terminal a progress bar is shown anyway")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no progress bar on a terminal")
     p.add_argument("--dtype", choices=("float64", "float32"), default=None,
                    help="value type of the data (float32 halves its memory; default float64, "
                    "or what a binary dataset holds)")
@@ -182,13 +187,13 @@ def build_parser():
                    "reproductions)")
     p.add_argument("--resume", action="store_true", help="continue OUT/SEED_units.jsonl: skip "
                    "the units it holds (without it an existing checkpoint is an error)")
-    p.add_argument("--budget-min", type=float, default=None, metavar="M",
+    p.add_argument("--budget-min", type=_minutes, default=None, metavar="M",
                    help="start no unit after M minutes (per reproduction), then write the report")
     # arguments after a lone "--" go to the reproduction's own command line (see main)
     p.set_defaults(func=_cmd_reproduce)
 
     p = sub.add_parser("demo", help="fastdp's main job (the README's `make demo`)")
     p.add_argument("--quick", action="store_true", help="smaller synthetic problem")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.set_defaults(func=_cmd_demo)
     return parser

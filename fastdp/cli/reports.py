@@ -25,6 +25,9 @@ def _print_privacy(model, *, target=None, accountant=None, out=print):
     target_text += ")" if target_text else ""
     out("privacy")
     out(f"  epsilon        {eps:.6g}{target_text}")
+    if eps == 0:
+        out("                 (the accountant's bound is exactly 0: with this much noise the "
+            "fit is (0, delta)-DP; the report below says the same)")
     out(f"  delta          {model.delta_:.3g}")
     out(f"  noise          {model.noise_name_} = {model.noise_multiplier_:.6g}")
     out(f"  sampler        {model.sampler_} (sample rate q = {model.sample_rate_:.4g}, "

@@ -22,11 +22,12 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 
 from fastdp._mapped_rows import rows_for_solver
 from fastdp._validation import check_random_state
 from fastdp.exceptions import ValidationError
-from fastdp.linear_model._fitted import _FittedModel
+from fastdp.linear_model._fitted import _FittedModel, check_known_labels
 from fastdp.linear_model._params import _ParameterChecks, default_delta  # noqa: F401
 from fastdp.linear_model._privacy_plan import _PrivacyPlan
 from fastdp.linear_model._rows import _RowsAndTargets
@@ -225,6 +226,17 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
 
 class _DPLinearClassifier(LinearClassifierMixin, _DPLinearModel):
     _task = "classification"
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on ``(X, y)``; labels outside ``classes_`` are an error.
+
+        A label the model never saw means ``y`` follows another label
+        convention (e.g. -1/+1 against the 0/1 of training): refused with a
+        ValidationError instead of a meaningless accuracy.
+        """
+        check_is_fitted(self, "classes_")
+        check_known_labels(self.classes_, y)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def _shape_coef(self, coef):
         return np.asarray(coef, dtype=np.float64).reshape(-1, coef.shape[-1])

@@ -17,6 +17,36 @@ from fastdp._validation import check_rows_as_read
 from fastdp.exceptions import ValidationError
 
 
+def _label_text(values, limit=6):
+    shown = ", ".join(f"{v:g}" if isinstance(v, (float, np.floating)) else str(v)
+                      for v in values[:limit])
+    return "{" + shown + (", ..." if len(values) > limit else "") + "}"
+
+
+def check_known_labels(classes, y, where="y"):
+    """Raise a ValidationError when ``y`` holds a label that is not in ``classes``.
+
+    Such labels follow another convention than the training labels (e.g.
+    -1/+1 against 0/1): an accuracy computed on them would be meaningless.
+
+    Parameters
+    ----------
+    classes : ndarray
+        The model's classes (``classes_``).
+    y : array-like
+        Labels of the data to score.
+    where : str, default="y"
+        The labels' name, for the message.
+    """
+    labels = np.unique(np.asarray(y))
+    if np.setdiff1d(labels, classes).size:
+        raise ValidationError(
+            f"{where} has labels {_label_text(labels)} but the model's classes are "
+            f"{_label_text(np.asarray(classes))}: the labels follow another convention "
+            "(e.g. -1/+1 against 0/1), so an accuracy would be meaningless; map them to the "
+            "model's classes.")
+
+
 class _FittedModel:
     """Release and prediction (a mixin of ``_DPLinearModel``)."""
 
