@@ -160,10 +160,48 @@ def _cmd_ledger_show(args):
     return 0
 
 
+#: where ``fastdp reproduce`` writes unless ``--out`` says otherwise (in the current directory)
+DEFAULT_REPRODUCTION_DIR = "fastdp-reproductions"
+
+
+def _committed_reports():
+    """The ``reproductions/`` directory of the source checkout fastdp runs from (its
+    committed full-run reports), or None for an installed fastdp."""
+    from pathlib import Path
+
+    import fastdp
+
+    directory = Path(fastdp.__file__).resolve().parents[1] / "reproductions"
+    return directory if (directory.parent / "pyproject.toml").is_file() else None
+
+
+def _check_reproduction_out(name, quick, out, extra, resume):
+    """Refuse, before anything runs, what the reproduction would refuse or regret.
+
+    A ``--quick`` run into the checkout's ``reproductions/`` would overwrite the
+    committed full-run reports; an existing checkpoint without ``--resume``
+    is the reproduction's own error (with its usage banner) after a slow start.
+    """
+    from pathlib import Path
+
+    committed = _committed_reports()
+    if quick and committed is not None and Path(out).resolve() == committed:
+        raise _UsageError(f"--out {out} holds the committed full-run reports of this checkout; "
+                          "a --quick run would overwrite them: pass another --out (default "
+                          f"./{DEFAULT_REPRODUCTION_DIR}).")
+    checkpoint = Path(out) / f"{name}_units.jsonl"
+    if checkpoint.is_file() and checkpoint.stat().st_size and not resume \
+            and "--report-only" not in extra and "--checkpoint" not in extra:
+        raise _UsageError(f"{checkpoint} holds the units of an earlier run: pass --resume to "
+                          "continue it, `-- --report-only` to rewrite its report, or another "
+                          "--out (or remove the file) to start over.")
+
+
 def _run_reproduction(name, quick, out, extra, resume=False, budget_min=None):
     if importlib.util.find_spec(f"fastdp.experiments.{name}") is None:
         raise _UsageError(f"reproduction {name} is not available in this fastdp "
                           "(fastdp/experiments/{name}.py is missing).")
+    _check_reproduction_out(name, quick, out, extra, resume)
     module = importlib.import_module(f"fastdp.experiments.{name}")
     argv = (["--out", out] + (["--quick"] if quick else []) + (["--resume"] if resume else [])
             + ([] if budget_min is None else ["--budget-min", str(budget_min)]) + list(extra))

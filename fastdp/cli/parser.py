@@ -19,6 +19,7 @@ from fastdp.cli.arguments import (
 )
 from fastdp.cli.train import _MODELS, _cmd_convert, _cmd_train
 from fastdp.cli.commands import (
+    DEFAULT_REPRODUCTION_DIR,
     REPRODUCTIONS,
     _cmd_demo,
     _cmd_evaluate,
@@ -183,8 +184,9 @@ def build_parser():
                        "reproduction's own command line (python -m fastdp.experiments.SEED --help).")
     p.add_argument("which", choices=REPRODUCTIONS + ("all",))
     p.add_argument("--quick", action="store_true", help="small grids (about 3 CPU minutes)")
-    p.add_argument("--out", default="reproductions", help="output directory (default "
-                   "reproductions)")
+    p.add_argument("--out", default=DEFAULT_REPRODUCTION_DIR, help="output directory (default "
+                   f"./{DEFAULT_REPRODUCTION_DIR}, in the current directory; a --quick run "
+                   "never writes into a checkout's committed reproductions/)")
     p.add_argument("--resume", action="store_true", help="continue OUT/SEED_units.jsonl: skip "
                    "the units it holds (without it an existing checkpoint is an error)")
     p.add_argument("--budget-min", type=_minutes, default=None, metavar="M",
