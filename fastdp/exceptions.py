@@ -5,6 +5,8 @@ which subclasses :class:`ValueError` so that generic ``except ValueError``
 handlers (and scikit-learn's estimator checks) keep working.
 """
 
+import fastdp._import_check  # noqa: F401,E402  (a clear error for a namespace 'fastdp')
+
 __all__ = [
     "FastDPError",
     "ValidationError",
