@@ -2,13 +2,44 @@
 PYTHON ?= python3
 PIP = $(PYTHON) -m pip
 
-.PHONY: install install-test demo test test-slow test-debug bench bench-env bench-compare bench-history clean
+.PHONY: install install-test kernels demo test test-slow test-debug bench bench-env bench-compare bench-history clean
 
-install:
+# Incremental installs. `pip install -e .` builds every kernel in a fresh temporary
+# environment (minutes), so it runs only when the package metadata changed (setup.py,
+# pyproject.toml) or on a fresh clone; the stamp files in build/ record what is done. A
+# changed kernel source (.pyx, .pxd, .pxi) is rebuilt in place by `setup.py build_ext
+# --inplace`: Cython regenerates only the modules whose sources (or cimported .pxd/.pxi)
+# changed and setuptools recompiles only those, so `make demo` on an installed, unchanged
+# tree takes seconds. Cython and setuptools (the build requirements of pyproject.toml) are
+# installed for that step; `make clean` forgets everything.
+STAMPS = build/stamps
+KERNEL_SOURCES := $(wildcard fastdp/_kernels/*.pyx fastdp/_kernels/*.pxd fastdp/_kernels/*.pxi)
+# the requirements of pyproject.toml: `$(REQUIREMENTS) build` (build-system, without numpy:
+# the installed one is kept) or `$(REQUIREMENTS) test,plot` (optional-dependencies)
+REQUIREMENTS = $(PYTHON) -c 'import sys, tomllib; t = tomllib.load(open("pyproject.toml", "rb")); \
+	r = [q for q in t["build-system"]["requires"] if not q.startswith("numpy")] if sys.argv[1] == "build" \
+	else [q for e in sys.argv[1].split(",") for q in t["project"]["optional-dependencies"][e]]; \
+	print(" ".join(chr(34) + q + chr(34) for q in r))'
+TEST_EXTRAS = test,plot,ray
+
+$(STAMPS)/installed: setup.py pyproject.toml
 	$(PIP) install --quiet -e .
+	@mkdir -p $(STAMPS) && touch $@ $(STAMPS)/kernels
 
-install-test:
-	$(PIP) install --quiet -e ".[test,plot,ray]"
+$(STAMPS)/kernels: $(STAMPS)/installed $(KERNEL_SOURCES)
+	$(PIP) install --quiet $(shell $(REQUIREMENTS) build)
+	$(PYTHON) setup.py --quiet build_ext --inplace
+	@touch $@
+
+$(STAMPS)/test-extras: $(STAMPS)/installed
+	$(PIP) install --quiet $(shell $(REQUIREMENTS) $(TEST_EXTRAS))
+	@touch $@
+
+kernels: $(STAMPS)/kernels
+
+install: kernels
+
+install-test: install $(STAMPS)/test-extras
 
 demo: install
 	$(PYTHON) -m fastdp.demo
@@ -27,7 +58,7 @@ test-slow: install-test
 
 # Kernels rebuilt with bounds checking in a separate worktree, then the fuzz,
 # kernel and determinism tests run against that build (see docs/auditing.md).
-DEBUG_TREE ?= /tmp/fastdp-debug
+DEBUG_TREE ?= $(CURDIR)/build/debug-tree
 test-debug: install-test
 	rm -rf $(DEBUG_TREE) && git worktree prune
 	git worktree add --detach $(DEBUG_TREE) HEAD
@@ -63,4 +94,4 @@ bench-history: bench-env
 	asv publish
 
 clean:
-	rm -rf build *.egg-info fastdp/_kernels/*.c fastdp/_kernels/*.so
+	rm -rf build *.egg-info fastdp/_kernels/*.c fastdp/_kernels/*.cpp fastdp/_kernels/*.so
