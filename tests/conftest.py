@@ -73,3 +73,6 @@ from _schedule import (  # noqa: E402,F401
     pytest_sessionfinish,
     pytest_xdist_make_scheduler,
 )
+
+# the slowest test files, printed at the end of every run (see tests/_durations.py)
+from _durations import pytest_terminal_summary  # noqa: E402,F401
