@@ -17,7 +17,8 @@ make_sparse_classification, make_sparse_regression
     Synthetic sparse data (Zipf column popularity, Poisson row lengths,
     lognormal values, unit-norm rows, a planted linear model).
 load_dataset, DATASETS
-    The real datasets of ``shared/data/MANIFEST.md``.
+    Public real datasets by name, read from a data home laid out as
+    docs/your-data.md describes (where each comes from, the file names).
 """
 
 import os
@@ -239,7 +240,8 @@ def dataset_search_paths(data_home=None):
 
     ``data_home`` if given, else the ``FASTDP_DATA`` environment variable if
     set; then ``../shared/data`` relative to the current directory and to the
-    fastdp source checkout (a convenience for the project's own tests).
+    fastdp source checkout (where the project's own machines keep them; a
+    clone needs ``FASTDP_DATA``, see docs/your-data.md).
     """
     if data_home is not None:
         return [Path(data_home)]
@@ -264,7 +266,8 @@ def _find_file(relative, data_home, name):
     where = ", ".join(str(root / relative) for root in searched)
     raise DatasetNotFoundError(
         f"dataset {name!r}: file not found; looked in {where}. Pass data_home=... or set the "
-        "FASTDP_DATA environment variable to the directory that holds shared/data's layout."
+        "FASTDP_DATA environment variable to your data home: the named datasets are not part "
+        "of fastdp; docs/your-data.md says where each comes from and where it goes."
     )
 
 
@@ -375,7 +378,10 @@ def _load_binary_dataset(path, dtype):
 
 
 def load_dataset(name, data_home=None, subset="train", dtype=None, labels="mapped"):
-    """Load one of the real datasets listed in ``shared/data/MANIFEST.md``.
+    """Load one of the public real datasets of ``DATASETS`` from the data home.
+
+    The files are not part of fastdp: docs/your-data.md lists where each
+    comes from and the name it must have in the data home (``FASTDP_DATA``).
 
     Privacy: loading releases nothing. The datasets are treated as private
     training data by the solvers; preprocessing decides what is private-safe
@@ -406,7 +412,8 @@ def load_dataset(name, data_home=None, subset="train", dtype=None, labels="mappe
           medianHouseValue), ``phishing_uci`` (the 30 ARFF attributes, Result
           +-1).
     data_home : path, optional
-        Directory laid out like ``shared/data``. Default: the ``FASTDP_DATA``
+        The data home: a directory holding the files under the names of
+        docs/your-data.md (e.g. ``a9a/a9a.bz2``). Default: the ``FASTDP_DATA``
         environment variable, then ``../shared/data`` (see
         :func:`dataset_search_paths`).
     subset : {"train", "test"}, default="train"
