@@ -1,4 +1,5 @@
-"""Every Python code block of README.md and docs/*.md runs as written.
+"""Every Python code block of README.md and docs/*.md runs as written, and every link and
+file reference in them resolves in a clone.
 
 The blocks of one file run in order in one fresh interpreter (a later block may
 use names from an earlier one), in a temporary working directory (files they
@@ -54,3 +55,110 @@ def test_block_parser_sees_skips():
     blocks = [(m["code"], m["reason"]) for m in _BLOCK.finditer(text)]
     assert blocks == [("x = 1\n", "needs a cluster"), ("y = 2\n", None)]
     assert path  # the helper itself is exercised by the parametrised test
+
+
+# --------------------------------------------------------------------------- #
+# Every link and file reference of the docs resolves in a clone
+# --------------------------------------------------------------------------- #
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+_TICKED = re.compile(r"`([^`\s]+)`")
+_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+_IGNORED = {line.strip().rstrip("/") for line in (ROOT / ".gitignore").read_text().splitlines()
+            if line.strip() and not line.startswith("#")} if (ROOT / ".gitignore").exists() else set()
+# the top-level names of a clone (not build output, caches or other ignored files)
+_TOP_LEVEL = {p.name for p in ROOT.iterdir()
+              if (p.name == ".ci" or not p.name.startswith(".")) and p.name not in _IGNORED}
+# what a clone cannot resolve: a tracker it does not have, files beside it, fixed temp paths
+_UNRESOLVABLE = {
+    "an issue number of a tracker a clone does not have": re.compile(r"\bissues? #?\d+",
+                                                                     re.I),
+    "a path outside the clone (../shared, ...)": re.compile(r"\.\./shared|\.\./\.\./"),
+    "a fixed path under the system temporary directory": re.compile(r"(?<![\w.])/tmp/"),
+    "a document a clone does not have": re.compile(r"\bspec \d{3}\b|\bresearch note\b", re.I),
+}
+
+
+def _slug(heading):
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(path):
+    seen, anchors = {}, set()
+    for line in _FENCE.sub("", path.read_text(encoding="utf-8")).splitlines():
+        if line.startswith("#"):
+            slug = _slug(line.lstrip("#"))
+            anchors.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+def broken_links(path):
+    """``[(target, reason), ...]`` of the Markdown links of ``path`` that do not resolve."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    broken = []
+    for target in _LINK.findall(text):
+        if re.match(r"[a-z]+:", target):           # http:, https:, mailto:
+            continue
+        file_part, _, anchor = target.partition("#")
+        resolved = (path.parent / file_part).resolve() if file_part else path
+        if not resolved.exists() or ROOT not in (resolved, *resolved.parents):
+            broken.append((target, "no such file in the repository"))
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append((target, f"no heading #{anchor} in {resolved.name}"))
+    return broken
+
+
+def _is_placeholder(token):
+    return (any(c in token for c in "*{}<>…|$")
+            or "..." in token
+            or any(re.fullmatch(r"[A-Z][A-Z0-9_]*(\.\w+)*", part) for part in token.split("/")))
+
+
+def missing_paths(path):
+    """Backticked repository paths of ``path`` (``fastdp/...``, ``tests/...``, ...) that a
+    clone does not have; placeholders (``OUT/SEED.md``, ``*.pyx``) are not paths."""
+    missing = []
+    for token in _TICKED.findall(path.read_text(encoding="utf-8")):
+        token = token.split("::")[0].rstrip(".,:;)")
+        if "/" not in token or token.split("/")[0] not in _TOP_LEVEL or _is_placeholder(token):
+            continue
+        if not (ROOT / token).exists():
+            missing.append(token)
+    return missing
+
+
+def unresolvable_mentions(path):
+    """``[(line number, what), ...]`` of mentions a clone cannot resolve."""
+    found = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for what, pattern in _UNRESOLVABLE.items():
+            if pattern.search(line):
+                found.append((number, what))
+    return found
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_links_and_file_references_resolve_in_a_clone(path):
+    assert broken_links(path) == []
+    assert missing_paths(path) == []
+    assert unresolvable_mentions(path) == []
+
+
+def test_the_reference_checks_catch_what_a_clone_cannot_resolve(tmp_path, monkeypatch):
+    text = ("# Title\n## A heading, with `code`\n[ok](cli.md#title) [ok](#a-heading-with-code)\n"
+            "[gone](nosuch.md) [anchor](cli.md#no-such-heading) [web](https://example.org)\n"
+            "`fastdp/_validation.py` `fastdp/cli/entry.py` `OUT/SEED.md` `tests/*.py`\n"
+            "see issue 18, spec 000 and ../shared/data; write /tmp/x\n"
+            "```python\n[inside](a-code-block.md)\n```\n")
+    fake = tmp_path / "page.md"
+    fake.write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    (tmp_path / "fastdp" / "cli").mkdir(parents=True)
+    (tmp_path / "fastdp" / "cli" / "entry.py").write_text("")
+    (tmp_path / "cli.md").write_text("# Title\n")
+    monkeypatch.setattr(sys.modules[__name__], "_TOP_LEVEL", {"fastdp", "tests"})
+    assert [t for t, _ in broken_links(fake)] == ["nosuch.md", "cli.md#no-such-heading"]
+    assert missing_paths(fake) == ["fastdp/_validation.py"]
+    assert [n for n, _ in unresolvable_mentions(fake)] == [6, 6, 6, 6]
