@@ -101,13 +101,13 @@ def _cmd_train(args):
 
     started = time.perf_counter()
     cls = getattr(linear_model, _MODELS[args.model])
+    # everything that can fail is read and checked before the ledger is charged
+    check_flags(args)
+    check_output_paths(args)
     if args.ray is not None:  # data-parallel: the Ray workers read the file, this process does not
         from fastdp.distributed.data_parallel.cli import train_on_ray
         return train_on_ray(args, cls, _estimator_from_args, _print_privacy, _UsageError,
                             _print_ledger_and_save)
-    # everything that can fail is read and checked before the ledger is charged
-    check_flags(args)
-    check_output_paths(args)
     X, y, where = _load_data(args.data, dtype=args.dtype)
     test = None
     if args.test:
