@@ -16,7 +16,10 @@ STAMPS = build/stamps
 KERNEL_SOURCES := $(wildcard fastdp/_kernels/*.pyx fastdp/_kernels/*.pxd fastdp/_kernels/*.pxi)
 # the requirements of pyproject.toml: `$(REQUIREMENTS) build` (build-system, without numpy:
 # the installed one is kept) or `$(REQUIREMENTS) test,plot` (optional-dependencies)
-REQUIREMENTS = $(PYTHON) -c 'import sys, tomllib; t = tomllib.load(open("pyproject.toml", "rb")); \
+# (tomllib from Python 3.11; on 3.10 the tomli that pip vendors)
+REQUIREMENTS = $(PYTHON) -c 'import sys; \
+	toml = __import__("tomllib") if sys.version_info >= (3, 11) else __import__("pip._vendor.tomli", fromlist=["load"]); \
+	t = toml.load(open("pyproject.toml", "rb")); \
 	r = [q for q in t["build-system"]["requires"] if not q.startswith("numpy")] if sys.argv[1] == "build" \
 	else [q for e in sys.argv[1].split(",") for q in t["project"]["optional-dependencies"][e]]; \
 	print(" ".join(chr(34) + q + chr(34) for q in r))'
