@@ -25,20 +25,23 @@ REQUIREMENTS = $(PYTHON) -c 'import sys; \
 	print(" ".join(chr(34) + q + chr(34) for q in r))'
 TEST_EXTRAS = test,plot,ray
 
+# (the kernels' stamp is made with the installed one and listed after it: the fresh install
+# has just compiled every kernel; the first in-place rebuild then compiles each kernel once
+# into build/, and later ones only what changed)
 $(STAMPS)/installed: setup.py pyproject.toml
 	$(PIP) install --quiet -e .
 	@mkdir -p $(STAMPS) && touch $@ $(STAMPS)/kernels
 
-$(STAMPS)/kernels: $(STAMPS)/installed $(KERNEL_SOURCES)
+$(STAMPS)/kernels: $(KERNEL_SOURCES)
 	$(PIP) install --quiet $(shell $(REQUIREMENTS) build)
 	$(PYTHON) setup.py --quiet build_ext --inplace
-	@touch $@
+	@mkdir -p $(STAMPS) && touch $@
 
 $(STAMPS)/test-extras: $(STAMPS)/installed
 	$(PIP) install --quiet $(shell $(REQUIREMENTS) $(TEST_EXTRAS))
 	@touch $@
 
-kernels: $(STAMPS)/kernels
+kernels: $(STAMPS)/installed $(STAMPS)/kernels
 
 install: kernels
 
