@@ -162,3 +162,18 @@ def test_the_reference_checks_catch_what_a_clone_cannot_resolve(tmp_path, monkey
     assert [t for t, _ in broken_links(fake)] == ["nosuch.md", "cli.md#no-such-heading"]
     assert missing_paths(fake) == ["fastdp/_validation.py"]
     assert [n for n, _ in unresolvable_mentions(fake)] == [6, 6, 6, 6]
+
+
+def test_a_missing_dataset_points_to_a_page_a_clone_has(tmp_path):
+    from fastdp.datasets import load_dataset
+    from fastdp.exceptions import DatasetNotFoundError
+
+    with pytest.raises(DatasetNotFoundError) as info:
+        load_dataset("a9a", data_home=tmp_path)
+    pages = re.findall(r"docs/[\w-]+\.md", str(info.value))
+    assert pages and all((ROOT / page).is_file() for page in pages)
+    assert "MANIFEST" not in str(info.value) and "shared/data's" not in str(info.value)
+    text = (ROOT / pages[0]).read_text(encoding="utf-8")
+    for name in ("a9a/a9a.bz2", "phishing/phishing.bz2", "FASTDP_DATA", "load_libsvm",
+                 "fastdp train"):
+        assert name in text
