@@ -4,7 +4,7 @@ Every ``import fastdp...`` / ``from fastdp... import ...`` of every module under
 ``fastdp/`` -- at module level or inside a function (a "hidden" import is still an
 import) -- must point to the module's own layer or a lower one:
 
-    base         fastdp (the package), fastdp.exceptions
+    base         fastdp (the package), fastdp.exceptions, fastdp._import_check
     kernels      fastdp._kernels
     foundations  fastdp._validation, losses, datasets, preprocessing, progress, defaults
     privacy      fastdp.privacy, and fastdp.sampling beside it (a sampler emits the
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "fastdp"
 
 LAYERS = {   # module-name prefix -> layer (higher imports lower)
-    "fastdp": 0, "fastdp.exceptions": 0,
+    "fastdp": 0, "fastdp.exceptions": 0, "fastdp._import_check": 0,
     "fastdp._kernels": 1,
     "fastdp._validation": 2, "fastdp.losses": 2, "fastdp.datasets": 2, "fastdp.io": 2,
     "fastdp.preprocessing": 2, "fastdp.progress": 2, "fastdp.defaults": 2,
