@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 import fastdp
+from fastdp._model_files import AUTHENTICATION_FIELD, authentication_code, write_atomically
 from fastdp.exceptions import ValidationError
 
 PIPELINE_FORMAT = "fastdp.pipeline"
@@ -180,7 +181,7 @@ def _step_record(label, step, allow_non_private, arrays):
     }
 
 
-def save_pipeline(pipeline, path, *, allow_non_private=False):
+def save_pipeline(pipeline, path, *, allow_non_private=False, key=None):
     """Save a fitted ``Pipeline`` whose last step is a fastdp estimator.
 
     Parameters
@@ -193,6 +194,9 @@ def save_pipeline(pipeline, path, *, allow_non_private=False):
         Base path (see :func:`fastdp.persistence.model_paths`).
     allow_non_private : bool, default=False
         Save scalers fitted on the training data (recorded ``private: false``).
+    key : bytes or str, optional
+        Authenticate the pipeline's JSON with an HMAC-SHA256 under this
+        secret (it holds the SHA-256 of every other file of the pipeline).
 
     Returns
     -------
@@ -232,9 +236,11 @@ def save_pipeline(pipeline, path, *, allow_non_private=False):
                   "npz_sha256": _sha256(final_npz.read_bytes())},
         "arrays": {"file": npz_path.name, "sha256": _sha256(payload), "names": sorted(arrays)},
     }
-    npz_path.write_bytes(payload)
-    json_path.write_text(json.dumps(metadata, indent=1, allow_nan=False) + "\n",
-                         encoding="utf-8")
+    if key is not None:
+        metadata[AUTHENTICATION_FIELD] = {"hmac_sha256": authentication_code(metadata, key)}
+    write_atomically(npz_path, payload)
+    write_atomically(json_path, (json.dumps(metadata, indent=1, allow_nan=False) + "\n")
+                     .encode("utf-8"))
     return json_path
 
 

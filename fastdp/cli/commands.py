@@ -16,7 +16,7 @@ REPRODUCTIONS = ("seed000", "seed001", "seed002", "seed003", "seed004")
 
 
 def _cmd_predict(args):
-    model = _load_model(args.model)
+    model = _load_model(args.model, getattr(args, "key_file", None))
     X, _, _ = _load_data(args.data, n_features=model.n_features_in_)
     predictions = model.predict(X)
     lines = "\n".join(f"{p:.10g}" if isinstance(p, (float, int)) or hasattr(p, "dtype") and
@@ -32,7 +32,7 @@ def _cmd_predict(args):
 
 
 def _cmd_evaluate(args):
-    model = _load_model(args.model)
+    model = _load_model(args.model, getattr(args, "key_file", None))
     X, y, where = _load_data(args.data, n_features=model.n_features_in_)
     final = model.steps[-1][1] if hasattr(model, "steps") else model  # a saved Pipeline
     meta = final.model_metadata_

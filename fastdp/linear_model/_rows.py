@@ -64,6 +64,10 @@ class _RowsAndTargets:
             kwargs[_FINITE_KEYWORD] = False
         # before scikit-learn converts a sparse matrix: scipy trusts its index arrays
         check_sparse_structure(X)
+        if getattr(getattr(X, "dtype", None), "kind", None) in ("m", "M"):
+            raise ValidationError(
+                f"X has dtype {X.dtype}: dates and durations are not features; convert them "
+                "to numbers (e.g. seconds since a reference) first.")
         try:
             if isinstance(y, str) and y == "no_validation":
                 X = validate_data(self, X, **kwargs)
@@ -80,6 +84,9 @@ class _RowsAndTargets:
                 message = (message.splitlines()[0] + " fastdp trains on finite values only: "
                            "drop or impute those entries first.")
             raise ValidationError(message) from exc
+        except TypeError as exc:  # e.g. labels as bytes
+            raise ValidationError(f"{exc} (fastdp takes numeric features and labels that are "
+                                  "numbers or strings).") from exc
         X = check_X(X, max_row_norm=max_row_norm)
         return X if isinstance(y, str) and y == "no_validation" else (X, y)
 
