@@ -396,14 +396,24 @@ _ARRAY_KINDS = {"coef": "f", "intercept": "f", "classes": "biufU"}
 _MAX_DEFLATE_RATIO = 1100
 
 
-def _read_arrays(npz_path, payload):
+def _read_arrays(npz_path, payload, kinds=None, max_member_bytes=None):
     """The arrays of a model's ``.npz``, checked before anything is allocated.
 
     Each member must be ``coef.npy``, ``intercept.npy`` or ``classes.npy``
     (once), of a numeric (``classes``: also unicode) dtype, and its ``.npy``
     header must describe exactly the bytes the member holds; the data are then
     read from those bytes (no pickle, no allocation the file does not back).
+    ``kinds`` maps each allowed member name (without ``.npy``) to its allowed
+    dtype kinds (default: a model's ``coef``, ``intercept`` and ``classes``).
+    A member may not unpack to more than ``max_member_bytes`` (when given),
+    nor to more than a quarter of the memory this process may allocate.
     """
+    from fastdp.linear_model import _available_memory
+
+    kinds = _ARRAY_KINDS if kinds is None else kinds
+    memory = _available_memory()
+    bound = min(math.inf if max_member_bytes is None else max_member_bytes,
+                math.inf if memory is None else memory // 4)
     def refuse(why):
         raise ValidationError(f"{npz_path}: unreadable arrays ({why}); not a file written by "
                               "save_model.")
@@ -413,13 +423,13 @@ def _read_arrays(npz_path, payload):
         with zipfile.ZipFile(io.BytesIO(payload)) as archive:
             for member in archive.infolist():
                 name = member.filename[:-4] if member.filename.endswith(".npy") else None
-                if name not in _ARRAY_KINDS or name in arrays:
+                if name not in kinds or name in arrays:
                     refuse(f"unexpected member {member.filename!r}")
                 limit = len(payload) * (1 if member.compress_type == zipfile.ZIP_STORED
                                         else _MAX_DEFLATE_RATIO)
-                if member.file_size > limit:
+                if member.file_size > min(limit, bound):
                     refuse(f"member {member.filename!r} claims {member.file_size} bytes")
-                arrays[name] = _npy_array(archive.read(member), name, refuse)
+                arrays[name] = _npy_array(archive.read(member), name, kinds[name], refuse)
     except ValidationError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError,
@@ -428,14 +438,14 @@ def _read_arrays(npz_path, payload):
     return arrays
 
 
-def _npy_array(data, name, refuse):
+def _npy_array(data, name, kinds, refuse):
     """A ``.npy`` member's array, its header checked against its length first."""
     handle = io.BytesIO(data)
     try:
         shape, fortran, dtype = read_npy_header(handle)
     except ValueError as exc:
         refuse(f"{name}: {exc}")
-    if dtype.hasobject or dtype.kind not in _ARRAY_KINDS[name] or dtype.subdtype is not None:
+    if dtype.hasobject or dtype.kind not in kinds or dtype.subdtype is not None:
         refuse(f"{name}: dtype {dtype} is not allowed")
     count = math.prod(int(n) for n in shape)
     claimed = count * dtype.itemsize
