@@ -109,7 +109,8 @@ from fastdp.privacy._ledger_chain import (
     _read_state,
     _replay,
 )
-from fastdp.privacy._ledger_files import _atomic_write_json, _exclusive_lock, _read_json
+from fastdp.privacy._ledger_files import (_atomic_write_json, _exclusive_lock, _read_json,
+                                          _refuse_vanished)
 from fastdp.privacy.ledger_entries import (
     COMMITTED,
     RESERVED,
@@ -277,6 +278,7 @@ class PrivacyLedger:
                         state.records, "budget", **self._budget(), timestamp=time.time())]
                     _atomic_write_json(real, _file_payload(self._budget(), records), state.mode)
             else:
+                _refuse_vanished(self._path, real)  # a ledger was here: rollback, not a start
                 records = [_new_record([], "open", **self._budget(), nonce=uuid.uuid4().hex,
                                        timestamp=time.time())]
                 _atomic_write_json(real, _file_payload(self._budget(), records))
