@@ -6,6 +6,7 @@ validated X, and the targets of each fit.
 """
 
 import inspect
+import numbers
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
@@ -48,8 +49,11 @@ class _RowsAndTargets:
                 f"got {self.normalize!r}.")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValidationError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        scaling = self.intercept_scaling
+        if isinstance(scaling, numbers.Integral) and not isinstance(scaling, (bool, np.bool_)):
+            scaling = float(scaling)  # a Python int beyond int64 is not a numpy number
         return RowMap(bound=bound, fit_intercept=bool(self.fit_intercept),
-                      intercept_scaling=self.intercept_scaling)
+                      intercept_scaling=scaling)
 
     def _validate_X(self, X, y="no_validation", *, reset, max_row_norm=None):
         """scikit-learn's checks (feature names and counts, messages), then fastdp's.
@@ -68,6 +72,9 @@ class _RowsAndTargets:
             raise ValidationError(
                 f"X has dtype {X.dtype}: dates and durations are not features; convert them "
                 "to numbers (e.g. seconds since a reference) first.")
+        if getattr(getattr(y, "dtype", None), "kind", None) == "S":  # an array of bytes
+            raise ValidationError("labels given as bytes: decode them to strings (or use "
+                                  "numbers) first, e.g. y.astype(str).")
         try:
             if isinstance(y, str) and y == "no_validation":
                 X = validate_data(self, X, **kwargs)
@@ -84,9 +91,6 @@ class _RowsAndTargets:
                 message = (message.splitlines()[0] + " fastdp trains on finite values only: "
                            "drop or impute those entries first.")
             raise ValidationError(message) from exc
-        except TypeError as exc:  # e.g. labels as bytes
-            raise ValidationError(f"{exc} (fastdp takes numeric features and labels that are "
-                                  "numbers or strings).") from exc
         X = check_X(X, max_row_norm=max_row_norm)
         return X if isinstance(y, str) and y == "no_validation" else (X, y)
 
