@@ -183,3 +183,18 @@ def test_hostile_hashing_vectorizer_is_refused(tmp_path, params, match):
     path = save_model(pipe, tmp_path / "p")
     _edit(path, _set_params(**params))
     _refused(path, match)
+
+
+def test_a_key_authenticates_every_file_of_a_pipeline(tmp_path):
+    X, y = _xy()
+    pipe = make_pipeline(Normalizer(), DPLogisticRegression(epsilon=1.0, random_state=0)).fit(X, y)
+    path = save_model(pipe, tmp_path / "p", key=b"k")
+    assert load_model(path, key=b"k")[-1].authenticated_
+    final = path.with_name("p.final.json")
+    meta = json.loads(final.read_text())
+    meta["fit"]["fit_time"] = 123.0  # any edit of a member file
+    final.write_text(json.dumps(meta))
+    _edit(path, lambda m: m["final"].update(
+        sha256=hashlib.sha256(final.read_bytes()).hexdigest()))
+    with pytest.raises(ValidationError, match="does not verify"):
+        load_model(path, key=b"k")
