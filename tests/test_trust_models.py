@@ -209,3 +209,14 @@ def test_labels_as_bytes_are_a_fastdp_error():
     X = np.random.default_rng(0).normal(size=(50, 2))
     with pytest.raises(ValidationError, match="bytes"):
         DPLogisticRegression().fit(X, np.where(X[:, 0] > 0, b"a", b"b"))
+
+
+def test_a_huge_sparse_model_file_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "m.json"
+    with open(path, "wb") as out:
+        out.truncate(6 << 30)  # 6 GiB of NULs, no disk used
+    try:
+        with pytest.raises(ValidationError, match="more than"):
+            load_model(path)
+    finally:
+        os.unlink(path)
