@@ -34,6 +34,19 @@ noise: **they are not private**.  ``save_model`` refuses them unless called with
 :func:`load_pipeline` warns with :class:`~fastdp.preprocessing.NotPrivateWarning`.
 Any other step (arbitrary callables, nested pipelines, column transformers) is
 refused: it cannot be saved without pickle.
+
+Loading a pipeline from someone else
+------------------------------------
+Every member is checked before it is built (:mod:`fastdp._pipeline_members`):
+at most 64 steps; parameters that are harmful from a file refused (a
+``PolynomialFeatures`` degree above 16, ufunc keyword arguments such as
+``where=False``, a ufunc of more than one input, a ``HashingVectorizer``
+token pattern other than scikit-learn's default or an ``ngram_range`` beyond
+16); declared widths integers that chain exactly into the final estimator's
+``n_features_in_``; a data-fitted scaler's arrays finite, one per column; every
+file a plain regular file in the folder (no link), read in bounded memory and
+checked against its SHA-256.  With ``key=`` the pipeline JSON is
+authenticated (it holds the SHA-256 of every other file).
 """
 
 from __future__ import annotations
@@ -48,7 +61,12 @@ from pathlib import Path
 import numpy as np
 
 import fastdp
+from fastdp._model_files import AUTHENTICATION_FIELD, authentication_code, write_atomically
+from fastdp._pipeline_members import (MAX_PIPELINE_STEPS, MAX_STEP_FEATURES,
+                                      check_data_fitted_arrays,
+                                      check_member_params, checked_width, output_width)
 from fastdp.exceptions import ValidationError
+from fastdp.linear_model._run_size import _available_memory
 
 PIPELINE_FORMAT = "fastdp.pipeline"
 PIPELINE_VERSION = 1
@@ -180,7 +198,7 @@ def _step_record(label, step, allow_non_private, arrays):
     }
 
 
-def save_pipeline(pipeline, path, *, allow_non_private=False):
+def save_pipeline(pipeline, path, *, allow_non_private=False, key=None):
     """Save a fitted ``Pipeline`` whose last step is a fastdp estimator.
 
     Parameters
@@ -193,6 +211,9 @@ def save_pipeline(pipeline, path, *, allow_non_private=False):
         Base path (see :func:`fastdp.persistence.model_paths`).
     allow_non_private : bool, default=False
         Save scalers fitted on the training data (recorded ``private: false``).
+    key : bytes or str, optional
+        Authenticate the pipeline's JSON with an HMAC-SHA256 under this
+        secret (it holds the SHA-256 of every other file of the pipeline).
 
     Returns
     -------
@@ -232,9 +253,11 @@ def save_pipeline(pipeline, path, *, allow_non_private=False):
                   "npz_sha256": _sha256(final_npz.read_bytes())},
         "arrays": {"file": npz_path.name, "sha256": _sha256(payload), "names": sorted(arrays)},
     }
-    npz_path.write_bytes(payload)
-    json_path.write_text(json.dumps(metadata, indent=1, allow_nan=False) + "\n",
-                         encoding="utf-8")
+    if key is not None:
+        metadata[AUTHENTICATION_FIELD] = {"hmac_sha256": authentication_code(metadata, key)}
+    write_atomically(npz_path, payload)
+    write_atomically(json_path, (json.dumps(metadata, indent=1, allow_nan=False) + "\n")
+                     .encode("utf-8"))
     return json_path
 
 
@@ -242,57 +265,131 @@ def save_pipeline(pipeline, path, *, allow_non_private=False):
 # load
 # ----------------------------------------------------------------------------
 def _sibling(json_path, name, what):
-    """A file named in the pipeline JSON: a plain file in the same folder."""
-    if not isinstance(name, str) or not name or Path(name).name != name:
-        raise ValidationError(f"{json_path}: {what} must be a file name in the same folder, "
-                              f"got {name!r}.")
+    """A file named in the pipeline JSON: a plain regular file in the same folder (no link)."""
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        raise ValidationError(f"{json_path}: {what} must be a plain file name in the same folder, "
+                              f"got {str(name)[:80]!r}.")
     path = json_path.with_name(name)
     if path.is_symlink() or not path.is_file():
-        raise ValidationError(f"{json_path}: its {what} {path} is missing (or a link); keep the "
-                              "pipeline's files together.")
+        raise ValidationError(f"{json_path}: its {what} {path} is missing, a link or not a "
+                              "regular file; keep the pipeline's files together.")
     return path
 
 
-def _rebuild_step(json_path, record, arrays):
+def _read_sibling(json_path, name, what, sha256):
+    """The bytes of a member file, bounded and checked against the SHA-256 the JSON states."""
+    from fastdp.persistence import _read_array_file
+
+    path = _sibling(json_path, name, what)
+    payload = _read_array_file(path)  # a regular file, no link followed, bounded by memory
+    if _sha256(payload) != sha256:
+        raise ValidationError(f"{path} does not match {json_path} (SHA-256 differs).")
+    return path, payload
+
+
+def _decoded_params(where, record):
+    params = record["params"]
+    if not isinstance(params, dict):
+        raise ValidationError(f"{where}: params must be a JSON object.")
+    return {str(k): _decode_param(v) for k, v in params.items()}
+
+
+def _rebuild_step(json_path, record, arrays, width):
+    """The step of ``record`` for ``width`` input columns (None: not known yet), and its
+    output width; every parameter checked first (:mod:`fastdp._pipeline_members`)."""
+    if not isinstance(record, dict):
+        raise ValidationError(f"{json_path}: a step must be a JSON object.")
     cls_name = record["class"]
     if cls_name == "passthrough":
-        return "passthrough"
+        return "passthrough", width
     if cls_name not in PER_EXAMPLE_STEPS and cls_name not in DATA_FITTED_STEPS:
-        raise ValidationError(f"{json_path}: unknown pipeline step class {cls_name!r}.")
-    cls = _step_class(cls_name)
-    try:
-        step = cls(**{k: _decode_param(v) for k, v in record["params"].items()})
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{json_path}: parameters do not fit {cls_name}: {exc}") from exc
+        raise ValidationError(f"{json_path}: unknown pipeline step class {str(cls_name)[:80]!r}.")
+    where = f"{json_path}: step {str(record['name'])[:80]!r} ({cls_name})"
     per_example = cls_name in PER_EXAMPLE_STEPS
-    if bool(record.get("per_example")) != per_example:
-        raise ValidationError(f"{json_path}: step {record['name']!r} has the wrong privacy class.")
+    if record.get("per_example") is not per_example:
+        raise ValidationError(f"{where} has the wrong privacy class (per_example must be "
+                              f"{str(per_example).lower()}).")
+    params = _decoded_params(where, record)
+    check_member_params(where, cls_name, params)
+    try:
+        step = _step_class(cls_name)(**params)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{where}: parameters do not fit {cls_name}: {exc}") from exc
     if cls_name in _TEXT_INPUT_STEPS:
-        step.fit([])  # stateless: fit only validates the parameters
+        if width is not None:
+            raise ValidationError(f"{where}: a text step must come first.")
+        _fit_step(where, step, [])  # stateless: fit only validates the parameters
+        d = None
     else:
-        d = int(record["n_features_in"])
-        if d < 1:
-            raise ValidationError(f"{json_path}: step {record['name']!r} has {d} features.")
+        d = checked_width(where, record["n_features_in"])
+        if width is not None and d != width:
+            raise ValidationError(f"{where} takes {d} features; the step before outputs "
+                                  f"{width}.")
+        memory = _available_memory()
+        if memory is not None and 8 * d > memory // 4:
+            raise ValidationError(f"{where}: n_features_in {d} is more than this machine can "
+                                  "hold as one row.")
         if per_example:
-            step.fit(np.zeros((1, d)))  # learns the number of features only
+            _fit_step(where, step, np.zeros((1, d)))  # learns the number of features only
         else:
-            for attr, value in record["fitted"].items():
-                if "array" in value:
-                    if value["array"] not in arrays:
-                        raise ValidationError(f"{json_path}: missing array {value['array']!r}.")
-                    setattr(step, attr, arrays[value["array"]])
-                elif "number" in value:
-                    setattr(step, attr, value["number"])
-                else:
-                    setattr(step, attr, None)
+            _set_fitted(where, step, record["fitted"], arrays)
             step.n_features_in_ = d
+            check_data_fitted_arrays(where, step, d)
     if record.get("feature_names_in") is not None:
-        step.feature_names_in_ = np.asarray(record["feature_names_in"], dtype=object)
-    return step
+        names = record["feature_names_in"]
+        if not isinstance(names, list) or len(names) != d or not all(
+                isinstance(n, str) for n in names):
+            raise ValidationError(f"{where}: feature_names_in must be {d} strings.")
+        step.feature_names_in_ = np.asarray(names, dtype=object)
+    return step, output_width(cls_name, step, d)
+
+
+def _fit_step(where, step, X):
+    try:
+        step.fit(X)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{where}: parameters do not fit: {exc}") from exc
+
+
+def _set_fitted(where, step, fitted, arrays):
+    """A data-fitted step's saved attributes (names ending in ``_`` only)."""
+    if not isinstance(fitted, dict):
+        raise ValidationError(f"{where}: fitted must be a JSON object.")
+    for attr, value in fitted.items():
+        if not (isinstance(attr, str) and attr.endswith("_") and attr.isidentifier()
+                and not attr.startswith("_")) or not isinstance(value, dict):
+            raise ValidationError(f"{where}: invalid fitted attribute {str(attr)[:80]!r}.")
+        if "array" in value:
+            if value["array"] not in arrays:
+                raise ValidationError(f"{where}: missing array {str(value['array'])[:80]!r}.")
+            setattr(step, attr, arrays[value["array"]])
+        elif "number" in value:
+            number = value["number"]
+            if isinstance(number, bool) or not isinstance(number, numbers.Real):
+                raise ValidationError(f"{where}: {attr} must be a number.")
+            setattr(step, attr, number)
+        else:
+            setattr(step, attr, None)
+
+
+def _referenced_arrays(steps):
+    """Names of the arrays the steps' fitted attributes refer to (each numeric)."""
+    names = {}
+    for record in steps:
+        fitted = record.get("fitted") if isinstance(record, dict) else None
+        for value in (fitted.values() if isinstance(fitted, dict) else ()):
+            if isinstance(value, dict) and isinstance(value.get("array"), str):
+                names[value["array"]] = "biuf"
+    return names
 
 
 def load_pipeline(json_path, data):
     """Rebuild a pipeline from its validated JSON ``data`` (see the module docstring).
+
+    Every member is checked before it is built (:mod:`fastdp._pipeline_members`):
+    at most :data:`~fastdp._pipeline_members.MAX_PIPELINE_STEPS` steps, harmless
+    parameters, widths chaining into the final estimator, array files read in
+    bounded memory.
 
     Returns
     -------
@@ -301,32 +398,41 @@ def load_pipeline(json_path, data):
     """
     from sklearn.pipeline import Pipeline
 
-    from fastdp.persistence import load_model, model_paths
+    from fastdp.persistence import _load_model, _read_arrays, model_paths
     from fastdp.preprocessing import NotPrivateWarning
 
     if data.get("version") != PIPELINE_VERSION:
-        raise ValidationError(f"{json_path} has pipeline format version {data.get('version')!r};"
-                              f" this fastdp reads version {PIPELINE_VERSION}.")
-    final = data["final"]
-    final_json = _sibling(json_path, final["file"], "final estimator file")
-    if _sha256(final_json.read_bytes()) != final["sha256"]:
-        raise ValidationError(f"{final_json} does not match {json_path} (SHA-256 differs).")
-    npz_path = _sibling(json_path, data["arrays"]["file"], "array file")
-    payload = npz_path.read_bytes()
-    if _sha256(payload) != data["arrays"]["sha256"]:
-        raise ValidationError(f"{npz_path} does not match {json_path} (SHA-256 differs).")
-    try:
-        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except ValueError as exc:
-        raise ValidationError(f"{npz_path}: unreadable arrays ({exc}).") from exc
-    estimator = load_model(final_json)
+        raise ValidationError(f"{json_path} has pipeline format version "
+                              f"{str(data.get('version'))[:40]!r}; this fastdp reads version "
+                              f"{PIPELINE_VERSION}.")
+    records, final = data["steps"], data["final"]
+    if not isinstance(records, list) or len(records) > MAX_PIPELINE_STEPS:
+        raise ValidationError(f"{json_path}: steps must be a list of at most "
+                              f"{MAX_PIPELINE_STEPS} steps.")
+    final_json, _ = _read_sibling(json_path, final["file"], "final estimator file",
+                                  final["sha256"])
+    if not final_json.name.endswith(".json"):
+        raise ValidationError(f"{json_path}: the final estimator file must be a .json file.")
+    npz_path, payload = _read_sibling(json_path, data["arrays"]["file"], "array file",
+                                      data["arrays"]["sha256"])
+    # a scaler's arrays hold one number per input column of its step
+    widths = [r.get("n_features_in") for r in records if isinstance(r, dict)]
+    widest = max([w for w in widths if isinstance(w, int) and not isinstance(w, bool)
+                  and 0 < w <= MAX_STEP_FEATURES] or [0])
+    arrays = _read_arrays(npz_path, payload, _referenced_arrays(records),
+                          max_member_bytes=4096 + 8 * widest)
+    estimator = _load_model(final_json)
     _, final_npz = model_paths(final_json)
-    if _sha256(final_npz.read_bytes()) != final["npz_sha256"]:
-        raise ValidationError(f"{final_npz} does not match {json_path} (SHA-256 differs).")
-    steps = [(r["name"], _rebuild_step(json_path, r, arrays)) for r in data["steps"]]
-    private = all(r["class"] == "passthrough" or r["per_example"] for r in data["steps"])
-    if bool(data.get("private")) != private:
+    _read_sibling(json_path, final_npz.name, "final estimator's array file", final["npz_sha256"])
+    steps, width = [], None
+    for record in records:
+        step, width = _rebuild_step(json_path, record, arrays, width)
+        steps.append((str(record["name"]), step))
+    if width is not None and width != estimator.n_features_in_:
+        raise ValidationError(f"{json_path}: the steps output {width} features; the final "
+                              f"estimator takes {estimator.n_features_in_}.")
+    private = all(r["class"] == "passthrough" or r["per_example"] for r in records)
+    if data.get("private") is not private:
         raise ValidationError(f"{json_path}: 'private' does not match its steps.")
     if not private:
         warnings.warn(f"{json_path} holds scalers fitted on the training data without noise: the "

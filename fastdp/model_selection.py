@@ -102,7 +102,7 @@ from fastdp.privacy.events import (
     ParallelComposedEvent,
     RepeatedSelectionEvent,
 )
-from fastdp.privacy.ledger_entries import settle_reservation
+from fastdp.privacy.ledger_entries import note_ledger_epsilon, settle_reservation
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
 
@@ -114,6 +114,11 @@ __all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "RULE_STEP_FACTORS", 
 #: its default rule (a solver other than ``"auto"``, or ``solver_options`` set):
 #: L2 regularisation and epochs, two parameters every fastdp estimator takes.
 DEFAULT_PARAM_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2], "epochs": [5, 10]}
+
+MAX_GRID_SIZE = 1000
+"""Most settings a search's ``param_grid`` may hold: every setting is planned
+(a placeholder fit) at each step of the budget calibration, about a tenth of a
+second each, so 1000 settings take minutes before anything trains."""
 
 #: The default search around the default rule (``param_grid=None``, solver
 #: ``"auto"``): the rule itself and its DP-SGD step times 3 and divided by 3,
@@ -345,7 +350,8 @@ class DPHyperparameterSearch(BaseEstimator):
         around the default rule when the estimator runs it (``solver="auto"``,
         no ``solver_options``): the rule and its step times 3 and divided by 3
         (:func:`rule_grid`, at each candidate's budget); otherwise
-        :data:`DEFAULT_PARAM_GRID`.
+        :data:`DEFAULT_PARAM_GRID`.  At most :data:`MAX_GRID_SIZE` settings,
+        each naming parameters of ``estimator``.
     epsilon : float
         Total ε of the whole search (every candidate and the selection).
     delta : float
@@ -383,6 +389,9 @@ class DPHyperparameterSearch(BaseEstimator):
         settings).
     ledger : fastdp.privacy.ledger.PrivacyLedger, optional
         Charged the whole search's event once, before anything is trained.
+        A ledger held by ``estimator`` is charged the same way when the
+        search has none (the candidates themselves are trained without it);
+        two different ledgers are refused.
     random_state : None, int or numpy.random.Generator
         Drives the split, K, the settings, the candidates' seeds and the
         score noise.
@@ -429,7 +438,47 @@ class DPHyperparameterSearch(BaseEstimator):
         self.random_state = random_state
 
     # ----------------------------------------------------------------- checks
+    def _check_estimator(self):
+        """The estimator: a fastdp estimator whose own ledger, if any, is the search's."""
+        est = self.estimator
+        if not (callable(getattr(est, "fit", None)) and callable(getattr(est, "get_params", None))
+                and "ledger" in est.get_params(deep=False)):
+            raise ValidationError(
+                "estimator must be a fastdp estimator (e.g. DPLogisticRegression()); got "
+                f"{type(est).__name__}.")
+        own = est.get_params(deep=False)["ledger"]
+        if own is not None and self.ledger is not None and own is not self.ledger:
+            raise ValidationError(
+                "the estimator holds a privacy ledger and the search another one: the search "
+                "charges one ledger for the whole search; pass it as the search's ledger=.")
+        return self.ledger if self.ledger is not None else own
+
+    def _check_grid(self):
+        """The grid as a list of settings: known parameter names, at most MAX_GRID_SIZE."""
+        try:
+            grid = ParameterGrid(DEFAULT_PARAM_GRID if self.param_grid is None
+                                 else self.param_grid)
+            size = len(grid)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"param_grid is not a valid grid: {exc}") from None
+        if size > MAX_GRID_SIZE:
+            raise ValidationError(
+                f"param_grid has {size} settings, more than MAX_GRID_SIZE = {MAX_GRID_SIZE} "
+                "(each is planned at every step of the budget calibration, and the budget is "
+                "shared by all of them); search a coarser grid.")
+        grid = list(grid)
+        known = self.estimator.get_params(deep=True)
+        for key in sorted({key for params in grid for key in params}):
+            if key in ("epsilon", "delta", "ledger", "random_state"):
+                raise ValidationError(f"param_grid must not set {key!r}: the search sets it.")
+            if key not in known:
+                raise ValidationError(
+                    f"param_grid sets {key!r}, which is not a parameter of "
+                    f"{type(self.estimator).__name__}.")
+        return grid
+
     def _check(self):
+        self._check_estimator()
         epsilon, delta = check_privacy_params(self.epsilon, self.delta)
         if self.repetitions not in DISTRIBUTIONS:
             raise ValidationError(
@@ -456,13 +505,9 @@ class DPHyperparameterSearch(BaseEstimator):
                                   f"got {self.split_accounting!r}.")
         if around_rule:
             return epsilon, delta, reps, None
-        grid = list(ParameterGrid(DEFAULT_PARAM_GRID if self.param_grid is None
-                                  else self.param_grid))
+        grid = self._check_grid()
         if not grid:
             raise ValidationError("param_grid is empty.")
-        for key in ("epsilon", "delta", "ledger", "random_state"):
-            if any(key in params for params in grid):
-                raise ValidationError(f"param_grid must not set {key!r}: the search sets it.")
         return epsilon, delta, reps, grid
 
     # --------------------------------------------------------------- planning
@@ -608,8 +653,10 @@ class DPHyperparameterSearch(BaseEstimator):
         grid = self._grid_at(grid, eps_c, (train_idx.size, d), labels)
         planned = {i: cache[(i, eps_c)] for i in range(len(grid))}
         reservation = None
-        if self.ledger is not None:
-            reservation = self.ledger.reserve(event, label=type(self).__name__)
+        ledger = self._check_estimator()  # the search's ledger, or the estimator's
+        if ledger is not None:
+            note_ledger_epsilon(ledger, event, total, delta, "rdp", "search")
+            reservation = ledger.reserve(event, label=type(self).__name__)
         k = reps.sample(rng)
         best = None
         # a KeyboardInterrupt cancels (nothing was released); any other failure keeps the charge

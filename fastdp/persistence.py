@@ -74,6 +74,8 @@ import numpy as np
 
 import fastdp
 from fastdp.exceptions import ValidationError
+from fastdp._model_files import (AUTHENTICATION_FIELD, authentication_code,
+                                 check_authentication, read_json_file, write_atomically)
 from fastdp.io._npy import read_npy_header
 from fastdp.privacy.accountants import EpsilonReport
 from fastdp.privacy.events import Adjacency, event_from_dict
@@ -204,7 +206,7 @@ def _sha256(data: bytes) -> str:
 # ----------------------------------------------------------------------------
 # save
 # ----------------------------------------------------------------------------
-def save_model(estimator, path, *, allow_non_private=False):
+def save_model(estimator, path, *, allow_non_private=False, key=None):
     """Save a fitted fastdp estimator as ``PATH.json`` + ``PATH.npz``.
 
     Parameters
@@ -220,6 +222,11 @@ def save_model(estimator, path, *, allow_non_private=False):
     allow_non_private : bool, default=False
         Pipelines only: also save steps fitted on the training data without
         noise (the file records that the pipeline is not private).
+    key : bytes or str, optional
+        A secret: the JSON then holds an HMAC-SHA256 of its metadata (which
+        holds the SHA-256 of the arrays), checked by ``load_model(..., key=)``.
+        Without it the file is only as trustworthy as wherever it was kept
+        (module docstring, "Trust").
 
     Returns
     -------
@@ -230,6 +237,8 @@ def save_model(estimator, path, *, allow_non_private=False):
     -----
     Privacy: stores the released model and public metadata only (see the
     module docstring); ``history_`` and ``solver_result_`` are not saved.
+    Both files are written beside their targets and renamed over them, so a
+    failed save (a full disk) leaves a previous model at ``path`` loadable.
     """
     from sklearn.pipeline import Pipeline
 
@@ -237,7 +246,7 @@ def save_model(estimator, path, *, allow_non_private=False):
         from fastdp._pipeline_persistence import save_pipeline
 
         Path(os.fspath(path)).parent.mkdir(parents=True, exist_ok=True)
-        return save_pipeline(estimator, path, allow_non_private=allow_non_private)
+        return save_pipeline(estimator, path, allow_non_private=allow_non_private, key=key)
     classes = _estimator_classes()
     name = type(estimator).__name__
     if name not in classes or type(estimator) is not classes[name]:
@@ -295,26 +304,32 @@ def save_model(estimator, path, *, allow_non_private=False):
         },
         "arrays": {"file": npz_path.name, "sha256": _sha256(payload), "names": sorted(arrays)},
     }
+    if key is not None:
+        metadata[AUTHENTICATION_FIELD] = {"hmac_sha256": authentication_code(metadata, key)}
     text = json.dumps(metadata, indent=1, allow_nan=False)
-    npz_path.write_bytes(payload)
-    json_path.write_text(text + "\n", encoding="utf-8")
+    # both written completely beside their targets before either is renamed
+    # over them: a full disk leaves the previous pair untouched
+    write_atomically(npz_path, payload)
+    write_atomically(json_path, (text + "\n").encode("utf-8"))
     return json_path
 
 
 # ----------------------------------------------------------------------------
 # load
 # ----------------------------------------------------------------------------
-def read_model_metadata(path):
-    """The validated JSON metadata of a saved model (nothing is unpickled or run)."""
-    json_path, _ = model_paths(path)
-    if not json_path.is_file():
+def _read_json(json_path):
+    """The JSON of a model file: a regular file, bounded in size (never a FIFO or device)."""
+    if not os.path.lexists(json_path):
         raise ValidationError(f"no fastdp model at {json_path} (expected the file written by "
                               "save_model / 'fastdp train --out').")
-    try:
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValidationError(f"{json_path} is not a fastdp model file (invalid JSON: {exc}).") \
-            from exc
+    return read_json_file(json_path, "model file")
+
+
+def read_model_metadata(path, data=None):
+    """The validated JSON metadata of a saved model (nothing is unpickled or run)."""
+    json_path, _ = model_paths(path)
+    if data is None:
+        data = _read_json(json_path)
     required = {"format", "version", "estimator", "params", "privacy", "fit", "arrays"}
     if not isinstance(data, dict) or data.get("format") != MODEL_FORMAT or not required <= set(data):
         raise ValidationError(f"{json_path} is not a fastdp model file.")
@@ -381,14 +396,24 @@ _ARRAY_KINDS = {"coef": "f", "intercept": "f", "classes": "biufU"}
 _MAX_DEFLATE_RATIO = 1100
 
 
-def _read_arrays(npz_path, payload):
+def _read_arrays(npz_path, payload, kinds=None, max_member_bytes=None):
     """The arrays of a model's ``.npz``, checked before anything is allocated.
 
     Each member must be ``coef.npy``, ``intercept.npy`` or ``classes.npy``
     (once), of a numeric (``classes``: also unicode) dtype, and its ``.npy``
     header must describe exactly the bytes the member holds; the data are then
     read from those bytes (no pickle, no allocation the file does not back).
+    ``kinds`` maps each allowed member name (without ``.npy``) to its allowed
+    dtype kinds (default: a model's ``coef``, ``intercept`` and ``classes``).
+    A member may not unpack to more than ``max_member_bytes`` (when given),
+    nor to more than a quarter of the memory this process may allocate.
     """
+    from fastdp.linear_model import _available_memory
+
+    kinds = _ARRAY_KINDS if kinds is None else kinds
+    memory = _available_memory()
+    bound = min(math.inf if max_member_bytes is None else max_member_bytes,
+                math.inf if memory is None else memory // 4)
     def refuse(why):
         raise ValidationError(f"{npz_path}: unreadable arrays ({why}); not a file written by "
                               "save_model.")
@@ -398,13 +423,13 @@ def _read_arrays(npz_path, payload):
         with zipfile.ZipFile(io.BytesIO(payload)) as archive:
             for member in archive.infolist():
                 name = member.filename[:-4] if member.filename.endswith(".npy") else None
-                if name not in _ARRAY_KINDS or name in arrays:
+                if name not in kinds or name in arrays:
                     refuse(f"unexpected member {member.filename!r}")
                 limit = len(payload) * (1 if member.compress_type == zipfile.ZIP_STORED
                                         else _MAX_DEFLATE_RATIO)
-                if member.file_size > limit:
+                if member.file_size > min(limit, bound):
                     refuse(f"member {member.filename!r} claims {member.file_size} bytes")
-                arrays[name] = _npy_array(archive.read(member), name, refuse)
+                arrays[name] = _npy_array(archive.read(member), name, kinds[name], refuse)
     except ValidationError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError,
@@ -413,14 +438,14 @@ def _read_arrays(npz_path, payload):
     return arrays
 
 
-def _npy_array(data, name, refuse):
+def _npy_array(data, name, kinds, refuse):
     """A ``.npy`` member's array, its header checked against its length first."""
     handle = io.BytesIO(data)
     try:
         shape, fortran, dtype = read_npy_header(handle)
     except ValueError as exc:
         refuse(f"{name}: {exc}")
-    if dtype.hasobject or dtype.kind not in _ARRAY_KINDS[name] or dtype.subdtype is not None:
+    if dtype.hasobject or dtype.kind not in kinds or dtype.subdtype is not None:
         refuse(f"{name}: dtype {dtype} is not allowed")
     count = math.prod(int(n) for n in shape)
     claimed = count * dtype.itemsize
@@ -490,42 +515,79 @@ def _checked_epsilon(json_path, privacy, event, delta):
     return computed
 
 
-def load_model(path):
+def _recomputed_report(json_path, privacy, event, delta):
+    """The privacy report of the saved event at the saved delta (None if not private)."""
+    from fastdp.privacy.accountants import get_accountant
+    from fastdp.privacy.events import NonPrivateEvent
+
+    if isinstance(event, NonPrivateEvent):
+        return None
+    try:
+        return get_accountant(privacy.get("accountant", "rdp")).report(event, delta)
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise ValidationError(f"{json_path}: cannot recompute the privacy report from the saved "
+                              f"event: {exc}") from exc
+
+
+def _count(json_path, value, what):
+    """A non-negative int field of the JSON (an int, or a float holding an int)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            math.isfinite(value) and value >= 0 and value == int(value)):
+        raise ValidationError(f"{json_path}: {what} must be a non-negative integer; got "
+                              f"{str(value)[:40]}.")
+    return int(value)
+
+
+def _checked_classes(npz_path, classes):
+    """Saved class labels: finite numbers or strings, each once."""
+    if classes.dtype.kind == "f" and not np.all(np.isfinite(classes)):
+        raise ValidationError(f"{npz_path}: non-finite class labels; not a usable model.")
+    return classes
+
+
+def load_model(path, *, key=None):
     """Load an estimator saved by :func:`save_model` (see :func:`_load_model`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The JSON file, the ``.npz`` file or their common base path.
+    key : bytes or str, optional
+        The secret given to ``save_model(..., key=)``: the file's HMAC must
+        verify under it, or the load is refused.  Without a key nothing is
+        authenticated: a saved model is only as trustworthy as its file
+        (a consistent forgery of its privacy event loads; module docstring).
 
     Any missing or malformed field of the JSON is one :class:`ValidationError`
     naming the file and the field.  A file written for a ``Pipeline`` loads
     as a ``Pipeline`` (:func:`fastdp._pipeline_persistence.load_pipeline`).
+    The loaded estimator's ``authenticated_`` says whether a key verified it.
     """
-    try:
-        pipeline = _pipeline_record(path)
-        if pipeline is not None:
-            from fastdp._pipeline_persistence import load_pipeline
-
-            return load_pipeline(model_paths(path)[0], pipeline)
-        return _load_model(path)
-    except KeyError as exc:
-        json_path, _ = model_paths(path)
-        raise ValidationError(f"{json_path}: missing field {exc.args[0]!r}; not a complete "
-                              "fastdp model file.") from exc
-    except (TypeError, AttributeError) as exc:
-        json_path, _ = model_paths(path)
-        raise ValidationError(f"{json_path}: malformed model file ({exc}).") from exc
-
-
-def _pipeline_record(path):
-    """The JSON of a saved pipeline at ``path``, or None for anything else."""
-    from fastdp._pipeline_persistence import PIPELINE_FORMAT
-
     json_path, _ = model_paths(path)
     try:
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # read_model_metadata gives the error
-    return data if isinstance(data, dict) and data.get("format") == PIPELINE_FORMAT else None
+        data = _read_json(json_path)
+        authenticated = check_authentication(json_path, data, key) if isinstance(data, dict) \
+            else False
+        from fastdp._pipeline_persistence import PIPELINE_FORMAT, load_pipeline
+
+        if isinstance(data, dict) and data.get("format") == PIPELINE_FORMAT:
+            model = load_pipeline(json_path, data)
+            model.steps[-1][1].authenticated_ = authenticated
+            return model
+        model = _load_model(path, data)
+        model.authenticated_ = authenticated
+        return model
+    except KeyError as exc:
+        raise ValidationError(f"{json_path}: missing field {exc.args[0]!r}; not a complete "
+                              "fastdp model file.") from exc
+    except (TypeError, AttributeError, OverflowError, ValueError, RecursionError) as exc:
+        if isinstance(exc, ValidationError):
+            raise
+        raise ValidationError(f"{json_path}: malformed model file ({type(exc).__name__}: "
+                              f"{str(exc)[:200]}).") from None
 
 
-def _load_model(path):
+def _load_model(path, data=None):
     """Load an estimator saved by :func:`save_model`.
 
     Parameters
@@ -549,7 +611,7 @@ def _load_model(path):
         Not a fastdp model, unknown version or estimator, a missing or
         modified ``.npz`` (SHA-256 mismatch), inconsistent shapes.
     """
-    data = read_model_metadata(path)
+    data = read_model_metadata(path, data)
     json_path, _ = model_paths(path)
     classes = _estimator_classes()
     name = data["estimator"]
@@ -583,7 +645,7 @@ def _load_model(path):
     estimator.coef_ = coef
     estimator.intercept_ = float(intercept[0]) if name == "DPRidge" else intercept
     if "classes" in arrays:
-        estimator.classes_ = arrays["classes"]
+        estimator.classes_ = _checked_classes(npz_path, arrays["classes"])
     estimator.row_map_ = _row_map_from_file(json_path, data)
     estimator.solver_ = fit.get("solver", data["params"].get("solver"))
     estimator.multi_class_ = fit.get("multi_class")
@@ -599,11 +661,13 @@ def _load_model(path):
                                           estimator.delta_)
     estimator.noise_multiplier_ = _from_number(privacy["noise_multiplier"], "noise_multiplier")
     estimator.noise_name_ = privacy.get("noise_name", "noise_multiplier")
-    estimator.privacy_report_ = _report_from_dict(privacy.get("report"))
+    # recomputed from the saved event, never read from the file
+    estimator.privacy_report_ = _recomputed_report(json_path, privacy, estimator.privacy_event_,
+                                                   estimator.delta_)
     estimator.sampler_ = privacy.get("sampler")
     estimator.sample_rate_ = _from_number(privacy.get("sample_rate"), "sample_rate")
     estimator.clip_ = _from_number(privacy.get("clip"), "clip")
-    estimator.n_iter_ = int(privacy.get("n_iter", 0))
+    estimator.n_iter_ = _count(json_path, privacy.get("n_iter", 0), "n_iter")
     estimator.fit_time_ = _from_number(fit.get("fit_time"), "fit_time")
     estimator.history_ = None
     estimator.model_metadata_ = data

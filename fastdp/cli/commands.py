@@ -16,7 +16,7 @@ REPRODUCTIONS = ("seed000", "seed001", "seed002", "seed003", "seed004")
 
 
 def _cmd_predict(args):
-    model = _load_model(args.model)
+    model = _load_model(args.model, getattr(args, "key_file", None))
     X, _, _ = _load_data(args.data, n_features=model.n_features_in_)
     predictions = model.predict(X)
     lines = "\n".join(f"{p:.10g}" if isinstance(p, (float, int)) or hasattr(p, "dtype") and
@@ -32,7 +32,7 @@ def _cmd_predict(args):
 
 
 def _cmd_evaluate(args):
-    model = _load_model(args.model)
+    model = _load_model(args.model, getattr(args, "key_file", None))
     X, y, where = _load_data(args.data, n_features=model.n_features_in_)
     final = model.steps[-1][1] if hasattr(model, "steps") else model  # a saved Pipeline
     meta = final.model_metadata_
@@ -85,10 +85,44 @@ def _numeric_range(what):
     return guard()
 
 
+#: Most memory the PLD grid of ``fastdp privacy epsilon --accountant pld`` may take.
+_PLD_GRID_BYTES = 4 * 2**30
+
+
+def _check_pld_grid(sigma, q, steps, vdi=1e-4):
+    """Refuse a PLD evaluation whose grid would not fit in memory, before it starts.
+
+    One Gaussian step's privacy loss spans about ``1/(2 sigma^2) + 8/sigma``
+    either way (tails cut at 8 standard deviations; subsampling shrinks the
+    upper side to ``log(1 + q (e^L - 1))``); T composed steps spread over
+    about ``10 sqrt(T)`` times that; the grid has one float64 per ``vdi`` of
+    it, a few times over for the FFT.  sigma = 0.1, q = 0.5, T = 1000 would
+    need tens of GB (it took 73 s and 10 GB before being refused here).
+    """
+    import math
+
+    from fastdp.exceptions import ValidationError
+
+    if not (sigma > 0 and math.isfinite(sigma)):
+        return
+    loss = 1.0 / (2.0 * sigma * sigma) + 8.0 / sigma
+    upper = loss if q >= 1 else math.log1p(q * math.expm1(min(loss, 700.0)))
+    width = loss + upper
+    points = width * 10.0 * math.sqrt(max(steps, 1)) / vdi
+    if 32.0 * points > _PLD_GRID_BYTES:
+        raise ValidationError(
+            f"the PLD accountant would need a grid of about {points:.2g} points "
+            f"({32 * points / 2**30:.0f} GiB) for noise multiplier {sigma:g}, sample rate "
+            f"{q:g} and {steps} steps; use --accountant rdp (fast, slightly looser) or more "
+            "noise.")
+
+
 def _cmd_privacy_epsilon(args):
     from fastdp.privacy import compute_epsilon_report
 
     q, steps, n = _steps_and_rate(args)
+    if args.accountant == "pld":
+        _check_pld_grid(args.noise_multiplier, q, steps)
     with _numeric_range(f"--noise-multiplier {args.noise_multiplier:g}"):
         report = compute_epsilon_report(args.noise_multiplier, q, steps, args.delta,
                                         accountant=args.accountant, sampling=args.sampling,

@@ -121,7 +121,16 @@ def _utility(model, X, y):
     return "accuracy", float(model.score(X, y))
 
 
-def _load_model(path):
+def _read_key(key_file):
+    """The bytes of ``--key-file`` (None without one): a small regular file."""
+    if key_file is None:
+        return None
+    from fastdp._model_files import read_regular_file
+
+    return read_regular_file(key_file, "key file", 2**16)
+
+
+def _load_model(path, key_file=None):
     from fastdp.persistence import load_model
 
-    return load_model(path)
+    return load_model(path, key=_read_key(key_file))

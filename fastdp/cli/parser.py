@@ -112,6 +112,8 @@ def build_parser():
     p.add_argument("--budget-delta", type=_probability, default=None,
                    help="delta of a new ledger (default: --delta)")
     p.add_argument("--out", metavar="MODEL", help="save the model as MODEL.json + MODEL.npz")
+    p.add_argument("--key-file", metavar="FILE", help="a secret key (the file's bytes): "
+                   "authenticate the saved model with an HMAC under it")
     p.add_argument("--test", metavar="DATA", help="also report utility on this test file")
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="data-parallel DP-SGD (multinomial for K > 2 classes) or, with "
@@ -148,11 +150,15 @@ def build_parser():
     p.add_argument("data", metavar="DATA",
                    help="LIBSVM file, binary dataset (DIR.fdp) or dataset:NAME[:SUBSET]")
     p.add_argument("--output", metavar="FILE", help="write predictions here (default stdout)")
+    p.add_argument("--key-file", metavar="FILE", help="a secret key (the file's bytes): "
+                   "refuse a model whose HMAC does not verify under it")
     p.set_defaults(func=_cmd_predict)
 
     p = sub.add_parser("evaluate", help="utility of a saved model on a dataset")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("data", metavar="DATA")
+    p.add_argument("--key-file", metavar="FILE", help="a secret key (the file's bytes): "
+                   "refuse a model whose HMAC does not verify under it")
     p.set_defaults(func=_cmd_evaluate)
 
     privacy = sub.add_parser("privacy", help="privacy accounting").add_subparsers(

@@ -139,12 +139,12 @@ class MappedFiles:
                     "that they do not change while mapped, which a link would bypass: "
                     "copy the target in, or convert the data again)") from None
             raise ValidationError(f"{self.path / name} cannot be opened ({exc})") from None
-        handle = os.fdopen(fd, "rb")
-        st = os.fstat(fd)
+        st = os.fstat(fd)  # before fdopen, which refuses a directory with its own error
         if not stat.S_ISREG(st.st_mode):
-            handle.close()
+            os.close(fd)
             raise ValidationError(f"{self.path / name} is not a regular file; a fastdp binary "
                                   "dataset holds regular files only")
+        handle = os.fdopen(fd, "rb")
         self._records[name] = _identity(st)
         return handle
 

@@ -40,11 +40,22 @@ import numpy as np
 from fastdp.exceptions import ValidationError
 from fastdp.io._hashing import BackgroundHasher
 
-__all__ = ["CHUNK_BYTES", "LineChunks"]
+__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "MAX_EXPANSION", "LineChunks"]
 
 #: Size of the reused text buffer (bytes).  Each chunk is parsed while it is in
 #: the CPU cache; a line longer than the buffer doubles it for that line.
 CHUNK_BYTES = 1 << 20
+
+#: Longest line a source may hold (bytes; the ``max_line_bytes`` default).  A
+#: LIBSVM row of a million non-zeros takes about 16 MB; a longer "line" is
+#: almost surely not data (a file of NULs, a corrupt or hostile file), and the
+#: parser needs a few times its length in memory.
+MAX_LINE_BYTES = 1 << 28
+
+#: Largest ratio of decompressed to compressed bytes (the ``max_expansion``
+#: default), allowed after the first MiB: LIBSVM text compresses about 3-20x;
+#: a file that expands hundreds of times is a decompression bomb.
+MAX_EXPANSION = 200
 
 _COMPRESSIONS = (
     (b"\x1f\x8b", "gzip", lambda raw: gzip.GzipFile(fileobj=raw, mode="rb")),
@@ -59,6 +70,15 @@ def _changed_while_reading(name, detail):
     return ValidationError(
         f"{name} changed while it was being read ({detail}); another program is writing, "
         "truncating or replacing it. Load it again once it is complete (or load a copy).")
+
+
+def _positive(name, value, default):
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not value > 0:
+        raise ValidationError(f"{name} must be a number > 0; got {value!r}.")
+    return int(value) if name == "max_line_bytes" else float(value)
 
 
 class _RawReader(io.RawIOBase):
@@ -153,6 +173,12 @@ class LineChunks:
         chunk, by :meth:`close` and when the iteration stops early.
     progress : callable, optional
         Called with the number of raw bytes read each time some are.
+    max_line_bytes : int, optional
+        Longest line accepted (default :data:`MAX_LINE_BYTES`); a longer one is
+        a ValidationError before the buffer grows past it.
+    max_expansion : float, optional
+        Compressed sources: most decompressed bytes per compressed byte read
+        (default :data:`MAX_EXPANSION`; the first MiB is always allowed).
 
     Attributes
     ----------
@@ -167,10 +193,13 @@ class LineChunks:
     """
 
     def __init__(self, source, *, offset=0, length=-1, buffer_bytes=None, sha256=False,
-                 progress=None):
+                 progress=None, max_line_bytes=None, max_expansion=None):
         self.offset = int(offset)
         self.length = int(length)
-        self.buffer_bytes = int(buffer_bytes or CHUNK_BYTES)
+        self.max_line_bytes = _positive("max_line_bytes", max_line_bytes, MAX_LINE_BYTES)
+        self.max_expansion = _positive("max_expansion", max_expansion, MAX_EXPANSION)
+        self.buffer_bytes = min(int(buffer_bytes or CHUNK_BYTES), self.max_line_bytes + 1)
+        self._decompressed = 0
         if sha256 and (self.offset or self.length > 0):
             raise ValueError("the SHA-256 of a source is computed only when it is read whole")
         self.sha256 = None
@@ -251,7 +280,7 @@ class LineChunks:
         if self.compression is None:
             return self._stream.readinto(view)
         try:
-            return self._stream.readinto(view)
+            got = self._stream.readinto(view)
         except ValidationError:
             raise
         except _DECOMPRESSION_ERRORS as exc:
@@ -260,6 +289,15 @@ class LineChunks:
                 f"{self.name} starts like a {self.compression} file but cannot be decompressed: "
                 f"{exc}. It is probably truncated or corrupt; download or copy it again."
             ) from exc
+        self._decompressed += got or 0
+        allowed = self.max_expansion * max(self._raw.consumed, 1 << 20)
+        if self._decompressed > allowed:
+            raise ValidationError(
+                f"{self.name}: {self._raw.consumed} {self.compression} bytes decompress to more "
+                f"than {self._decompressed} bytes ({self.max_expansion:g} times more): a "
+                "decompression bomb, not LIBSVM text. If the file is genuine, pass a larger "
+                "max_expansion.")
+        return got
 
     def _skip_to_offset(self, buffer):
         """Position the stream at ``offset``; False when the source is shorter."""
@@ -347,7 +385,15 @@ class LineChunks:
                     end, done = newline + 1, True
             if end == 0:  # no complete line yet
                 if filled == len(buffer):  # a line longer than the buffer: make room
-                    buffer = buffer + bytearray(len(buffer))
+                    if len(buffer) > self.max_line_bytes:
+                        raise ValidationError(
+                            f"{self.name}: a line (at byte {position}) is longer than "
+                            f"max_line_bytes = {self.max_line_bytes} bytes: not LIBSVM text (a "
+                            "file of NULs, a corrupt file?). If the file is genuine, pass a "
+                            "larger max_line_bytes.")
+                    self._settle()
+                    buffer = buffer + bytearray(min(len(buffer),
+                                                    self.max_line_bytes + 1 - len(buffer)))
                 continue
             yield np.frombuffer(buffer, dtype=np.uint8, count=end)
             if done:

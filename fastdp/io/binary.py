@@ -177,7 +177,8 @@ class _Writers:
 
 
 def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=None,
-                   zero_based="auto", overwrite=False, progress=False):
+                   zero_based="auto", overwrite=False, progress=False, max_line_bytes=None,
+                   max_expansion=None):
     """Convert a LIBSVM file into a binary dataset directory (one streaming pass).
 
     Privacy: reads the private data; writes it (unchanged but for the dtype)
@@ -208,6 +209,9 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
         Replace an existing ``dst``.
     progress : bool or None, default=False
         A progress bar over the bytes read (None: only on a terminal).
+    max_line_bytes, max_expansion : optional
+        Bounds on a hostile source (longest line; decompressed bytes per
+        compressed byte), as :func:`~fastdp.io.libsvm.load_libsvm`.
 
     Returns
     -------
@@ -240,7 +244,8 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
     shift = 0 if zero_based is True else 1  # "auto": one-based until an index 0 is seen
     finite = True
     try:
-        with LineChunks(src, sha256=True) as source:
+        with LineChunks(src, sha256=True, max_line_bytes=max_line_bytes,
+                        max_expansion=max_expansion) as source:
             callback, bar = progress_callback(progress, source.raw_size, "converting")
             source.set_progress(callback)
             try:

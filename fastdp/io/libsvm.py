@@ -212,7 +212,8 @@ def progress_callback(progress, source_size, desc):
 
 
 def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, return_qid=False,
-                *, index_dtype=None, offset=0, length=-1, progress=False):
+                *, index_dtype=None, offset=0, length=-1, progress=False, max_line_bytes=None,
+                max_expansion=None):
     """Load a LIBSVM / svmlight file (or a byte range of it) into a canonical CSR matrix.
 
     Gives what :func:`sklearn.datasets.load_svmlight_file` gives on the same
@@ -261,6 +262,11 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
     progress : bool or None, default=False
         A progress bar over the bytes read: None shows it only when stderr
         is a terminal, True always.
+    max_line_bytes, max_expansion : optional
+        Bounds of what a hostile file can make the loader allocate: the longest
+        line (default 256 MiB) and, for a compressed file, the most
+        decompressed bytes per compressed byte (default 200; see
+        :class:`~fastdp.io._source.LineChunks`).  Beyond them: a ValidationError.
 
     Returns
     -------
@@ -308,7 +314,8 @@ def load_libsvm(path, n_features=None, zero_based="auto", dtype=np.float64, retu
         zero_based = True  # scikit-learn's rule for ranges
     builder = new_builder(dtype, index_dtype, zero_based, n_features, with_qid=return_qid,
                           note=range_note(offset))
-    with LineChunks(path, offset=offset, length=length) as source:
+    with LineChunks(path, offset=offset, length=length, max_line_bytes=max_line_bytes,
+                    max_expansion=max_expansion) as source:
         callback, bar = progress_callback(progress, source.raw_size, "loading")
         source.set_progress(callback)
         try:

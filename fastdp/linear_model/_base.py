@@ -15,6 +15,7 @@ mixin                 module               what it holds
 ====================  ===================  =============================================
 """
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -31,11 +32,28 @@ from fastdp.linear_model._fitted import _FittedModel, check_known_labels
 from fastdp.linear_model._params import _ParameterChecks, default_delta  # noqa: F401
 from fastdp.linear_model._privacy_plan import _PrivacyPlan
 from fastdp.linear_model._rows import _RowsAndTargets
-from fastdp.linear_model._run_size import _check_run_size
+from fastdp.linear_model._run_size import _check_noise_scale, _check_run_size
 from fastdp.linear_model._solver_choice import _SolverChoice
 from fastdp.privacy.accountants import get_accountant
-from fastdp.privacy.ledger_entries import settle_reservation
+from fastdp.privacy.ledger_entries import cancel_on_failure, settle_reservation
 from fastdp.solvers.settings import SolverProblem
+
+
+@contextlib.contextmanager
+def _public_arithmetic():
+    """Turn an overflow or a division by zero while planning a fit into a ValidationError.
+
+    Planning reads only public settings and shapes (nothing is reserved or
+    released yet), so such an error means a setting outside the range fastdp
+    can compute with (``epsilon=1e308``, a smoothness of ``1e308``, ``xi=0``).
+    """
+    try:
+        yield
+    except (OverflowError, ZeroDivisionError, FloatingPointError) as exc:
+        raise ValidationError(
+            f"a setting of this fit is outside the range fastdp can compute with "
+            f"({type(exc).__name__}: {exc}); use values nearer 1 (epsilon, solver_options, "
+            "noise).") from exc
 
 
 class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyPlan,
@@ -138,51 +156,58 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
         X, y = self._validate_X(X, y, reset=True, max_row_norm=max_row_norm)
         n_samples = X.shape[0]
         y, classes, n_classes, loss = self._targets(y, n_samples)
-        delta = self._check_params(n_samples)
-        name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
-        n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
-        config, rule = self._solver_config(name, solver, n_samples,
-                                           X.shape[1] + int(row_map.fit_intercept), private,
-                                           n_classes if multinomial else 2)
-        if self.callback is not None and not solver.supports_callback:
-            raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
-        if self.callback is not None and n_fits > 1:
-            raise ValidationError("a per-epoch callback is not supported with one-vs-rest "
-                                  "multiclass fits; use solver='dpsgd' (multinomial).")
-        _check_run_size(n_samples, X.shape[1] + int(row_map.fit_intercept),
-                        max(n_classes, 1) if multinomial else 1, config)
-        Xm = row_map.map_rows(X)  # sparse X: O(n) numbers, no copy (fastdp._mapped_rows)
-        config["n_features"] = int(Xm.shape[1])  # public (part of the data's schema)
-        config["loss"] = loss
-        if multinomial:
-            config["n_classes"] = int(n_classes)
-        self._settle_clip(config, rule, solver, n_samples, loss)
-        # every public setting the run reads, before any noise is calibrated or budget reserved
-        solver.check_params(n_samples, config, private=private)
-        progress = None
-        if self.verbose and solver.supports_callback and n_fits == 1:
-            from fastdp.progress import EpochProgress
+        # public arithmetic only (no budget reserved yet): an overflow is a bad setting
+        with _public_arithmetic():
+            delta = self._check_params(n_samples)
+            name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
+            n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
+            config, rule = self._solver_config(name, solver, n_samples,
+                                               X.shape[1] + int(row_map.fit_intercept), private,
+                                               n_classes if multinomial else 2)
+            if self.callback is not None and not solver.supports_callback:
+                raise ValidationError(f"solver {name!r} does not take a per-epoch callback.")
+            if self.callback is not None and n_fits > 1:
+                raise ValidationError("a per-epoch callback is not supported with one-vs-rest "
+                                      "multiclass fits; use solver='dpsgd' (multinomial).")
+            _check_run_size(n_samples, X.shape[1] + int(row_map.fit_intercept),
+                            max(n_classes, 1) if multinomial else 1, config, n_fits)
+            Xm = row_map.map_rows(X)  # sparse X: O(n) numbers, no copy (fastdp._mapped_rows)
+            config["n_features"] = int(Xm.shape[1])  # public (part of the data's schema)
+            config["loss"] = loss
+            if multinomial:
+                config["n_classes"] = int(n_classes)
+            self._settle_clip(config, rule, solver, n_samples, loss)
+            # every public setting the run reads, before any noise is calibrated or budget reserved
+            solver.check_params(n_samples, config, private=private)
+            progress = None
+            if self.verbose and solver.supports_callback and n_fits == 1:
+                from fastdp.progress import EpochProgress
 
-            progress = EpochProgress(total=math.ceil(config["epochs"]), desc=f"{name} epochs",
-                                     callback=self.callback, lines=True)
-            config["callback"] = progress
-        accountant = get_accountant(self.accountant)
-        noise, one_event, planned_event = self._plan(solver, n_samples, config, private, delta,
-                                                     accountant, n_fits)
+                progress = EpochProgress(total=math.ceil(config["epochs"]), desc=f"{name} epochs",
+                                         callback=self.callback, lines=True)
+                config["callback"] = progress
+            accountant = get_accountant(self.accountant)
+            noise, one_event, planned_event = self._plan(solver, n_samples, config, private, delta,
+                                                         accountant, n_fits)
+            _check_noise_scale(noise, config, int(Xm.shape[1]))
+            released_states = []
+            if config.get("callback") is not None:
+                config["callback"] = self._released_callback(config["callback"], row_map,
+                                                             Xm.shape[1], released_states)
+            settings = solver.settings(config, noise)  # typed, the same for every fit
         # Reserved before training: a fit over budget raises here and releases nothing.
-        reservation = self._reserve(planned_event)
-        released_states = []
-        if config.get("callback") is not None:
-            config["callback"] = self._released_callback(config["callback"], row_map,
-                                                         Xm.shape[1], released_states)
+        reservation = self._reserve(planned_event, delta, accountant)
         try:
+            # Nothing private has run yet: a failure here (e.g. no memory for
+            # the solver's copy of the rows) releases the reservation.
+            with cancel_on_failure(reservation, "fit"):
+                Xm = rows_for_solver(Xm, solver, config)  # read on the fly, or written out once
             # Interrupted by the user: unless a callback already saw a released
             # (noisy) state, nothing was released, so nothing is charged.  Any
             # other failure may depend on the private data: the charge stays.
             with settle_reservation(reservation, "fit",
                                     released=lambda: bool(released_states)):
-                results = self._run_fits(solver, Xm, y, loss, noise, config, n_fits,
-                                         one_event, multinomial)
+                results = self._run_fits(solver, Xm, y, loss, settings, n_fits, one_event)
         finally:
             if progress is not None:
                 progress.close()
@@ -205,16 +230,14 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
             print(self._describe())
         return self
 
-    def _run_fits(self, solver, Xm, y, loss, noise, config, n_fits, one_event, multinomial):
+    def _run_fits(self, solver, Xm, y, loss, settings, n_fits, one_event):
         """Run the solver once (binary, regression, multinomial) or once per class (OvR)."""
-        rng = check_random_state(self.random_state)
-        Xm = rows_for_solver(Xm, solver, config)  # read on the fly, or written out once
+        rng = check_random_state(self.random_state)  # checked in _check_public_params
         if n_fits == 1:
             runs = [(y, rng)]
         else:
             seeds = rng.spawn(n_fits)
             runs = [(np.where(y == k, 1.0, -1.0), seeds[k]) for k in range(n_fits)]
-        settings = solver.settings(config, noise)  # typed, the same for every fit
         results = []
         for target, random_state in runs:
             result = solver.solve(SolverProblem(Xm, target, loss), settings, random_state)

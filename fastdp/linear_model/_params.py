@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from fastdp._validation import check_positive, check_privacy_params, check_real
+from fastdp._validation import (check_positive, check_privacy_params, check_random_state,
+                                check_real)
 from fastdp.exceptions import ValidationError, WeakPrivacyWarning
 
 
@@ -62,6 +63,7 @@ class _ParameterChecks:
             check_positive("clip", self.clip, allow_inf=True)
         if self.callback is not None and not callable(self.callback):
             raise ValidationError("callback must be callable (it receives a dict per epoch) or None.")
+        check_random_state(self.random_state)  # a Generator is returned as is (nothing drawn)
         if not isinstance(self.lazy_noise, (bool, np.bool_)):
             raise ValidationError(f"lazy_noise must be True or False; got {self.lazy_noise!r}.")
         if self.noise_multiplier is not None and not (

@@ -6,6 +6,7 @@ validated X, and the targets of each fit.
 """
 
 import inspect
+import numbers
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
@@ -48,8 +49,11 @@ class _RowsAndTargets:
                 f"got {self.normalize!r}.")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValidationError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        scaling = self.intercept_scaling
+        if isinstance(scaling, numbers.Integral) and not isinstance(scaling, (bool, np.bool_)):
+            scaling = float(scaling)  # a Python int beyond int64 is not a numpy number
         return RowMap(bound=bound, fit_intercept=bool(self.fit_intercept),
-                      intercept_scaling=self.intercept_scaling)
+                      intercept_scaling=scaling)
 
     def _validate_X(self, X, y="no_validation", *, reset, max_row_norm=None):
         """scikit-learn's checks (feature names and counts, messages), then fastdp's.
@@ -64,6 +68,13 @@ class _RowsAndTargets:
             kwargs[_FINITE_KEYWORD] = False
         # before scikit-learn converts a sparse matrix: scipy trusts its index arrays
         check_sparse_structure(X)
+        if getattr(getattr(X, "dtype", None), "kind", None) in ("m", "M"):
+            raise ValidationError(
+                f"X has dtype {X.dtype}: dates and durations are not features; convert them "
+                "to numbers (e.g. seconds since a reference) first.")
+        if getattr(getattr(y, "dtype", None), "kind", None) == "S":  # an array of bytes
+            raise ValidationError("labels given as bytes: decode them to strings (or use "
+                                  "numbers) first, e.g. y.astype(str).")
         try:
             if isinstance(y, str) and y == "no_validation":
                 X = validate_data(self, X, **kwargs)

@@ -51,7 +51,7 @@ import json
 import math
 
 from fastdp.exceptions import ValidationError
-from fastdp.privacy._ledger_files import _read_json
+from fastdp.privacy._ledger_files import _check_generation, _read_generation, _read_json
 from fastdp.privacy.ledger_entries import (
     COMMITTED,
     RESERVED,
@@ -226,12 +226,18 @@ def _replay(path, data):
 
 
 def _read_state(path, real):
-    """Read and verify a ledger file; returns its :class:`_LedgerState`."""
+    """Read and verify a ledger file; returns its :class:`_LedgerState`.
+
+    The generation recorded beside the file is read first and checked after
+    the chain (rollback detection, :mod:`fastdp.privacy._ledger_files`).
+    """
+    generation = _read_generation(real)
     data, mode = _read_json(path, real)
     try:
         state = _replay(path, data)
     except RecursionError:
         raise _damaged(path, "it is nested too deeply") from None
+    _check_generation(path, real, generation, state.records)
     return dataclasses.replace(state, mode=mode)
 
 

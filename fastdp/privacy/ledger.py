@@ -64,8 +64,24 @@ every fit of every clone charges the one budget.  A file-backed ledger
 pickles as a reference to its file (absolute path, budget, accountant); the
 unpickled ledger, in this or another process, charges that same file (its
 locks are made when it is used).  An in-memory ledger (no ``path``) cannot be
-pickled: the copy would be a second, independent budget; use a file-backed
-ledger to share a budget between processes.
+shared: the copy would be a second, independent budget.  It pickles as a
+stand-in that refuses every charge with a clear error, so a fit sent to a
+worker process (``cross_val_score(..., n_jobs=2)``) is refused before anything
+runs; use a file-backed ledger to share a budget between processes.  Under
+scikit-learn's default ``error_score=nan`` a refused fold (over budget, or a
+detached ledger) scores NaN with a ``FitFailedWarning`` that quotes the
+refusal; pass ``error_score="raise"`` to stop at the first refusal.
+
+Which ε is charged
+------------------
+The ledger composes every event under its own accountant at its own δ
+(:meth:`PrivacyLedger.epsilon_of_event` for one event alone).  A fit reports
+``epsilon_`` under the estimator's accountant at the fit's δ, a search under
+RDP at the search's δ.  Both are upper bounds on the same release; when the
+ledger's is the larger (e.g. a PLD fit on an RDP ledger, or a ledger δ smaller
+than the fit's), the fit warns before reserving
+(:class:`~fastdp.privacy.ledger_entries.LedgerAccountingWarning`) with both
+numbers.  With the same accountant and δ they are equal.
 """
 
 from __future__ import annotations
@@ -93,7 +109,8 @@ from fastdp.privacy._ledger_chain import (
     _read_state,
     _replay,
 )
-from fastdp.privacy._ledger_files import _atomic_write_json, _exclusive_lock, _read_json
+from fastdp.privacy._ledger_files import (_atomic_write_json, _exclusive_lock, _read_json,
+                                          _refuse_vanished)
 from fastdp.privacy.ledger_entries import (
     COMMITTED,
     RESERVED,
@@ -261,6 +278,7 @@ class PrivacyLedger:
                         state.records, "budget", **self._budget(), timestamp=time.time())]
                     _atomic_write_json(real, _file_payload(self._budget(), records), state.mode)
             else:
+                _refuse_vanished(self._path, real)  # a ledger was here: rollback, not a start
                 records = [_new_record([], "open", **self._budget(), nonce=uuid.uuid4().hex,
                                        timestamp=time.time())]
                 _atomic_write_json(real, _file_payload(self._budget(), records))
@@ -372,13 +390,18 @@ class PrivacyLedger:
         memo[id(self)] = self
         return self
 
-    def __getstate__(self):
+    def __reduce__(self):
         if self._path is None:
-            raise TypeError(
-                "an in-memory PrivacyLedger cannot be pickled: the copy would be a second, "
-                "independent budget. Use a file-backed ledger, PrivacyLedger(epsilon, delta, "
-                "path=...), to share one budget between processes (it pickles as a reference "
-                "to its file).")
+            # a copy would be a second, independent budget: what arrives in the
+            # other process (e.g. a joblib worker of cross_val_score(n_jobs=2))
+            # refuses every charge with a clear error instead
+            return (_DetachedLedger, ())
+        return (_ledger_from_state, (type(self), self.__getstate__()))
+
+    def __reduce_ex__(self, protocol):
+        return self.__reduce__()
+
+    def __getstate__(self):
         return {"path": self._path, "abspath": self._abspath, "epsilon": self._epsilon,
                 "delta": self._delta, "accountant": self._accountant_name,
                 "accountant_options": self._accountant_options, "tolerance": self._tolerance}
@@ -465,6 +488,16 @@ class PrivacyLedger:
         if not events:
             return 0.0
         return float(self._accountant.epsilon(ev.ComposedEvent(tuple(events)), self._delta))
+
+    def epsilon_of_event(self, event):
+        """ε this ledger counts for ``event`` alone: its accountant's ε at its δ.
+
+        A fit reports its own ε (its accountant, its δ); the ledger charges the
+        event and composes it under *its* accountant at *its* δ.  Both are
+        upper bounds on the privacy loss of the same release; they agree when
+        the accountant and δ agree (see :func:`~fastdp.privacy.ledger_entries.note_ledger_epsilon`).
+        """
+        return self._epsilon_of((), event)
 
     def spent(self):
         """ε spent so far: the accountant's ε of all recorded events at the ledger's δ.
@@ -670,3 +703,34 @@ class PrivacyLedger:
                 append("commit" if commit else "cancel",
                        {"id": reservation_id, "timestamp": time.time()}, entries)
                 return done if commit else None
+
+
+def _ledger_from_state(cls, state):
+    """Unpickle a file-backed ledger: a reference to its file (see ``__setstate__``)."""
+    ledger = cls.__new__(cls)
+    ledger.__setstate__(state)
+    return ledger
+
+
+class _DetachedLedger:
+    """What an in-memory :class:`PrivacyLedger` becomes when pickled: it refuses every use.
+
+    An in-memory budget cannot be shared with another process (the copy would
+    be a second, independent budget), so a fit there, e.g. in a worker of
+    ``cross_val_score(..., n_jobs=2)``, is refused before anything runs with
+    this error, which says what to do.  Nothing is charged, nothing released.
+    """
+
+    _MESSAGE = ("this estimator's PrivacyLedger was in memory and the estimator was copied to "
+                "another process (e.g. n_jobs > 1 in scikit-learn): an in-memory budget "
+                "cannot be shared between processes, so nothing was trained. Use a file-backed "
+                "ledger, PrivacyLedger(epsilon, delta, path=...), which every process charges "
+                "under one lock, or n_jobs=1.")
+
+    def _refuse(self, *args, **kwargs):
+        raise ValidationError(self._MESSAGE)
+
+    reserve = charge = check = epsilon_of_event = spent = _refuse
+
+    def __repr__(self):
+        return "<detached in-memory PrivacyLedger: refuses every charge>"

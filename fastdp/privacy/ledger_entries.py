@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 from fastdp.exceptions import ValidationError
 from fastdp.privacy import events as ev
 
-__all__ = ["LedgerEntry", "Reservation", "settle_reservation", "event_to_dict",
+__all__ = ["LedgerEntry", "Reservation", "settle_reservation", "cancel_on_failure",
+           "note_ledger_epsilon",
+           "event_to_dict",
            "event_from_dict", "COMMITTED", "RESERVED"]
 
 COMMITTED = "committed"
@@ -226,3 +229,65 @@ class settle_reservation:
             released = exc is not None and self._released is not None and self._released()
             self._reservation.settle(exc, what=self._what, released=released)
         return False
+
+
+class cancel_on_failure:
+    """Context manager cancelling an optional reservation if its block fails.
+
+    For work done after reserving but before anything private runs (e.g. the
+    solver's copy of the rows): a failure there releases nothing, so the
+    reservation is cancelled and the exception says that nothing was charged.
+    A normal exit leaves the reservation pending.
+
+    Parameters
+    ----------
+    reservation : Reservation or None
+        The pending charge (``None``: no ledger, nothing to do).
+    what : str
+        Name of the guarded work, used in the note added to an exception.
+    """
+
+    def __init__(self, reservation, what):
+        self._reservation = reservation
+        self._what = what
+
+    def __enter__(self):
+        return self._reservation
+
+    def __exit__(self, exc_type, exc, traceback):
+        if self._reservation is not None and exc is not None:
+            self._reservation.cancel()
+            exc.add_note(f"fastdp: nothing private ran; the privacy ledger's reservation "
+                         f"for this {self._what} was released (nothing charged).")
+        return False
+
+
+class LedgerAccountingWarning(UserWarning):
+    """The ledger counts a release as more ε than the fit (or search) reports."""
+
+
+def note_ledger_epsilon(ledger, event, epsilon, delta, accountant_name, what):
+    """Warn, before reserving, when ``ledger`` will count ``event`` as more ε than reported.
+
+    The fit (or search) reports ``epsilon``: the ε of its own accountant at its
+    own ``delta``.  The ledger charges the same event but composes it under
+    its accountant at its δ (:meth:`PrivacyLedger.epsilon_of_event`).  Both
+    bound the privacy loss of the same release; when the ledger's is larger
+    (a looser accountant, a smaller δ), the budget drains faster than the
+    reported ε suggests, and this says so with both numbers.
+
+    Returns
+    -------
+    float
+        The ε the ledger counts for ``event`` alone.
+    """
+    counted = float(ledger.epsilon_of_event(event))
+    if counted > float(epsilon) * (1.0 + 1e-6) + 1e-12:
+        warnings.warn(
+            f"the privacy ledger counts this {what} as epsilon {counted:.6g} (accountant "
+            f"{ledger.accountant_name!r} at the ledger's delta {ledger.delta:g}), while the "
+            f"{what} reports epsilon {float(epsilon):.6g} (accountant {accountant_name!r} at "
+            f"delta {float(delta):g}). Both bound the same release; the ledger's is the one "
+            "charged against its budget. Use the ledger's accountant and delta for the "
+            f"{what} to make them equal.", LedgerAccountingWarning, stacklevel=3)
+    return counted

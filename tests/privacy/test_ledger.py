@@ -617,11 +617,14 @@ def test_copies_are_the_ledger_itself(tmp_path, backed):
     assert ledger.spent() == 0.4
 
 
-def test_in_memory_ledger_refuses_to_be_pickled():
+def test_in_memory_ledger_pickles_as_one_that_refuses_every_charge():
     import pickle
 
-    with pytest.raises(TypeError, match="file-backed ledger"):
-        pickle.dumps(PrivacyLedger(1.0, 1e-5))
+    ledger = PrivacyLedger(1.0, 1e-5)
+    copy = pickle.loads(pickle.dumps(ledger))
+    with pytest.raises(ValidationError, match="file-backed ledger"):
+        copy.charge(ev.PureEvent(0.1))
+    assert ledger.entries == ()
 
 
 UNPICKLE_AND_CHARGE = """

@@ -144,7 +144,7 @@ class BlsgdSettings:
         s.max_it = _integer("max_it", s.max_it, high=MAX_CANDIDATES)
         s.alpha = _real("alpha", s.alpha, low=0.0, high=1.0, low_open=True, high_open=True)
         s.beta = _real("beta", s.beta, low=0.0, high=1.0, low_open=True, high_open=True)
-        s.xi = _real("xi", s.xi, low=0.0)
+        s.xi = _real("xi", s.xi, low=0.0, low_open=True)  # xi = 0: a release of budget 0
         s.tau = _integer("tau", s.tau)
         s.varsigma = _real("varsigma", s.varsigma, low=0.0, low_open=True)
         s.eta0_cap = _choice("eta0_cap", s.eta0_cap, ("current", "initial"))
