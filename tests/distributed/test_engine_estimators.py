@@ -307,3 +307,16 @@ def test_ray_engine_estimators_multinomial_and_cli_dpscd(data, binary_single, tm
     finally:
         if started:
             ray.shutdown()
+
+
+@pytest.mark.parametrize("solver,labels", [("dpsgd", 1), ("dpscd", 1), ("dpsgd", 2)])
+def test_sampler_given_by_name_fits_like_the_instance(data, solver, labels):
+    """``sampler="block_poisson"`` (a name: the estimator maps the rows lazily) runs the
+    keyed step loop on the mapped rows and equals the fit with the sampler instance of
+    the same batch size and the default block size (issue 36: it raised
+    ``'MappedRows' object is not subscriptable``)."""
+    X, y = data[0], data[labels]
+    by_name = make(solver=solver, sampler="block_poisson").fit(X, y)
+    instance = make(solver=solver, sampler=BlockPoissonSampler(batch_size=150)).fit(X, y)
+    assert by_name.sampler_ == "block_poisson"
+    assert_same_fit(by_name, instance)

@@ -267,7 +267,16 @@ def binary_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE):
 
 
 def array_source(X, y, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, name="X"):
-    """A :class:`Source` over in-memory ``(X, y)`` (``X`` already validated, columns zero-based)."""
+    """A :class:`Source` over in-memory ``(X, y)`` (``X`` already validated, columns zero-based).
+
+    ``X`` may be an estimator's mapped rows (:class:`fastdp._mapped_rows.MappedRows`,
+    e.g. a fit with ``sampler="block_poisson"`` given by name): they are written out
+    once as CSR, which the shard loader slices.
+    """
+    from fastdp._mapped_rows import is_mapped_rows
+
+    if is_mapped_rows(X):
+        X = X.tocsr()
     return Source(ArrayRows(X, y), int(X.shape[0]), int(n_shards), int(block_size), name,
                   int(X.shape[1]), True)
 
