@@ -33,7 +33,8 @@ Every draw comes from the counter-based stream ``(key, node, t)``
 rows ``[start, stop)`` derives exactly the members of the whole lot in that
 range, with no communication.  Expected cost: ``O(q (stop - start) + log n)``
 nodes; a node's discrete draw walks its law outward from the mode (weights
-from the ratio ``P(k+1) / P(k)``, no log-gamma), O(its standard deviation).
+from the ratio ``P(k+1) / P(k)``, ``P(mode)`` by Loader's saddle-point formula, accurate to
+a few ulps), O(its standard deviation).
 """
 
 import math
@@ -43,23 +44,28 @@ from numba import njit
 
 from fastdp._kernels._philox import keyed_pair
 
-_TINY = 2.0 ** -60        # a tail term below this fraction of the running total ends the walk
+_TINY = 2.0 ** -60        # both tails below this fraction of P(mode): rounding, stop
 _INV_2_53 = 1.0 / 9007199254740992.0
 _STACK = 160              # > 2 * depth of the tree for n < 2**62
 _BINOMIAL, _HYPERGEOMETRIC = 0, 1
+_MASK32 = np.uint64(0xFFFFFFFF)
+_SHIFT32 = np.uint64(32)
+_TWO32 = np.uint64(2**32)
 
 
 @njit(cache=True)
-def _next_word(key, node, t, state):
-    """The next 64 random bits of the stream ``(key, node, t)``; ``state`` (3 uint64: next
-    call, buffered word, whether one is buffered) starts at zero for each stream."""
-    if state[2]:
-        state[2] = 0
-        return state[1]
-    x, state[1] = keyed_pair(key, node, t, state[0])
-    state[0] += np.uint64(1)
-    state[2] = 1
-    return x
+def _next32(key, node, t, state):
+    """The next 32 random bits of the stream ``(key, node, t)``.  ``state`` (int64, 6 values,
+    zero at the start of each stream): the next Philox call, the 4 words of the current one,
+    and how many of them are used (4: none left)."""
+    if state[0] == 0 or state[5] == 4:
+        x, y = keyed_pair(key, node, t, state[0])
+        state[1], state[2] = np.int64(x >> _SHIFT32), np.int64(x & _MASK32)
+        state[3], state[4] = np.int64(y >> _SHIFT32), np.int64(y & _MASK32)
+        state[0] += 1
+        state[5] = 0
+    state[5] += 1
+    return np.uint64(state[state[5]])
 
 
 @njit(cache=True)
@@ -69,14 +75,36 @@ def _uniform(key, node, t):
 
 
 @njit(cache=True)
+def _mul_hi_lo(x, m):
+    """The 128-bit product of two uint64 as (high, low) words."""
+    x_hi, x_lo, m_hi, m_lo = x >> _SHIFT32, x & _MASK32, m >> _SHIFT32, m & _MASK32
+    lo_lo = x_lo * m_lo
+    mid = x_hi * m_lo + (lo_lo >> _SHIFT32)
+    mid2 = x_lo * m_hi + (mid & _MASK32)
+    return x_hi * m_hi + (mid >> _SHIFT32) + (mid2 >> _SHIFT32), x * m
+
+
+@njit(cache=True)
 def _below(key, node, t, state, m):
-    """r uniform on ``range(m)`` (exact: the low ``2**64 mod m`` words are redrawn)."""
+    """r uniform on ``range(m)``, exact (Lemire's multiply-and-reject): ``floor(x m / 2**w)``
+    for a w-bit random x (w = 32 when m <= 2**32, else 64), x redrawn when the low word of
+    ``x m`` is below ``2**w mod m``."""
     m = np.uint64(m)
-    threshold = (np.uint64(0) - m) % m
-    while True:
-        x = _next_word(key, node, t, state)
-        if x >= threshold:
-            return np.int64(x % m)
+    if m <= _TWO32:
+        product = _next32(key, node, t, state) * m
+        if (product & _MASK32) < m:
+            threshold = (_TWO32 - m) % m
+            while (product & _MASK32) < threshold:
+                product = _next32(key, node, t, state) * m
+        return np.int64(product >> _SHIFT32)
+    x = (_next32(key, node, t, state) << _SHIFT32) | _next32(key, node, t, state)
+    high, low = _mul_hi_lo(x, m)
+    if low < m:
+        threshold = (np.uint64(0) - m) % m
+        while low < threshold:
+            x = (_next32(key, node, t, state) << _SHIFT32) | _next32(key, node, t, state)
+            high, low = _mul_hi_lo(x, m)
+    return np.int64(high)
 
 
 @njit(cache=True)
@@ -101,65 +129,128 @@ def _ratio(kind, k, p0, p1, p2):
     return (p1 - k) * (p0 - k) / ((k + 1.0) * (p2 - p0 + k + 1.0))
 
 
-@njit(cache=True)
-def _walk(kind, lo, hi, mode, p0, p1, p2, step, weights):
-    """Weights relative to ``P(mode)`` of ``mode + step, mode + 2 step, ...`` into ``weights``
-    until a term is a negligible fraction (2**-60) of the running total or the support
-    ends; returns ``(count, sum)``."""
-    total, w, k, count = 1.0, 1.0, mode, 0
-    while ((k < hi) if step > 0 else (k > lo)) and count < weights.shape[0]:
-        w = w * _ratio(kind, k, p0, p1, p2) if step > 0 else w / _ratio(kind, k - 1, p0, p1, p2)
-        k += step
-        weights[count] = w
-        count += 1
-        total += w
-        if w < _TINY * total:
-            break
-    return count, total - 1.0
+def _stirling_table(size=16):
+    """``stirlerr(k) = log(k!) - log(sqrt(2 pi k) (k / e)^k)`` for k < size (k = 0: 0)."""
+    k = np.arange(1, size, dtype=np.float64)
+    small = np.array([math.lgamma(x + 1.0) - (x + 0.5) * math.log(x) + x
+                      - 0.5 * math.log(2.0 * math.pi) for x in k])
+    return np.concatenate(([0.0], small))
+
+
+_STIRLERR = _stirling_table()
+_LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True)
-def _draw_unimodal(u, kind, lo, hi, mode, p0, p1, p2, scratch):
-    """A draw of the law on ``[lo, hi]`` with the ratio :func:`_ratio`, by chop-down from ``mode``.
+def _stirlerr(k):
+    """The error of Stirling's formula for log(k!) (Loader 2000): a table below 16, else its
+    asymptotic series."""
+    if k < 16:
+        return _STIRLERR[np.int64(k)]
+    kk = k * k
+    if k > 500:
+        return (1.0 / 12 - (1.0 / 360) / kk) / k
+    if k > 80:
+        return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260) / kk) / kk) / k
+    if k > 35:
+        return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680) / kk) / kk) / kk) / k
+    return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - (1.0 / 1188) / kk) / kk) / kk)
+            / kk) / k
 
-    ``u * total`` (total: the weights relative to ``P(mode)``, summed outward
-    until negligible) is chopped down in the order mode, mode + 1, ..., then
-    mode - 1, mode - 2, ...  ``scratch``: float64 (2, m) with m above any walk
-    (about 9 standard deviations of the law).
+
+@njit(cache=True)
+def _bd0(x, m):
+    """``x log(x / m) + m - x`` without cancellation (Loader 2000: a series near x = m)."""
+    if abs(x - m) < 0.1 * (x + m):
+        v = (x - m) / (x + m)
+        total = (x - m) * v
+        term = 2.0 * x * v
+        v = v * v
+        j = 1
+        while True:
+            term *= v
+            nxt = total + term / (2 * j + 1)
+            if nxt == total:
+                return nxt
+            total = nxt
+            j += 1
+    return x * math.log(x / m) + m - x
+
+
+@njit(cache=True)
+def _binomial_pmf(x, n, p, q):
+    """``P(Binomial(n, p) = x)`` with ``q = 1 - p``, to a few ulps (Loader's saddle point)."""
+    if x == 0:
+        return 1.0 if n == 0 else math.exp(-_bd0(n, n * q) - n * p if p < 0.1 else n * math.log(q))
+    if x == n:
+        return math.exp(-_bd0(n, n * p) - n * q if q < 0.1 else n * math.log(p))
+    lc = (_stirlerr(n) - _stirlerr(x) - _stirlerr(n - x) - _bd0(x, n * p)
+          - _bd0(n - x, n * q))
+    return math.exp(lc - 0.5 * (_LOG_2PI + math.log(x) + math.log1p(-x / n)))
+
+
+@njit(cache=True)
+def _pmf(kind, k, p0, p1, p2):
+    """``P(k)``: Binomial(p0, p1 / (1 + p1)) (p1 the odds) or Hypergeometric(p0 draws; p1 left,
+    p2 right) as a ratio of binomial pmfs at p = p0 / (p1 + p2)."""
+    if kind == _BINOMIAL:
+        p = p1 / (1.0 + p1)
+        return _binomial_pmf(k, p0, p, 1.0 / (1.0 + p1))
+    total = p1 + p2
+    p, q = p0 / total, (total - p0) / total
+    return (_binomial_pmf(k, p1, p, q) * _binomial_pmf(p0 - k, p2, p, q)
+            / _binomial_pmf(p0, total, p, q))
+
+
+@njit(cache=True)
+def _draw_unimodal(u, kind, lo, hi, mode, p0, p1, p2):
+    """A draw of the law on ``[lo, hi]`` with pmf :func:`_pmf` by chop-down from ``mode``.
+
+    ``u`` minus ``P(mode)``, then alternately the next term to the right and to
+    the left (each from its neighbour by :func:`_ratio`), until it falls below 0:
+    about 1.6 standard deviations of the law in expectation.  If rounding
+    leaves it above 0 once both tails are below 2**-60 of ``P(mode)``
+    (probability about 1e-15), the mode.
     """
-    n_right, right_total = _walk(kind, lo, hi, mode, p0, p1, p2, 1, scratch[0])
-    n_left, left_total = _walk(kind, lo, hi, mode, p0, p1, p2, -1, scratch[1])
-    target = u * (1.0 + right_total + left_total) - 1.0
+    top = _pmf(kind, float(mode), p0, p1, p2)
+    target = u - top
     if target < 0.0:
         return mode
-    for i in range(n_right):
-        target -= scratch[0, i]
-        if target < 0.0:
-            return mode + i + 1
-    for i in range(n_left):
-        target -= scratch[1, i]
-        if target < 0.0:
-            return mode - i - 1
-    return mode - n_left if n_left else mode + n_right     # rounding: the last term walked
+    w_right, w_left, right, left = top, top, mode, mode
+    while True:
+        if right < hi:
+            w_right *= _ratio(kind, right, p0, p1, p2)
+            right += 1
+            target -= w_right
+            if target < 0.0:
+                return right
+        if left > lo:
+            w_left /= _ratio(kind, left - 1, p0, p1, p2)
+            left -= 1
+            target -= w_left
+            if target < 0.0:
+                return left
+        if ((right >= hi or w_right < _TINY * top) and (left <= lo or w_left < _TINY * top)):
+            return mode
 
 
 @njit(cache=True)
-def lot_size(key, t, n, q, scratch):
+def lot_size(key, t, n, q):
     """``C ~ Binomial(n, q)`` of lot t (stream node 0), 0 < q < 1."""
     mode = min(n, max(0, np.int64(math.floor((n + 1.0) * q))))
     return _draw_unimodal(_uniform(key, 0, t), _BINOMIAL, 0, n, mode, float(n), q / (1.0 - q),
-                          0.0, scratch)
+                          0.0)
 
 
 @njit(cache=True)
-def left_count(key, node, t, c, a, b, scratch):
+def left_count(key, node, t, c, a, b):
     """Members in the left half: ``Hypergeometric(c; a left rows, b right rows)``."""
     lo, hi = max(0, c - b), min(c, a)
     if lo == hi:
         return lo
     mode = min(hi, max(lo, np.int64(math.floor((c + 1.0) * (a + 1.0) / (a + b + 2.0)))))
     return _draw_unimodal(_uniform(key, node, t), _HYPERGEOMETRIC, lo, hi, mode, float(c),
-                          float(a), float(b), scratch)
+                          float(a), float(b))
 
 
 @njit(cache=True)
@@ -172,7 +263,7 @@ def leaf_members(key, node, t, size, c, out):
     otherwise Floyd's algorithm (draw r in ``range(top + 1)`` for top = size - c,
     ..., size - 1 and take r, or top if r is taken: a uniform c-subset).
     """
-    state = np.zeros(3, dtype=np.uint64)
+    state = np.zeros(6, dtype=np.int64)
     filled = 0
     if c * c <= size:
         while filled < c:
@@ -203,12 +294,11 @@ def tree_lot(key, t, n, q, start, stop, leaf_count):
     expected = q * (stop - start)
     out = np.empty(np.int64(expected + 8.0 * math.sqrt(expected) + 64.0), dtype=np.int64)
     leaf = np.empty(leaf_count, dtype=np.int64)
-    scratch = np.empty((2, np.int64(16.0 * math.sqrt(n * q) + 128.0)), dtype=np.float64)
     m = 0
     nodes = np.empty(_STACK, dtype=np.uint64)
     bounds = np.empty((_STACK, 3), dtype=np.int64)     # lo, hi, members
     nodes[0] = 1
-    bounds[0, 0], bounds[0, 1], bounds[0, 2] = 0, n, lot_size(key, t, n, q, scratch)
+    bounds[0, 0], bounds[0, 1], bounds[0, 2] = 0, n, lot_size(key, t, n, q)
     depth = 1
     while depth > 0:
         depth -= 1
@@ -227,7 +317,7 @@ def tree_lot(key, t, n, q, start, stop, leaf_count):
                     out, m = _append(out, m, row)
         else:
             mid = lo + size // 2
-            left = left_count(key, node, t, c, mid - lo, hi - mid, scratch)
+            left = left_count(key, node, t, c, mid - lo, hi - mid)
             child = node << np.uint64(1)
             nodes[depth], nodes[depth + 1] = child | np.uint64(1), child     # left on top
             bounds[depth, 0], bounds[depth, 1], bounds[depth, 2] = mid, hi, c - left
