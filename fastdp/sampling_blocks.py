@@ -1,29 +1,35 @@
-"""Poisson sampling keyed by row blocks: the same lots on one machine and on k machines.
+"""Keyed Poisson sampling: the same lots on one machine and on k machines, in O(q n) per lot.
 
 :class:`BlockPoissonSampler` draws exactly the lots of Poisson sampling (every
-row joins lot t independently with probability q) but from a *counter-based*
-stream: the rows are cut into fixed blocks of ``block_size`` rows (the last
-one may be shorter), and the members of block b in lot t are drawn from a
-Philox generator whose key comes from the seed and whose counter is
-``(t, b)``.  Whoever holds the rows of block b (the single-machine solver, or
-one of k data-parallel workers) computes the same members without talking to
-anyone, so the lots do not depend on how the rows are split into shards, as
-long as shards are whole blocks.
+row joins lot t independently with probability q) from *counter-based*
+draws: the members of lot t are found top-down on a binary splitting tree
+over the rows (:mod:`fastdp._kernels._sampling_tree`, where the derivation
+is): the lot size ``C ~ Binomial(n, q)``, then at every node the split of its
+members between its halves ``~ Hypergeometric``, down to nodes of at most 32
+members whose positions are a uniform subset of their rows.  Every draw is a
+Philox4x32-10 function of (the run's sampling key, t, the node), so whoever
+holds rows ``[start, stop)`` (the single-machine solver, or one of k
+data-parallel workers) descends only the nodes covering them and finds the
+same members without talking to anyone: the lots do not depend on how the
+rows are split into shards.
 
-Inside a block the members are found by geometric skips: the gaps between
-consecutive members of a Bernoulli(q) process are independent Geometric(q)
-variables, so a block costs about ``q * block_size`` draws (plus a constant),
-and a lot of n rows about ``q n + n / block_size`` draws, not n.
+Cost of a lot restricted to ``[start, stop)``: ``O(q (stop - start) + log n)``
+(about 1 ms of CPU for ``n = 10**8, q = 10**-4`` on one core,
+``benchmarks/bench_keyed_sampling.py``), whatever the shard layout; rows
+with no member are never touched.
+
+``block_size`` no longer shapes the lots: it is the unit the data-parallel
+engine cuts shards in (:func:`block_ranges`, :func:`default_shard_count`).
 
 Stream layout (what makes it reproducible)
 ------------------------------------------
-Block b of lot t (t = 1, 2, ...) uses ``numpy.random.Philox(key=k,
-counter=[0, 0, t, b])`` with ``k`` two 64-bit words drawn from the sampling
-generator of the run.  Gaps are drawn ``chunk = ceil(q B + 6 sqrt(q B) + 8)``
-at a time (``B = block_size``) until the running position passes the end of
-a full block; members are the positions below the block's length.  So the
-members of a block depend on (key, q, B, t, b) only, never on n, the shard
-layout or the number of workers.
+The Philox key is the first word of the run's two-word sampling key
+(:func:`sampling_key`, drawn from the sampling generator of the run); lot t
+(1 <= t < 2**32) of node v (v = 0: the lot size; the tree's root is 1, the
+children of v are 2v and 2v + 1; the tree is a function of n) reads the
+counters ``(v mod 2**32, v // 2**32, t, i)``, i = 0, 1, ...  So the members
+depend on (key, q, n, t) only, never on the shard layout or the number of
+workers.
 
 Privacy: the event is exactly that of :class:`fastdp.sampling.PoissonSampler`
 with the same rate (add/remove adjacency): memberships are independent
@@ -31,7 +37,6 @@ Bernoulli(q) over rows and lots; which generator produced them does not
 enter the analysis.
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -39,11 +44,18 @@ import numpy as np
 from fastdp.exceptions import ValidationError
 from fastdp.sampling import PoissonSampler
 
-__all__ = ["BlockPoissonSampler", "DEFAULT_BLOCK_SIZE", "sampling_key", "block_members",
-           "block_ranges", "keyed_streams"]
+__all__ = ["BlockPoissonSampler", "DEFAULT_BLOCK_SIZE", "DEFAULT_SHARDS", "sampling_key",
+           "block_ranges", "default_shard_count", "keyed_streams"]
 
-#: Rows per sampling block (shards of the data-parallel engine are whole blocks).
+#: Rows per block (shards of the data-parallel engine are whole blocks).
 DEFAULT_BLOCK_SIZE = 4096
+
+#: Shards of a data set by default (fewer if it has fewer blocks): a rule of the data, so any
+#: number of workers up to it trains the same model bit for bit.
+DEFAULT_SHARDS = 16
+
+#: Members at which the splitting tree stops and draws positions (:mod:`._sampling_tree`).
+_LEAF_MEMBERS = 32
 
 
 def sampling_key(rng):
@@ -59,6 +71,7 @@ class _KeyedStreams:
     """
 
     def __init__(self, key):
+        self.key = np.asarray(key, dtype=np.uint64)
         self.bit_generator = np.random.Philox(key=np.asarray(key, dtype=np.uint64))
         self.generator = np.random.Generator(self.bit_generator)
         self._state = self.bit_generator.state
@@ -70,37 +83,6 @@ class _KeyedStreams:
         state["buffer_pos"], state["has_uint32"], state["uinteger"] = 4, 0, 0
         self.bit_generator.state = state
         return self.generator
-
-
-def block_members(streams, rate, block_size, t, b, block_len):
-    """Members of block ``b`` in lot ``t``: sorted positions in ``[0, block_len)`` (int64).
-
-    Parameters
-    ----------
-    streams : _KeyedStreams
-        The run's streams (of its key, :func:`sampling_key`).
-    rate : float
-        q in (0, 1].
-    block_size : int
-        B, the rows of a full block.
-    t, b : int
-        Lot (>= 1) and block (>= 0).
-    block_len : int
-        Rows of this block (``B``, or fewer for the last block).
-    """
-    if rate >= 1.0:
-        return np.arange(block_len, dtype=np.int64)
-    expected = rate * block_size
-    chunk = int(math.ceil(expected + 6.0 * math.sqrt(expected) + 8.0))
-    gen = streams.at(t, b)
-    parts = []
-    last = -1
-    while last < block_size - 1:
-        pos = last + np.cumsum(gen.geometric(rate, size=chunk))
-        parts.append(pos)
-        last = int(pos[-1])
-    pos = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return pos[: np.searchsorted(pos, block_len)].astype(np.int64, copy=False)
 
 
 def block_ranges(n, block_size, n_shards):
@@ -119,13 +101,23 @@ def block_ranges(n, block_size, n_shards):
     return [(edges[s] * block_size, min(n, edges[s + 1] * block_size)) for s in range(n_shards)]
 
 
+def default_shard_count(n, block_size):
+    """Shards of ``n`` rows by default: ``min(DEFAULT_SHARDS, number of blocks)``.
+
+    A public rule of the data alone (not of the number of workers), so the
+    same rows give the same shards, hence the same partial sums added in the
+    same order, on 1, 2, ..., ``DEFAULT_SHARDS`` workers: the same bits.
+    """
+    return min(DEFAULT_SHARDS, -(-int(n) // int(block_size)))
+
+
 class BlockPoissonSampler(PoissonSampler):
-    """Poisson sampling with membership drawn per row block from a keyed counter stream.
+    """Poisson sampling drawn on a keyed splitting tree (see the module docstring).
 
     Same lots distribution and same privacy event as
     :class:`~fastdp.sampling.PoissonSampler` (add/remove adjacency); the lots
-    are a function of (key, t, block) only, so a data-parallel run over
-    shards of whole blocks draws the same lots as one machine.
+    are a function of (key, n, t) only, so a data-parallel run over any
+    shards draws the same lots as one machine.
 
     Parameters
     ----------
@@ -134,11 +126,12 @@ class BlockPoissonSampler(PoissonSampler):
     batch_size : int, optional
         Expected lot size L instead of q (``q = L / n``).  Exactly one of the two.
     block_size : int, default=4096
-        Rows per block.
+        Rows per block: the unit the data-parallel engine cuts shards in (the
+        lots do not depend on it).
     """
 
     name = "block_poisson"
-    keyed = True  # lots come from (key, t, block), not from a sequential generator
+    keyed = True  # lots come from (key, t, node), not from a sequential generator
 
     def __init__(self, sample_rate=None, *, batch_size=None, block_size=DEFAULT_BLOCK_SIZE):
         super().__init__(sample_rate, batch_size=batch_size)
@@ -151,24 +144,25 @@ class BlockPoissonSampler(PoissonSampler):
         return f"{super()._param_repr()}, block_size={self.block_size!r}"
 
     def lot(self, key, n, t, start=0, stop=None):
-        """Rows of lot ``t`` inside ``[start, stop)`` (whole blocks), sorted, as int64.
+        """Rows of lot ``t`` inside ``[start, stop)`` (default: all n rows), sorted, as int64.
 
-        ``key`` is the run's sampling key (or a :func:`keyed_streams` of it,
-        to reuse one generator across calls).
-
-        ``start`` and ``stop`` (default n) must be multiples of ``block_size`` or n.
-        Row numbers are global (in ``range(n)``).
+        ``key`` is the run's sampling key (or a :func:`keyed_streams` of it).
+        Row numbers are global (in ``range(n)``); any range gives the members
+        of the whole lot that fall in it.
         """
+        from fastdp._kernels._sampling_tree import tree_lot
+
         stop = n if stop is None else stop
-        B = self.block_size
-        if start % B or (stop % B and stop != n) or not 0 <= start <= stop <= n:
-            raise ValidationError(f"row range [{start}, {stop}) is not a range of whole blocks "
-                                  f"of {B} rows within {n} rows.")
+        if not 0 <= start <= stop <= n:
+            raise ValidationError(f"row range [{start}, {stop}) is not within {n} rows.")
+        if not 1 <= t < 2**32:
+            raise ValidationError(f"lot number must be in [1, 2**32); got {t}.")
         q = self.sample_rate(n)
-        streams = key if isinstance(key, _KeyedStreams) else _KeyedStreams(key)
-        parts = [b * B + block_members(streams, q, B, t, b, min(B, n - b * B))
-                 for b in range(start // B, -(-stop // B))]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        if q >= 1.0:
+            return np.arange(start, stop, dtype=np.int64)
+        key = key.key if isinstance(key, _KeyedStreams) else np.asarray(key, dtype=np.uint64)
+        return tree_lot(np.uint64(key[0]), int(t), int(n), float(q), int(start), int(stop),
+                        _LEAF_MEMBERS)
 
     def _draw(self, n, n_steps, rng, state):
         if "key" not in state:

@@ -179,7 +179,7 @@ def test_data_parallel_backend(data, tmp_path):
         libsvm_source,
     )
     from fastdp.linear_model import DPLogisticRegression
-    from fastdp.sampling_blocks import BlockPoissonSampler
+    from fastdp.sampling_blocks import BlockPoissonSampler, default_shard_count
 
     X, _, y_cls, _ = data
 
@@ -189,8 +189,8 @@ def test_data_parallel_backend(data, tmp_path):
                                     sampler=BlockPoissonSampler(batch_size=40, block_size=64))
 
     single = est("dpscd").fit(X, y_cls)
-    source = Source(ArrayRows(X, y_cls), X.shape[0], n_shards=1, block_size=64,
-                    n_features=X.shape[1])
+    source = Source(ArrayRows(X, y_cls), X.shape[0], block_size=64, n_features=X.shape[1],
+                    n_shards=default_shard_count(X.shape[0], 64))   # the keyed fit's shards
     fit = fit_distributed(source, est("dpscd"), engine=LocalWorkers(1))
     assert np.array_equal(fit.coef_, single.coef_) and fit.epsilon_ == single.epsilon_
     four = fit_distributed(array_source(X, y_cls, n_shards=4, block_size=64), est("dpscd"),
@@ -204,7 +204,7 @@ def test_data_parallel_backend(data, tmp_path):
     rows, labels = LibsvmRows(str(path))(10, 20)     # column indices as written (one-based)
     assert np.array_equal(rows.indices - 1, Xf[10:20].indices)
     assert np.array_equal(rows.data, Xf[10:20].data) and np.array_equal(labels, yf[10:20])
-    sgd = fit_distributed(libsvm_source(path, n_shards=1, block_size=64), est("dpsgd"))
+    sgd = fit_distributed(libsvm_source(path, block_size=64), est("dpsgd"))
     assert np.array_equal(sgd.coef_, est("dpsgd").fit(Xf, yf).coef_)
     assert repr(RayWorkers(n_workers=2)).startswith("RayWorkers(")
 

@@ -1,9 +1,12 @@
-"""Block-keyed Poisson sampling: membership law, independence, layout invariance, event.
+"""Keyed Poisson sampling (the splitting tree): membership law, independence, layout, event.
 
 Statistical tests: each z-test below rejects with probability at most 2e-7
-under a correct sampler (|z| > 5.2, two-sided); the chi-square test of the lot
-sizes at 1e-7 (both tails).  With six tests the suite's false-alarm rate is
-below 2e-6.  ``test_tests_detect_correlated_blocks`` shows the tests can fail.
+under a correct sampler (|z| > 5.2, two-sided); the chi-square tests of the
+lot sizes and of the per-row inclusion counts at 1e-7 (both tails).  With
+eight tests (six z, two chi-square) the suite's false-alarm rate is below 2e-6.
+``test_tests_detect_lots_that_ignore_t`` shows the tests can fail.  The
+kernel's own laws (binomial size, hypergeometric splits, uniform leaves, the
+exact law of a lot of a few rows) are tested in ``test_sampling_tree.py``.
 """
 import math
 
@@ -15,8 +18,10 @@ from fastdp.exceptions import ValidationError
 from fastdp.privacy.events import GaussianEvent
 from fastdp.sampling import PoissonSampler, get_sampler
 from fastdp.sampling_blocks import (
+    DEFAULT_SHARDS,
     BlockPoissonSampler,
     block_ranges,
+    default_shard_count,
     keyed_streams,
     sampling_key,
 )
@@ -50,13 +55,13 @@ def chain_pair_z(A, Bm, q):
 
 
 def statistics(M, q, block):
-    """The z-scores of the five checks on a membership matrix."""
+    """The z-scores of the four checks on a membership matrix (``block``: a row offset)."""
     lots, n = M.shape
     total = np.count_nonzero(M)
     z_rate = (total - lots * n * q) / math.sqrt(lots * n * q * (1 - q))
     # neighbouring rows (chains along each lot; includes rows across block boundaries)
     z_rows = np.mean([chain_pair_z(M[t, :-1], M[t, 1:], q) for t in range(lots)]) * math.sqrt(lots)
-    # the same offset in neighbouring blocks (equal counters except b would correlate these)
+    # rows ``block`` apart (rows in the two halves of a tree node)
     z_blocks = np.mean([chain_pair_z(M[t, :-block], M[t, block:], q)
                         for t in range(lots)]) * math.sqrt(lots)
     # the same row in consecutive lots
@@ -73,8 +78,18 @@ def sample():
 
 def test_membership_rate_and_independence(sample):
     _, _, M = sample
-    for name, z in zip(("rate", "rows", "blocks", "lots"), statistics(M, Q, B)):
-        assert abs(z) < Z_MAX, (name, z)
+    for offset in (B, N // 2, N // 4 + 1):
+        for name, z in zip(("rate", "rows", "offset", "lots"), statistics(M, Q, offset)):
+            assert abs(z) < Z_MAX, (name, offset, z)
+
+
+def test_per_row_inclusion_counts_are_binomial(sample):
+    """Each row's count over T lots is Binomial(T, q), the rows independent: the sum of the
+    squared standardized counts is chi^2(N) (to the normal approximation, Tq = 12)."""
+    _, _, M = sample
+    counts = M.sum(axis=0)
+    chi2 = np.sum((counts - T * Q) ** 2) / (T * Q * (1 - Q))
+    assert stats.chi2.sf(chi2, N) > 5e-8 and stats.chi2.cdf(chi2, N) > 5e-8
 
 
 def test_lot_size_dispersion_is_binomial(sample):
@@ -85,16 +100,14 @@ def test_lot_size_dispersion_is_binomial(sample):
     assert stats.chi2.sf(chi2, T) > 5e-8 and stats.chi2.cdf(chi2, T) > 5e-8
 
 
-def test_tests_detect_correlated_blocks(monkeypatch):
-    """A broken stream that ignores the block number fails the block-correlation check."""
-    from fastdp import sampling_blocks
-
-    original = sampling_blocks._KeyedStreams.at
-    monkeypatch.setattr(sampling_blocks._KeyedStreams, "at",
-                        lambda self, t, b: original(self, t, 0))
+def test_tests_detect_lots_that_ignore_t(monkeypatch):
+    """A broken sampler whose lots repeat every other step fails the lots check."""
+    original = BlockPoissonSampler.lot
+    monkeypatch.setattr(BlockPoissonSampler, "lot",
+                        lambda self, key, n, t, *a: original(self, key, n, (t + 1) // 2, *a))
     sampler = BlockPoissonSampler(Q, block_size=B)
     M = membership(sampler, sampling_key(np.random.default_rng(1)), N, 60)
-    assert abs(statistics(M, Q, B)[2]) > Z_MAX
+    assert abs(statistics(M, Q, B)[3]) > Z_MAX
 
 
 @pytest.mark.parametrize("n_shards", [1, 2, 3, 10])
@@ -104,15 +117,23 @@ def test_lots_do_not_depend_on_the_shard_layout(n_shards):
     for t in (1, 2, 17):
         whole = sampler.lot(key, N, t)
         parts = [sampler.lot(key, N, t, a, b) for a, b in block_ranges(N, B, n_shards)]
+        cuts = [0, 1, 777, 2500, 2501, N]                   # any ranges, not only blocks
+        assert np.array_equal(whole, np.concatenate(
+            [sampler.lot(key, N, t, a, b) for a, b in zip(cuts[:-1], cuts[1:])]))
         assert np.array_equal(whole, np.concatenate(parts))
         assert np.all(np.diff(whole) > 0) and whole[-1] < N
 
 
-def test_members_of_a_block_do_not_depend_on_n():
-    sampler = BlockPoissonSampler(0.1, block_size=B)
+def test_lots_do_not_depend_on_the_block_size():
     key = sampling_key(np.random.default_rng(3))
-    small, large = sampler.lot(key, 2 * B + 100, 4), sampler.lot(key, 9 * B, 4)
-    assert np.array_equal(small, large[large < 2 * B + 100])
+    for t in (1, 4):
+        assert np.array_equal(BlockPoissonSampler(0.1, block_size=B).lot(key, N, t),
+                              BlockPoissonSampler(0.1, block_size=7).lot(key, N, t))
+
+
+def test_default_shards_are_a_rule_of_the_data():
+    assert default_shard_count(N, B) == 10 and default_shard_count(10**8, 4096) == DEFAULT_SHARDS
+    assert default_shard_count(1, B) == 1
 
 
 def test_stream_is_keyed_and_resumable():
@@ -142,7 +163,10 @@ def test_rate_one_takes_every_row():
 def test_bad_arguments():
     with pytest.raises(ValidationError, match="block_size"):
         BlockPoissonSampler(0.1, block_size=0)
-    with pytest.raises(ValidationError, match="whole blocks"):
-        BlockPoissonSampler(0.1, block_size=B).lot(sampling_key(np.random.default_rng(0)), N, 1, 3)
+    key = sampling_key(np.random.default_rng(0))
+    with pytest.raises(ValidationError, match="within"):
+        BlockPoissonSampler(0.1, block_size=B).lot(key, N, 1, 3, N + 1)
+    with pytest.raises(ValidationError, match="lot number"):
+        BlockPoissonSampler(0.1, block_size=B).lot(key, N, 0)
     with pytest.raises(ValidationError, match="shards"):
         block_ranges(N, B, 11)

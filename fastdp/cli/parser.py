@@ -121,9 +121,12 @@ def build_parser():
                         "docs/distributed.md")
     p.add_argument("--workers", type=_positive_int, default=2, help="Ray workers (with --ray)")
     p.add_argument("--shards", type=_positive_int, default=None,
-                   help="shards of whole row blocks (with --ray; default: --workers)")
+                   help="shards of whole row blocks (with --ray; default: min(16, blocks), the "
+                        "same model for any --workers up to 16; --workers if more)")
     p.add_argument("--block-size", type=_positive_int, default=4096,
-                   help="rows per sampling block (with --ray)")
+                   help="rows per block, the unit shards are cut in (with --ray)")
+    p.add_argument("--placement", choices=("node", "spread"), default="node",
+                   help="with --ray: one worker per node (default) or Ray's SPREAD strategy")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("convert", help="convert a LIBSVM file into a binary dataset (DIR.fdp)",

@@ -95,7 +95,9 @@ def test_one_worker_equals_single_machine_bit_for_bit(data, cls, solver):
 
 def test_shards_change_only_rounding_and_workers_nothing(data, binary_single):
     X, y = data[0], data[1]
-    two = make(engine=LocalWorkers(2)).fit(X, y)
+    for k in (2, 3, 8):              # the default shards (8 blocks: 8 shards): the one-machine bits
+        assert_same_fit(make(engine=LocalWorkers(k)).fit(X, y), binary_single)
+    two = make(engine=LocalWorkers(2, n_shards=2)).fit(X, y)
     one_worker = make(engine=LocalWorkers(1, n_shards=2)).fit(X, y)
     assert_same_fit(two, one_worker)
     np.testing.assert_allclose(two.coef_, binary_single.coef_, rtol=0,
@@ -181,7 +183,7 @@ def test_multinomial_engine_equals_single_machine_bit_for_bit(data, multinomial_
     assert one.multi_class_ == "multinomial" and list(one.classes_) == [0, 1, 2]
     assert ledger.spent() == pytest.approx(multinomial_single.epsilon_, rel=1e-12)
     four = make(engine=LocalWorkers(2, n_shards=4)).fit(X, y)
-    assert_same_fit(four, make(engine=LocalWorkers(4)).fit(X, y))
+    assert_same_fit(four, make(engine=LocalWorkers(4, n_shards=4)).fit(X, y))
     np.testing.assert_allclose(four.coef_, one.coef_, rtol=0,
                                atol=1e-12 * np.abs(one.coef_).max())
     assert np.array_equal(one.predict_proba(X), multinomial_single.predict_proba(X))
@@ -307,3 +309,16 @@ def test_ray_engine_estimators_multinomial_and_cli_dpscd(data, binary_single, tm
     finally:
         if started:
             ray.shutdown()
+
+
+@pytest.mark.parametrize("solver,labels", [("dpsgd", 1), ("dpscd", 1), ("dpsgd", 2)])
+def test_sampler_given_by_name_fits_like_the_instance(data, solver, labels):
+    """``sampler="block_poisson"`` (a name: the estimator maps the rows lazily) runs the
+    keyed step loop on the mapped rows and equals the fit with the sampler instance of
+    the same batch size and the default block size (issue 36: it raised
+    ``'MappedRows' object is not subscriptable``)."""
+    X, y = data[0], data[labels]
+    by_name = make(solver=solver, sampler="block_poisson").fit(X, y)
+    instance = make(solver=solver, sampler=BlockPoissonSampler(batch_size=150)).fit(X, y)
+    assert by_name.sampler_ == "block_poisson"
+    assert_same_fit(by_name, instance)

@@ -36,8 +36,9 @@ def keyed_dpsgd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
     """DP-SGD on one machine with block-keyed lots (``fastdp.solvers.sgd`` delegates here).
 
     Runs the data-parallel step loop with one in-process worker holding all of
-    ``X`` as one shard, so the result is bit-identical to a one-shard run on
-    any number of machines.  Arguments as resolved by ``fastdp.solvers.sgd``;
+    ``X`` cut into the default shards (:func:`~fastdp.sampling_blocks.default_shard_count`),
+    so the result is bit-identical to a run with the default shards on any
+    number of machines.  Arguments as resolved by ``fastdp.solvers.sgd``;
     ``n_classes = K >= 2`` is multinomial DP-SGD (``fastdp.solvers.multinomial``
     delegates here with ``loss=None``, ``y`` the class indices).
     """
@@ -48,7 +49,7 @@ def keyed_dpsgd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
     n, m = X.shape
     private = sigma > 0.0
     noise_std = sigma * clip if private else 0.0
-    source = array_source(X, y, n_shards=1, block_size=sampler.block_size)
+    source = array_source(X, y, block_size=sampler.block_size)   # the default shards
     epoch_ends = sampler.epoch_boundaries(n, epochs)
     setup = WorkerSetup(n_rows=n, n_features=m, shift=0, classes=None, row_map=None,
                         max_row_norm=None, loss_code=-1 if n_classes else loss.code,
@@ -196,13 +197,17 @@ def fit_in_memory(estimator, X, y):
     X and y are validated here as ``fit`` does (scikit-learn's checks,
     feature names), the labels encoded (two classes: -1/+1 with
     ``classes_[1]`` as +1; K > 2: class indices), and the rows cut into
-    ``engine.n_shards`` shards (default ``engine.n_workers``, at most one per
-    block) of whole blocks of the sampler's ``block_size`` (default 4096).
+    ``engine.n_shards`` shards of whole blocks of the sampler's ``block_size``
+    (default 4096).  By default the shards are a rule of the data
+    (:func:`~fastdp.sampling_blocks.default_shard_count`: 16, or one per
+    block for fewer blocks), so 1, 2, ..., 16 workers train the same model;
+    more workers than that get one shard each (at most one per block).
     The engine is copied: the estimator's parameter is not changed by the
     fit.  The workers then run exactly as for :func:`fit_distributed` (same
     event, epsilon, ledger charge).  Bits: with one shard, those of ``fit``
     with the block-keyed sampler on one machine; otherwise they depend only
-    on the number of shards (within 1e-12 relative of one shard).
+    on the number of shards (within 1e-12 relative of one shard); with the
+    default shards they are those of ``fit`` with the keyed sampler.
 
     The workers of a :class:`LocalWorkers` engine hold copies of their rows
     (memory about twice X); a :class:`RayWorkers` actor is sent only its own
@@ -212,7 +217,7 @@ def fit_in_memory(estimator, X, y):
     """
     import copy
 
-    from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges
+    from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges, default_shard_count
 
     started = time.perf_counter()
     est = estimator
@@ -226,8 +231,9 @@ def fit_in_memory(estimator, X, y):
     block_size = (est.sampler.block_size if isinstance(est.sampler, BlockPoissonSampler)
                   else DEFAULT_BLOCK_SIZE)
     n_shards = engine.n_shards
-    if n_shards is None:   # one shard per worker, at most one per block
-        n_shards = min(engine.n_workers, -(-X.shape[0] // block_size))
+    if n_shards is None:   # the data's rule; more workers than it: one shard each
+        n_shards = max(default_shard_count(X.shape[0], block_size),
+                       min(engine.n_workers, -(-X.shape[0] // block_size)))
     block_ranges(X.shape[0], block_size, n_shards)   # a clear error for too few blocks
     source = array_source(X, np.asarray(y, dtype=np.float64), n_shards=n_shards,
                           block_size=block_size, name="X")

@@ -28,6 +28,7 @@ def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_er
     from fastdp.distributed.data_parallel import (RayWorkers, binary_source, fit_distributed,
                                                   libsvm_source)
     from fastdp.io.binary import is_binary_dataset
+    from fastdp.sampling_blocks import DEFAULT_SHARDS
 
     if args.data.startswith("dataset:"):
         raise usage_error("--ray trains on a LIBSVM file or binary dataset (DIR.fdp) that every "
@@ -37,10 +38,13 @@ def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_er
                           "(--sampler block_poisson, the default with --ray).")
     if args.test:
         raise usage_error("--test is not available with --ray (it reads the data on the driver).")
-    n_shards = args.shards if args.shards is not None else args.workers
+    n_shards = args.shards       # None: the data's rule (default_shard_count), or one per worker
+    if n_shards is None and args.workers > DEFAULT_SHARDS:     # for more workers than that
+        n_shards = args.workers
     binary = is_binary_dataset(args.data) or args.data.endswith(".fdp")   # as fastdp.cli
     address = None if args.ray in ("", "local") else args.ray
-    engine = RayWorkers(address=address, n_workers=args.workers)
+    engine = RayWorkers(address=address, n_workers=args.workers,
+                        placement=getattr(args, "placement", "node"))
     if binary:
         source = binary_source(args.data, n_shards=n_shards, block_size=args.block_size)
     else:   # rows counted by the workers (Ray tasks); shards read as byte ranges
@@ -52,7 +56,7 @@ def train_on_ray(args, model_class, estimator_from_args, print_privacy, usage_er
     stats = model.distributed_stats_
     steps = max(stats["n_steps"], 1)
     print(f"fastdp train: {model_class.__name__} (solver {model.solver_}, data-parallel on Ray "
-          f"{args.ray}) on {args.data}: {source.n_rows} rows in {n_shards} shards, "
+          f"{args.ray}) on {args.data}: {source.n_rows} rows in {source.n_shards} shards, "
           f"{args.workers} workers")
     print_privacy(model, target=None if math.isinf(args.epsilon) else args.epsilon,
                   accountant=args.accountant)

@@ -28,8 +28,8 @@ and v here, unlike the single-machine kernel path).
 Faults: alpha is state, so a failed worker cannot simply retry the step.  At
 the end of every epoch the driver takes a checkpoint: its own flushed v
 (O(d), in memory) and every worker's alpha (the executor keeps them; on Ray,
-as object references owned by the driver whose bytes stay in the cluster's
-object store, so the driver process never holds O(n) values).  When a worker
+fetched to the driver's node, 8 bytes per row, so that losing a worker's node
+loses no checkpoint).  When a worker
 dies, the executor restarts it (reloading its shards), every worker restores
 alpha from the checkpoint and the driver replays the epoch from its own
 checkpoint.  The lots and noise draws are keyed by (seed, t), so the replay
@@ -196,8 +196,9 @@ def keyed_dpscd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
                 callback, extra):
     """Dual DP-SCD on one machine with block-keyed lots (``fastdp.solvers.scd`` delegates here).
 
-    One in-process worker holding all of ``X`` as one shard: bit-identical to
-    a one-shard data-parallel run.  Arguments as resolved by ``fastdp.solvers.scd``.
+    One in-process worker holding all of ``X`` cut into the default shards
+    (:func:`~fastdp.sampling_blocks.default_shard_count`): bit-identical to a
+    data-parallel run with the default shards on any number of workers.  Arguments as resolved by ``fastdp.solvers.scd``.
     """
     from fastdp.distributed.data_parallel.executors import LocalWorkers
     from fastdp.distributed.data_parallel.shards import array_source
@@ -218,14 +219,17 @@ def keyed_dpscd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
                         sampling_key=sampling_key(sampling_rng), n_steps=int(epoch_ends[-1]),
                         num_threads=num_threads, dual=dual)
     executor = LocalWorkers(1)
-    executor.open(array_source(X, y, n_shards=1, block_size=sampler.block_size))
+    executor.open(array_source(X, y, block_size=sampler.block_size))   # the default shards
     executor.prepare(setup)
     history = [] if record_history else None
 
+    def all_alpha():   # the shards' duals, in row order
+        return np.concatenate([state.alpha for state in executor.workers[0]._dual])
+
     def on_epoch(epoch, done, v):
         if record_history:
-            history.append(_history_entry(epoch, done, executor.workers[0]._dual[0].alpha, v,
-                                          X, y, loss, lam, sigma > 0.0))
+            alpha = all_alpha()
+            history.append(_history_entry(epoch, done, alpha, v, X, y, loss, lam, sigma > 0.0))
         if callback is not None:
             callback({"epoch": epoch, "n_iter": done, "coef": v / lam_n, "v": v})
 
@@ -234,7 +238,7 @@ def keyed_dpscd(X, y, *, sampler, sampling_rng, noise_rng, loss, lam, epochs, si
                          algorithm=algorithm)
     done = int(epoch_ends[-1])
     return SolverResult(
-        coef=v / lam_n, alpha=executor.workers[0]._dual[0].alpha, v=v, n_iter=done,
+        coef=v / lam_n, alpha=all_alpha(), v=v, n_iter=done,
         epochs=epochs, algorithm=algorithm, loss=loss.name, lam=lam, noise_multiplier=sigma,
         sensitivity=sensitivity, noise_std=noise_std, clip=clip, batch_size=L,
         sample_rate=float(sampler.sample_rate(n)), sampler=sampler.name,

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from fastdp.exceptions import ValidationError
-from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges
+from fastdp.sampling_blocks import DEFAULT_BLOCK_SIZE, block_ranges, default_shard_count
 
 __all__ = ["ShardValidationError", "ShardSpec", "Source", "LibsvmRows", "BinaryRows", "ArrayRows",
            "count_libsvm_rows", "libsvm_source", "binary_source", "array_source", "load_shard"]
@@ -218,7 +218,7 @@ class _CsrRows:
         return matrix[rows]
 
 
-def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features=None,
+def libsvm_source(path, *, n_shards=None, block_size=DEFAULT_BLOCK_SIZE, n_features=None,
                   zero_based="auto", n_rows=None, engine=None, chunk_bytes=None):
     """A :class:`Source` over a plain LIBSVM file; its rows are counted, never held.
 
@@ -228,6 +228,8 @@ def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features
     worker then reads its shards as byte ranges (:class:`LibsvmRows`).
     ``n_rows`` overrides the counted number (the shards are cut for it; a
     shard the file cannot fill stops the run with ``ShardValidationError``).
+    ``n_shards`` None: :func:`~fastdp.sampling_blocks.default_shard_count` (a
+    rule of the data: the same model on any number of workers up to it).
     """
     from fastdp.distributed.data_parallel.libsvm_index import DEFAULT_CHUNK_BYTES, index_libsvm
 
@@ -240,11 +242,12 @@ def libsvm_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, n_features
     n = index.n_rows if n_rows is None else int(n_rows)
     if n < 1:
         raise ValidationError(f"{path!r} has no data rows.")
+    n_shards = default_shard_count(n, block_size) if n_shards is None else n_shards
     return Source(LibsvmRows(path, index=index), n, int(n_shards), int(block_size),
                   os.path.basename(path), n_features, zero_based)
 
 
-def binary_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE):
+def binary_source(path, *, n_shards=None, block_size=DEFAULT_BLOCK_SIZE):
     """A :class:`Source` over a binary dataset (``fastdp convert``); reads its header only.
 
     ``n_rows`` and ``n_features`` come from the checked header (O(1)); the
@@ -262,12 +265,25 @@ def binary_source(path, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE):
     n, d = binary_shape(path)
     if n < 1:
         raise ValidationError(f"{path!r} has no data rows.")
+    n_shards = default_shard_count(n, block_size) if n_shards is None else n_shards
     return Source(BinaryRows(path), n, int(n_shards), int(block_size),
                   os.path.basename(os.path.normpath(path)), d, True)
 
 
-def array_source(X, y, *, n_shards=1, block_size=DEFAULT_BLOCK_SIZE, name="X"):
-    """A :class:`Source` over in-memory ``(X, y)`` (``X`` already validated, columns zero-based)."""
+def array_source(X, y, *, n_shards=None, block_size=DEFAULT_BLOCK_SIZE, name="X"):
+    """A :class:`Source` over in-memory ``(X, y)`` (``X`` already validated, columns zero-based).
+
+    ``n_shards`` None: :func:`~fastdp.sampling_blocks.default_shard_count`.
+
+    ``X`` may be an estimator's mapped rows (:class:`fastdp._mapped_rows.MappedRows`,
+    e.g. a fit with ``sampler="block_poisson"`` given by name): they are written out
+    once as CSR, which the shard loader slices.
+    """
+    from fastdp._mapped_rows import is_mapped_rows
+
+    if is_mapped_rows(X):
+        X = X.tocsr()
+    n_shards = default_shard_count(X.shape[0], block_size) if n_shards is None else n_shards
     return Source(ArrayRows(X, y), int(X.shape[0]), int(n_shards), int(block_size), name,
                   int(X.shape[1]), True)
 

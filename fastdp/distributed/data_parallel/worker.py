@@ -181,6 +181,14 @@ class ShardWorker:
     def ping(self):
         return True
 
+    def node_id(self):
+        """The Ray node this worker runs on (hex id; None outside Ray): placement checks."""
+        try:
+            import ray
+            return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+        except ImportError:
+            return None
+
     def load(self):
         """Load and check the raw shards; ``("ok", summaries)`` or ``("error", message)``."""
         try:
