@@ -226,34 +226,42 @@ def _run(cache, name, eps, label, params, seed, rev, part, data):
     return acc
 
 
-def _rule_params(n, d, K, eps, noise_power=1.0, floor=None):
+def _rule_params(n, d, K, eps, noise_power=0.0, floor=None):
     """Explicit DP-SGD settings of the rule with one constant changed (for the LOO choice).
 
-    ``noise_power`` p: the multinomial rule's total step is the binary rule's at
-    ``eps / kappa_K ** p`` (p = 1: the rule of issue 17); ``floor``: the binary
-    small-budget floor constant H_min (None: the rule's).
+    Written from the rule's closed form, independently of ``fastdp.defaults``
+    beyond the lot, epochs and clip: ``noise_power`` p: the multinomial total
+    step is the binary rule's at ``eps / kappa_K ** p`` (p = 1: the rule of
+    issue 17; p = 0: issue 32's); ``floor``: the binary small-budget floor H_min
+    (None: the current rule's).
     """
-    import fastdp.defaults as fd
+    from fastdp.defaults import MAX_LEARNING_RATE, dpsgd_defaults, min_total_step
 
-    saved = fd.multiclass_noise_factor, fd.MIN_TOTAL_STEP
-    try:
-        fd.multiclass_noise_factor = lambda k: saved[0](k) ** noise_power
-        if floor is not None:
-            fd.MIN_TOTAL_STEP = float(floor)
-        r = fd.dpsgd_defaults(n, eps, "multinomial" if K > 2 else "logistic", K, d + 1)
-    finally:
-        fd.multiclass_noise_factor, fd.MIN_TOTAL_STEP = saved
-    return dict(batch_size=r["batch_size"], epochs=r["epochs"], clip=r["clip"],
-                solver_options={"learning_rate": min(r["learning_rate"], 5.0 * n)})
+    loss = "multinomial" if K > 2 else "logistic"
+    r = dpsgd_defaults(n, eps, loss, K, d + 1)
+    L, E, C = r["batch_size"], r["epochs"], r["clip"]
+    s = 0.3 * eps * L / E
+    cap = MAX_LEARNING_RATE[loss] * (K / 2 if K > 2 else 1)
+    if K > 2:
+        s /= (2.0 * math.sqrt(math.log(K))) ** noise_power
+    else:
+        h_min = min_total_step(n, d + 1, loss) if floor is None else floor * min(1, n / (d + 1))
+        s = max(s, h_min * L / (E * n))
+    return dict(batch_size=L, epochs=E, clip=C,
+                solver_options={"learning_rate": min(min(s, cap) / C, 5.0 * n)})
 
 
 #: rule variants measured for the LOO choice: label -> (applies to K > 2?, params(n, d, K, eps))
 VARIANTS = {
     "default": (None, None),
+    "mc_p1": (True, lambda n, d, K, e: _rule_params(n, d, K, e, noise_power=1.0)),
     "mc_p0.5": (True, lambda n, d, K, e: _rule_params(n, d, K, e, noise_power=0.5)),
     "mc_p0": (True, lambda n, d, K, e: _rule_params(n, d, K, e, noise_power=0.0)),
+    "mc_pdn": (True, lambda n, d, K, e: _rule_params(n, d, K, e,
+                                                     noise_power=min(1.0, (d + 1) / n))),
     "fl100": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=100.0)),
     "fl0": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=0.0)),
+    "fl300": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=300.0)),
 }
 
 
@@ -318,7 +326,14 @@ def run_set(cache, name, eps_list, seeds, rev, tuned=True, variants=("default",)
 
 
 # ----------------------------------------------------------------------------- report
+#: variants equal to the rule before issue 32 (rev r0's "default"), read from those records
+OLD_RULE_ALIASES = ("mc_p1", "fl300")
+
+
 def cell(cache, name, eps, label, rev, seeds=range(7)):
+    if label in OLD_RULE_ALIASES and cache.get(set=name, eps=eps, label=label, seed=0, rev=rev,
+                                               part="test") is None:
+        label, rev = "default", "r0"
     accs = [cache.get(set=name, eps=eps, label=label, seed=s, rev=rev, part="test")
             for s in seeds]
     accs = [a["acc"] for a in accs if a is not None]
@@ -385,10 +400,14 @@ def report(cache, names, rev, candidates):
               f"{tuned_cell(cache, name, 1.0)[0]} |")
     cells = list(base.values())
     within = sum(v - t >= -1.0 for v, t in cells)
-    print(f"\ncells: {len(cells)}; within 1.0 point: {within} ({100 * within / max(1, len(cells)):.0f} %);"
+    drops = [(n, a, b, x - y) for n in names for a, b in zip(EPSILONS, EPSILONS[1:])
+             for x, y in [(base.get((n, a), (None,))[0], base.get((n, b), (None,))[0])]
+             if x is not None and y is not None and x - y > 0.3]
+    print(f"\ndrops > 0.3 as eps grows: {drops}")
+    print(f"cells: {len(cells)}; within 1.0 point: {within} ({100 * within / max(1, len(cells)):.0f} %);"
           f" worst {min(v - t for v, t in cells):+.1f}")
     if len(candidates) > 1:
-        res = loo(cache, [n for n in names if n in shapes], candidates, rev)
+        res = loo(cache, [n for n in names if n in shapes], candidates, "r0")
         print("\nLOO:")
         allg = []
         for name, (c, g) in res.items():

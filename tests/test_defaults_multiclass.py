@@ -16,7 +16,7 @@ def _by_hand(n, eps, K):
     """docs/defaults.md, the multiclass rule, independently of fastdp.defaults."""
     binary_lot = math.isqrt(n) if n > 65536 else max(1, min(256, n // 4))
     lot = max(1, min(binary_lot * K // 2, n // 4))
-    e = eps / (2.0 * math.sqrt(math.log(K)))
+    e = eps     # the binary rule's total step at eps (issue 32; was eps / (2 sqrt(ln K)))
     epochs = float(min(80, max(5, round(20.0 * eps))))   # at eps (was at e until issue 17's
     #                                                      follow-up: deliberate rule change)
     step = min(0.3 * e * lot / epochs, 0.5 * K * 8.0)
@@ -36,13 +36,12 @@ def test_multiclass_rule_matches_the_documented_formula(n, eps, K):
 
 
 def test_news20_values():
-    """K = 20, n = 12 748 at eps = 1: kappa = 2 sqrt(ln 20) = 3.4616, lot 2560, 20 epochs
-    (the binary rule's epochs at eps; 6 = round(20 eps / kappa) before issue 17's follow-up)."""
+    """K = 20, n = 12 748 at eps = 1: lot 2560, 20 epochs, s = 0.3 * 2560 / 20 = 38.4 (below
+    the cap 4 K = 80); until issue 32 s was divided by kappa = 2 sqrt(ln 20) = 3.4616."""
     assert multiclass_noise_factor(20) == pytest.approx(3.46163, abs=1e-5)
     rule = dpsgd_defaults(12748, 1.0, "multinomial", 20)
     assert rule["batch_size"] == 2560 and rule["epochs"] == 20.0
-    assert rule["learning_rate"] * rule["clip"] == pytest.approx(0.3 * (1 / 3.46163) * 2560 / 20,
-                                                                 rel=1e-5)
+    assert rule["learning_rate"] * rule["clip"] == pytest.approx(38.4, rel=1e-12)
 
 
 def test_binary_rule_is_unchanged():

@@ -1,7 +1,7 @@
 """The class-pair rule's epochs follow the accounted epsilon (issue 17 follow-up).
 
-Closed form: E = clip(round(20 eps), 5, 80) with the total step H = 0.3 (eps / kappa_K) n
-unchanged; and a utility check on news20 restricted to its first 10 classes (held out
+Closed form: E = clip(round(20 eps), 5, 80) with the total step H = 0.3 eps n (issue 32:
+it was 0.3 (eps / kappa_K) n, see tests/test_defaults_multiclass.py); and a utility check on news20 restricted to its first 10 classes (held out
 when the rule was fixed; docs/defaults.md, "The epochs of the class-pair rule").
 """
 
@@ -25,16 +25,17 @@ def _old_rule(n, eps, K):
 
 @pytest.mark.parametrize("n, K", [(12748, 20), (6366, 10), (3158, 5), (3342, 3)])
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0, 8.0])
-def test_epochs_at_eps_and_the_same_total_step(n, K, eps):
+def test_epochs_at_eps_and_the_total_step_at_eps(n, K, eps):
     new, old = dpsgd_defaults(n, eps, "multinomial", K), _old_rule(n, eps, K)
     assert new["epochs"] == float(min(80, max(5, round(20.0 * eps))))
     assert new["batch_size"] == old["batch_size"]
-    e = eps / multiclass_noise_factor(K)
     s = new["learning_rate"] * new["clip"]
-    if s < 4.0 * K:                       # below the cap: nominal H = s E n / L = 0.3 e n
-        assert s * new["epochs"] * n / new["batch_size"] == pytest.approx(0.3 * e * n, rel=1e-12)
-    if old["epochs"] == new["epochs"]:    # eps = 0.1 (both at the floor of 5 epochs)
-        assert new["learning_rate"] == pytest.approx(old["learning_rate"], rel=1e-12)
+    if s < 4.0 * K:                       # below the cap: nominal H = s E n / L = 0.3 eps n
+        assert s * new["epochs"] * n / new["batch_size"] == pytest.approx(0.3 * eps * n,
+                                                                          rel=1e-12)
+    if old["epochs"] == new["epochs"] and s < 4.0 * K:   # eps = 0.1: issue 32's kappa_K factor
+        assert new["learning_rate"] == pytest.approx(
+            old["learning_rate"] * multiclass_noise_factor(K), rel=1e-12)
 
 
 def _news20_first_classes(K):
