@@ -182,10 +182,17 @@ def grid(n, d, K, eps):
 
 # ------------------------------------------------------------------------------- fits
 def fit_score(params, eps, seed, Xtr, ytr, Xte, yte):
-    """Test accuracy (%) of ``DPLogisticRegression(epsilon=eps, **params)``."""
+    """Test accuracy (%) of ``DPLogisticRegression(epsilon=eps, **params)``, or of the
+    default accounted search at total ``eps`` when ``params == {"search": True}``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = DPLogisticRegression(epsilon=eps, delta=DELTA, random_state=seed, **params)
+        if params.get("search"):
+            from fastdp.model_selection import DPHyperparameterSearch
+
+            est = DPHyperparameterSearch(DPLogisticRegression(), epsilon=eps, delta=DELTA,
+                                         random_state=seed)
+        else:
+            est = DPLogisticRegression(epsilon=eps, delta=DELTA, random_state=seed, **params)
         est.fit(Xtr, ytr)
         return 100.0 * float(est.score(Xte, yte))
 
@@ -226,7 +233,7 @@ def _run(cache, name, eps, label, params, seed, rev, part, data):
     return acc
 
 
-def _rule_params(n, d, K, eps, noise_power=0.0, floor=None):
+def _rule_params(n, d, K, eps, noise_power=0.0, floor=None, step_factor=1.0):
     """Explicit DP-SGD settings of the rule with one constant changed (for the LOO choice).
 
     Written from the rule's closed form, independently of ``fastdp.defaults``
@@ -246,7 +253,7 @@ def _rule_params(n, d, K, eps, noise_power=0.0, floor=None):
         s /= (2.0 * math.sqrt(math.log(K))) ** noise_power
     else:
         h_min = min_total_step(n, d + 1, loss) if floor is None else floor * min(1, n / (d + 1))
-        s = max(s, h_min * L / (E * n))
+        s = max(s, h_min * L / (E * n)) * step_factor
     return dict(batch_size=L, epochs=E, clip=C,
                 solver_options={"learning_rate": min(min(s, cap) / C, 5.0 * n)})
 
@@ -262,10 +269,15 @@ VARIANTS = {
     "fl100": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=100.0)),
     "fl0": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=0.0)),
     "fl300": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=300.0)),
+    "sf3": (False, lambda n, d, K, e: _rule_params(n, d, K, e, step_factor=3.0)),
+    "sf3_lowd": (False, lambda n, d, K, e: _rule_params(
+        n, d, K, e, step_factor=3.0 if 10 * (d + 1) <= n else 1.0)),
 }
 
 
 VARIANTS["range"] = (None, None)
+#: the default accounted search (fastdp.model_selection) at the whole epsilon
+VARIANTS["search"] = (None, lambda n, d, K, e: {"search": True})
 
 
 def ranged(Xtr, ytr, Xte, yte):
