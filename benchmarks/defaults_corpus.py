@@ -233,7 +233,7 @@ def _run(cache, name, eps, label, params, seed, rev, part, data):
     return acc
 
 
-def _rule_params(n, d, K, eps, noise_power=0.0, floor=None, step_factor=1.0):
+def _rule_params(n, d, K, eps, noise_power=0.0, floor=None, step_factor=1.0, clip=None):
     """Explicit DP-SGD settings of the rule with one constant changed (for the LOO choice).
 
     Written from the rule's closed form, independently of ``fastdp.defaults``
@@ -246,7 +246,7 @@ def _rule_params(n, d, K, eps, noise_power=0.0, floor=None, step_factor=1.0):
 
     loss = "multinomial" if K > 2 else "logistic"
     r = dpsgd_defaults(n, eps, loss, K, d + 1)
-    L, E, C = r["batch_size"], r["epochs"], r["clip"]
+    L, E, C = r["batch_size"], r["epochs"], (r["clip"] if clip is None else clip)
     s = 0.3 * eps * L / E
     cap = MAX_LEARNING_RATE[loss] * (K / 2 if K > 2 else 1)
     if K > 2:
@@ -270,6 +270,9 @@ VARIANTS = {
     "fl0": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=0.0)),
     "fl300": (False, lambda n, d, K, e: _rule_params(n, d, K, e, floor=300.0)),
     "sf3": (False, lambda n, d, K, e: _rule_params(n, d, K, e, step_factor=3.0)),
+    "c1_lowd": (False, lambda n, d, K, e: _rule_params(
+        n, d, K, e, clip=1.0 if 10 * (d + 1) <= n else None)),
+    "c1": (False, lambda n, d, K, e: _rule_params(n, d, K, e, clip=1.0)),
     "sf3_lowd": (False, lambda n, d, K, e: _rule_params(
         n, d, K, e, step_factor=3.0 if 10 * (d + 1) <= n else 1.0)),
 }
@@ -342,10 +345,16 @@ def run_set(cache, name, eps_list, seeds, rev, tuned=True, variants=("default",)
 OLD_RULE_ALIASES = ("mc_p1", "fl300")
 
 
+#: variants equal to the rule of issue 32 (rev r1's "default")
+NEW_RULE_ALIASES = ("mc_p0", "fl100")
+
+
 def cell(cache, name, eps, label, rev, seeds=range(7)):
-    if label in OLD_RULE_ALIASES and cache.get(set=name, eps=eps, label=label, seed=0, rev=rev,
-                                               part="test") is None:
+    missing = cache.get(set=name, eps=eps, label=label, seed=0, rev=rev, part="test") is None
+    if label in OLD_RULE_ALIASES and missing:
         label, rev = "default", "r0"
+    elif label in NEW_RULE_ALIASES and missing:
+        label, rev = "default", "r1"
     accs = [cache.get(set=name, eps=eps, label=label, seed=s, rev=rev, part="test")
             for s in seeds]
     accs = [a["acc"] for a in accs if a is not None]

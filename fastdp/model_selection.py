@@ -432,7 +432,7 @@ class DPHyperparameterSearch(BaseEstimator):
         split).
     rule_weight : float or None, default 0.5
         Around the default rule only: the probability that a run draws the
-        rule itself (the other two settings share the rest); None: uniform.
+        rule itself (the other settings share the rest); None: uniform.
         A public choice; the accounting is the same (the maximum over the
         settings).
     ledger : fastdp.privacy.ledger.PrivacyLedger, optional
