@@ -386,20 +386,29 @@ def loo(cache, names, candidates, rev, eps_list=EPSILONS):
     """Leave-one-dataset-out choice among rule ``candidates`` (variant labels).
 
     For each held-out set: the candidate with the smallest mean shortfall
-    ``max(0, tuned - variant)`` over the *other* sets (ties: the first listed,
-    the simplest), scored on the held-out set.  Returns {set: (chosen, {eps: gap})}.
+    ``max(0, reference - variant)`` over the *other* sets (ties: the first listed,
+    the simplest), scored on the held-out set.  The reference is the best tuned
+    grid point, or, where no grid was run (news20, sector: too slow here), the best
+    candidate.  A candidate that does not apply to a set is the first candidate
+    there.  Returns {set: (chosen, {eps: variant - reference})}.
     """
-    table = {c: gaps(cache, names, c, rev, eps_list) for c in candidates}
-    for c in candidates[1:]:    # a variant that does not apply to a set is the default there
-        for k, v in table[candidates[0]].items():
-            table[c].setdefault(k, v)
+    values = {}
+    for name in names:
+        for eps in eps_list:
+            row = {c: cell(cache, name, eps, c, rev) for c in candidates}
+            row = {c: (row[candidates[0]] if v is None else v) for c, v in row.items()}
+            if any(v is None for v in row.values()):
+                continue
+            ref = tuned_cell(cache, name, eps)[1]
+            values[(name, eps)] = (row, max(row.values()) if ref is None else ref)
     out = {}
     for held in names:
         def loss(c):
-            vals = [max(0.0, t - v) for (s, e), (v, t) in table[c].items() if s != held]
+            vals = [max(0.0, ref - row[c]) for (s, e), (row, ref) in values.items() if s != held]
             return np.mean(vals) if vals else math.inf
         chosen = min(candidates, key=loss)
-        out[held] = (chosen, {e: v - t for (s, e), (v, t) in table[chosen].items() if s == held})
+        out[held] = (chosen, {e: row[chosen] - ref for (s, e), (row, ref) in values.items()
+                              if s == held})
     return out
 
 
@@ -428,7 +437,7 @@ def report(cache, names, rev, candidates):
     print(f"cells: {len(cells)}; within 1.0 point: {within} ({100 * within / max(1, len(cells)):.0f} %);"
           f" worst {min(v - t for v, t in cells):+.1f}")
     if len(candidates) > 1:
-        res = loo(cache, [n for n in names if n in shapes], candidates, "r0")
+        res = loo(cache, names, candidates, "r0")
         print("\nLOO:")
         allg = []
         for name, (c, g) in res.items():
