@@ -76,11 +76,11 @@ LIBSVM_SETS = {
 #: DP-AGD's dense .dat sets (last column the 0/1 label)
 DAT_SETS = {"bank": "bank/BANK.dat.bz2", "ipums_br": "ipums_br/IPUMS-BR.dat.bz2"}
 #: synthetic families: name -> generator of (X, y)
-SYNTHETIC = ("syn_k50", "syn_d2", "syn_n300", "syn_imb1")
+SYNTHETIC = ("syn_k50", "syn_d2", "syn_n300", "syn_imb1", "syn_k3_d180")
 #: the --quick subset (cheap to fit: every shape family, no 50k-feature text)
 QUICK = ("phishing", "mushrooms", "australian", "heart", "german", "fourclass", "sonar",
          "ionosphere", "splice", "pendigits", "satimage", "vowel", "vehicle", "wine",
-         "bank", "syn_k50", "syn_d2", "syn_n300", "syn_imb1")
+         "bank", "syn_k50", "syn_d2", "syn_n300", "syn_imb1", "syn_k3_d180")
 
 
 # ------------------------------------------------------------------------------- data
@@ -109,6 +109,15 @@ def _synthetic(name):
         s = X @ w
         y = np.where(s > np.quantile(s, 0.99) - 0.5 * rng.logistic(size=n), 1.0, -1.0)
         return X, y
+    if name == "syn_k3_d180":    # 3 classes, 2,000 rows, 180 one-hot features (60 positions x 3)
+        n, positions, K = 2000, 60, 3
+        y = rng.integers(K, size=n)
+        prefs = 0.9 / 3 + 0.1 * rng.dirichlet(np.ones(3) * 0.5, size=(K, positions))  # weak signal
+        X = np.zeros((n, 3 * positions))
+        for i in range(n):
+            letters = [rng.choice(3, p=prefs[y[i], j]) for j in range(positions)]
+            X[i, 3 * np.arange(positions) + letters] = 1.0
+        return X, y.astype(float)
     raise KeyError(name)
 
 

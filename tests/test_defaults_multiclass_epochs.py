@@ -1,7 +1,7 @@
 """The class-pair rule's epochs follow the accounted epsilon (issue 17 follow-up).
 
-Closed form: E = clip(round(20 eps), 5, 80) with the total step H = 0.3 eps n (issue 32:
-it was 0.3 (eps / kappa_K) n, see tests/test_defaults_multiclass.py); and a utility check on news20 restricted to its first 10 classes (held out
+Closed form: E = clip(round(20 eps), 5, 80) with the total step H = 0.3 (eps / kappa_K) n
+unchanged; and a utility check on news20 restricted to its first 10 classes (held out
 when the rule was fixed; docs/defaults.md, "The epochs of the class-pair rule").
 """
 
@@ -25,17 +25,16 @@ def _old_rule(n, eps, K):
 
 @pytest.mark.parametrize("n, K", [(12748, 20), (6366, 10), (3158, 5), (3342, 3)])
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0, 8.0])
-def test_epochs_at_eps_and_the_total_step_at_eps(n, K, eps):
+def test_epochs_at_eps_and_the_same_total_step(n, K, eps):
     new, old = dpsgd_defaults(n, eps, "multinomial", K), _old_rule(n, eps, K)
     assert new["epochs"] == float(min(80, max(5, round(20.0 * eps))))
     assert new["batch_size"] == old["batch_size"]
+    e = eps / multiclass_noise_factor(K)
     s = new["learning_rate"] * new["clip"]
-    if s < 4.0 * K:                       # below the cap: nominal H = s E n / L = 0.3 eps n
-        assert s * new["epochs"] * n / new["batch_size"] == pytest.approx(0.3 * eps * n,
-                                                                          rel=1e-12)
-    if old["epochs"] == new["epochs"] and s < 4.0 * K:   # eps = 0.1: issue 32's kappa_K factor
-        assert new["learning_rate"] == pytest.approx(
-            old["learning_rate"] * multiclass_noise_factor(K), rel=1e-12)
+    if s < 4.0 * K:                       # below the cap: nominal H = s E n / L = 0.3 e n
+        assert s * new["epochs"] * n / new["batch_size"] == pytest.approx(0.3 * e * n, rel=1e-12)
+    if old["epochs"] == new["epochs"]:    # eps = 0.1 (both at the floor of 5 epochs)
+        assert new["learning_rate"] == pytest.approx(old["learning_rate"], rel=1e-12)
 
 
 def _news20_first_classes(K):
@@ -52,28 +51,27 @@ def _news20_first_classes(K):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("FASTDP_DATA"), reason="needs FASTDP_DATA")
-def test_news20_ten_classes_at_eps_1_costs_at_most_what_is_documented():
+def test_news20_ten_classes_gain_at_eps_1():
     """Median test accuracy of seeds 0-4 at eps = 1 on news20's first 10 classes (raw rows).
 
-    Issue 17's follow-up (epochs at eps, total step at eps / kappa_K) measured 56.8 % here
-    against 55.5 % for the epochs at eps / kappa_K.  Issue 32 takes the total step at eps
-    (chosen leave-one-dataset-out; docs/defaults.md): this d > n task gives back about 1.7
-    points (55.1 %), the cost documented there.  The test bounds that cost: the current rule
-    at least 54.0 % and at most 2.5 points below issue 17's rule on the same seeds.
+    Measured (benchmarks/derive_highd_defaults.py --grid mcE, rev mcE1): the old
+    epochs 55.5 %, the new 56.8 % on seeds 0-4 (8 seeds: 55.4 and 57.1 %).  The
+    test asks for at least 56.0 % and a gain of at least 0.6 points: the old rule
+    fails the first (55.5 %), the new one passes both with a margin of 0.6 points.
     """
     Xtr, ytr, Xte, yte = _news20_first_classes(10)
     n = Xtr.shape[0]
-    issue17 = dpsgd_defaults(n, 1.0, "multinomial", 10)
-    issue17_rate = issue17["learning_rate"] / multiclass_noise_factor(10)   # step / kappa
+    old = _old_rule(n, 1.0, 10)
     new_acc, old_acc = [], []
     for seed in range(5):
         m = DPLogisticRegression(epsilon=1.0, random_state=seed).fit(Xtr, ytr)
         new_acc.append(100.0 * np.mean(m.predict(Xte) == yte))
-        o = DPLogisticRegression(epsilon=1.0, random_state=seed,
-                                 solver_options={"learning_rate": issue17_rate}).fit(Xtr, ytr)
+        o = DPLogisticRegression(epsilon=1.0, random_state=seed, epochs=old["epochs"],
+                                 solver_options={"learning_rate": old["learning_rate"]}
+                                 ).fit(Xtr, ytr)
         old_acc.append(100.0 * np.mean(o.predict(Xte) == yte))
-        assert o.batch_size_ == m.batch_size_ and m.epochs_ == o.epochs_ == 20.0
-        assert m.learning_rate_ == pytest.approx(o.learning_rate_ * multiclass_noise_factor(10))
+        assert o.batch_size_ == m.batch_size_ and m.epochs_ == 20.0 and o.epochs_ == old["epochs"]
     new_med, old_med = float(np.median(new_acc)), float(np.median(old_acc))
-    assert new_med >= 54.0
-    assert old_med - new_med <= 2.5
+    assert old_med < 56.0
+    assert new_med >= 56.0
+    assert new_med - old_med >= 0.6

@@ -10,7 +10,8 @@ import inspect
 import numpy as np
 import pytest
 
-from fastdp.defaults import dpsgd_defaults, min_total_step, multiclass_noise_factor
+from fastdp.defaults import (dpsgd_defaults, min_total_step, multiclass_noise_factor,
+                             multiclass_noise_power)
 from fastdp.linear_model import DPLogisticRegression
 from fastdp.model_selection import rule_grid
 
@@ -31,6 +32,8 @@ def test_rule_functions_take_public_quantities_only():
     assert list(inspect.signature(min_total_step).parameters) == [
         "n_samples", "n_features", "loss"]
     assert list(inspect.signature(multiclass_noise_factor).parameters) == ["n_classes"]
+    assert list(inspect.signature(multiclass_noise_power).parameters) == [
+        "n_samples", "n_features"]
 
 
 @pytest.mark.parametrize("K", [2, 3, 12])
@@ -50,12 +53,13 @@ def test_same_shape_different_values_same_settings(K, eps):
 
 def test_search_candidates_by_hand_from_the_shape():
     """n = 5000, d = 7 (+ intercept), K = 4, eps = 0.7, written out from docs/defaults.md:
-    L = min(2 * 256, n/4) = 512, E = round(14) = 14, s = 0.3 * 0.7 * 512 / 14 = 7.68 (cap
-    (K/2) 8 = 16), eta = s / 0.3 = 25.6; the larger-lot candidate: lot min(4 * 512, n/2) = 2048,
-    epochs round(14/4) = 4, eta 25.6 * 4 * 14/4 = 358.4 capped at 16 / 0.3."""
+    L = min(2 * 256, n/4) = 512, E = round(14) = 14, e = 0.7 / kappa_4 ** (8 / 5000),
+    s = 0.3 e 512 / 14 (cap (K/2) 8 = 16), eta = s / 0.3; the larger-lot candidate: lot
+    min(4 * 512, n/2) = 2048, epochs round(14/4) = 4, eta * 4 * 14/4 capped at 16 / 0.3."""
+    eta = 0.7 / (2.0 * np.sqrt(np.log(4.0))) ** (8 / 5000) * 512 / 14
     grid = rule_grid(DPLogisticRegression(), 5000, 7, 0.7, 4)
     assert grid[0] == {}
     np.testing.assert_allclose([g["solver_options"]["learning_rate"] for g in grid[1:3]],
-                               [3 * 25.6, 25.6 / 3], rtol=1e-12)
+                               [3 * eta, eta / 3], rtol=1e-12)
     assert grid[3]["batch_size"] == 2048 and grid[3]["epochs"] == 4.0
     assert grid[3]["solver_options"]["learning_rate"] == pytest.approx(16.0 / 0.3, rel=1e-12)

@@ -29,7 +29,8 @@ def _by_hand(n, eps, d, K=2):
     if K >= 3:
         L = min(L * K // 2, n // 4)
         E = min(80, max(5, round(20 * eps)))          # the epochs at eps itself
-        cap = 4.0 * K                                 # total step at eps (issue 32)
+        eps = eps / (2.0 * math.sqrt(math.log(K))) ** min(1.0, d / n)   # issue 32: p = d/n
+        cap = 4.0 * K
     else:
         E = min(80, max(5, round(20 * eps)))
     floor = 100.0 * min(1.0, n / d) if K == 2 else 0.0  # binary logistic loss only
@@ -82,8 +83,10 @@ def test_floor_only_raises_the_step_and_keeps_large_budgets():
                     assert new["learning_rate"] >= old["learning_rate"]
                     assert {k: new[k] for k in ("batch_size", "epochs", "clip")} == \
                         {k: old[k] for k in ("batch_size", "epochs", "clip")}
-                    if K > 2 or 0.3 * eps * n >= 100.0 * min(1.0, n / d):
-                        assert new == old    # multiclass, or H of the old rule >= H_min
+                    if K == 2 and 0.3 * eps * n >= 100.0 * min(1.0, n / d):
+                        assert new == old    # H of the rule without the floor >= H_min
+                    # multiclass: no floor; d enters through kappa_K ** min(1, d/n) (issue 32),
+                    # which only raises the step (p <= 1 without d is 1)
                     assert new["learning_rate"] * new["clip"] <= \
                         MAX_LEARNING_RATE[loss] * (K / 2 if K > 2 else 1) + 1e-12
 
