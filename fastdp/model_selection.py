@@ -106,7 +106,8 @@ from fastdp.privacy.ledger_entries import note_ledger_epsilon, settle_reservatio
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import DISTRIBUTIONS, Repetitions
 
-__all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "RULE_STEP_FACTORS", "rule_grid",
+__all__ = ["DPHyperparameterSearch", "DEFAULT_PARAM_GRID", "RULE_STEP_FACTORS", "RULE_LOT_FACTOR",
+           "rule_grid", "selection_standard_error", "SELECTION_ERROR_WARNING",
            "plan_candidate_event", "candidate_event", "matched_score_sigma",
            "auto_validation_fraction", "SPLIT_ACCOUNTING"]
 
@@ -124,6 +125,9 @@ second each, so 1000 settings take minutes before anything trains."""
 #: ``"auto"``): the rule itself and its DP-SGD step times 3 and divided by 3,
 #: each resolved at the candidates' own budget (docs/model-selection.md).
 RULE_STEP_FACTORS = (1.0, 3.0, 1.0 / 3.0)
+#: ... and a candidate with lots this many times larger and this many times fewer epochs
+#: at the rule's total step (issue 32: the tuned grid's best point for small n).
+RULE_LOT_FACTOR = 4
 
 #: E[K] of the default search around the rule (3 settings; was 3 until the split was
 #: accounted in parallel, docs/model-selection.md); a user grid keeps 10.
@@ -243,29 +247,78 @@ def rule_grid(estimator, n_samples, n_features, epsilon, n_classes=2):
 
     Public quantities only: ``n_samples`` (rows of the training part), the
     candidate's ``epsilon``, the estimator's loss and its ``alpha``
-    (``n_features``, d, is read by the rule's small-budget floor). Factor 1 sets nothing (the
-    estimator resolves its own default, bit for bit the default fit at that
-    budget); the others set the DP-SGD step to the rule's times the factor.
+    (``n_features``, d, is read by the rule's small-budget floor). The
+    candidates spread along the directions where the rule was least certain
+    on the corpus of issue 32 (docs/defaults.md, "Leave-one-dataset-out
+    protocol"): the total step (the tuned grid's best point had 3 times or a
+    third of the rule's), and, for a few hundred to a few thousand rows, fewer
+    and larger lots:
+
+    0. the rule itself (sets nothing: bit for bit the default fit at that budget);
+    1. the DP-SGD step times 3 (:data:`RULE_STEP_FACTORS`);
+    2. the step divided by 3;
+    3. lots :data:`RULE_LOT_FACTOR` times larger (at most n/2) and that many times
+       fewer epochs (at least 1), at the rule's total step ``H = eta C E n / L``
+       (so ``eta`` grows by the lot factor times the epoch factor, kept below
+       the loss's stability cap ``eta_max / C``, times K/2 for a multinomial fit).
+
     ``n_classes`` (the public label set's size) selects the multiclass rule
     of a multinomial fit (K >= 3 with the logistic loss).
 
     Returns
     -------
     list of dict
-        One parameter dict per factor of :data:`RULE_STEP_FACTORS`.
+        One parameter dict per candidate, the rule first.
     """
-    from fastdp.defaults import default_alpha, dpsgd_defaults
+    from fastdp.defaults import MAX_LEARNING_RATE, default_alpha, dpsgd_defaults
 
     multinomial = estimator._loss == "logistic" and int(n_classes) > 2
+    loss = "multinomial" if multinomial else estimator._loss
     params = estimator.get_params(deep=False)
     width = int(n_features) + int(bool(params.get("fit_intercept", False)))  # as fit counts d
-    rule = dpsgd_defaults(n_samples, epsilon, "multinomial" if multinomial else estimator._loss,
-                          int(n_classes), width)
+    rule = dpsgd_defaults(n_samples, epsilon, loss, int(n_classes), width)
     alpha = params.get("alpha", "auto")
     alpha = default_alpha(n_samples) if isinstance(alpha, str) else float(alpha)
     eta = min(rule["learning_rate"], 0.5 / alpha)   # as the estimator resolves it
-    return [{} if f == 1.0 else {"solver_options": {"learning_rate": f * eta}}
+    grid = [{} if f == 1.0 else {"solver_options": {"learning_rate": f * eta}}
             for f in RULE_STEP_FACTORS]
+    n = int(n_samples)
+    lot = max(1, min(RULE_LOT_FACTOR * rule["batch_size"], n // 2))
+    epochs = max(1.0, float(round(rule["epochs"] / RULE_LOT_FACTOR)))
+    if lot > rule["batch_size"] and math.isfinite(float(epsilon)):
+        cap = MAX_LEARNING_RATE[loss] * (0.5 * int(n_classes) if multinomial else 1.0)
+        big = eta * (lot / rule["batch_size"]) * (rule["epochs"] / epochs)
+        grid.append({"batch_size": lot, "epochs": epochs,
+                     "solver_options": {"learning_rate": min(big, cap / rule["clip"],
+                                                             0.5 / alpha)}})
+    return grid
+
+
+#: Standard error of a candidate's noisy validation accuracy above which the
+#: search warns that it cannot tell its candidates apart (see
+#: :func:`selection_standard_error` and docs/model-selection.md).
+SELECTION_ERROR_WARNING = 0.025
+
+
+def selection_standard_error(n_validation, score_sigma):
+    """Standard error of a candidate's noisy validation accuracy: a public bound.
+
+    ``sqrt(1 / (4 m) + (sigma / m) ** 2)`` with ``m`` the validation rows and
+    ``sigma`` the score's Gaussian noise on the count: the binomial sampling
+    error of an accuracy measured on m rows (at most ``1 / (2 sqrt m)``, at
+    accuracy 1/2) and the privacy noise, independent.  Two candidates whose
+    accuracies differ by less than about twice this are ranked by chance; on
+    the corpus of issue 32 the defaults are within 3 points of fastdp's own
+    best tuned grid point at epsilon >= 1, so where this error is above
+    :data:`SELECTION_ERROR_WARNING` (2.5 points, at m < 400 rows even without
+    noise) the search cannot find what the defaults miss, and it pays for
+    its candidates with a smaller per-candidate epsilon.  Only public
+    quantities enter (the expected validation size and sigma).
+    """
+    m = float(n_validation)
+    if m <= 0:
+        return math.inf
+    return math.sqrt(0.25 / m + (float(score_sigma) / m) ** 2)
 
 
 class _EventCaptured(Exception):
@@ -348,7 +401,8 @@ class DPHyperparameterSearch(BaseEstimator):
     param_grid : dict or list of dict, optional
         Public grid (scikit-learn ``ParameterGrid`` format). Default (None):
         around the default rule when the estimator runs it (``solver="auto"``,
-        no ``solver_options``): the rule and its step times 3 and divided by 3
+        no ``solver_options``): the rule, its step times 3 and divided by 3, and
+        4 times larger lots with 4 times fewer epochs at the rule's total step
         (:func:`rule_grid`, at each candidate's budget); otherwise
         :data:`DEFAULT_PARAM_GRID`.  At most :data:`MAX_GRID_SIZE` settings,
         each naming parameters of ``estimator``.
@@ -384,7 +438,7 @@ class DPHyperparameterSearch(BaseEstimator):
         split).
     rule_weight : float or None, default 0.5
         Around the default rule only: the probability that a run draws the
-        rule itself (the other two settings share the rest); None: uniform.
+        rule itself (the other settings share the rest); None: uniform.
         A public choice; the accounting is the same (the maximum over the
         settings).
     ledger : fastdp.privacy.ledger.PrivacyLedger, optional
@@ -651,6 +705,16 @@ class DPHyperparameterSearch(BaseEstimator):
                                                      (train_idx.size, d), labels, cache)
         # public: (n_train, d, eps_c, the label set)
         grid = self._grid_at(grid, eps_c, (train_idx.size, d), labels)
+        error = selection_standard_error(fraction * n, sigma)      # public: n, fraction, sigma
+        if error > SELECTION_ERROR_WARNING:
+            warnings.warn(
+                f"this search cannot tell its candidates apart: a candidate's noisy validation "
+                f"accuracy on about {fraction * n:.0f} rows has a standard error of "
+                f"{100 * error:.1f} points (sqrt(1/(4m) + (sigma/m)^2), sigma = {sigma:.3g}), "
+                f"more than {100 * SELECTION_ERROR_WARNING:g}; each candidate trains at "
+                f"epsilon {eps_c:.3g} of the total {epsilon:g}. The default fit at the whole "
+                "epsilon is likely as good (docs/model-selection.md).", UserWarning,
+                stacklevel=2)
         planned = {i: cache[(i, eps_c)] for i in range(len(grid))}
         reservation = None
         ledger = self._check_estimator()  # the search's ledger, or the estimator's

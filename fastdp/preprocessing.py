@@ -11,6 +11,9 @@ privacy budget and release nothing.
   private-safe, and they give the row-norm bound the mechanisms need.
 * :func:`scale_features_public` scales features with bounds the *user* gives
   (public knowledge, e.g. from a data dictionary): private-safe.
+* :func:`scale_features_range` maps each feature's declared range onto
+  ``[-1, 1] / sqrt(d)``: rows of norm <= 1 that keep the features' scale
+  (for few features, where normalising rows discards it): private-safe.
 * :func:`paper_preprocess` is the seed-000 (DP-SCD) pipeline: max-abs scaling
   fitted on the data and labels centred by the data's mean. These statistics
   depend on every example, so the pipeline is **not private**: it is there to
@@ -35,6 +38,7 @@ __all__ = [
     "normalize_rows",
     "clip_rows",
     "scale_features_public",
+    "scale_features_range",
     "paper_preprocess",
     "PaperPreprocessed",
     "NotPrivateWarning",
@@ -308,6 +312,52 @@ def scale_features_public(X, lower, upper, clip=True):
         return out
     values = np.clip(X, lower, upper) if clip else X
     return (values / scale).astype(X.dtype, copy=False)
+
+
+def scale_features_range(X, lower, upper):
+    """Map each feature's declared range ``[lower_j, upper_j]`` onto ``[-1, 1] / sqrt(d)``.
+
+    ``z_j = (2 (clip(x_j, lower_j, upper_j) - lower_j) / (upper_j - lower_j) - 1) / sqrt(d)``,
+    so every row has L2 norm <= 1 whatever the data (``|z_j| <= 1 / sqrt(d)``),
+    and, unlike :func:`normalize_rows`, the map keeps where a row lies in
+    feature space: two rows on one ray through the origin stay apart.  That is
+    what a model on few features needs (with d = 2 a normalised row keeps one
+    angle and loses its radius).  Train on the result with ``normalize="clip"``
+    (a no-op on these rows) and apply the same map before prediction, e.g. in a
+    :class:`sklearn.pipeline.Pipeline` with a
+    :class:`~sklearn.preprocessing.FunctionTransformer`.
+
+    Privacy: private-safe **only because the ranges are public**: they must come
+    from outside the private data (a data dictionary, the measurement range,
+    domain knowledge), never from the data's own minimum or maximum.  Applied
+    to each example on its own, it spends no budget and releases nothing.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Dense (the shift to the range's centre fills in zeros; for sparse data
+        use :func:`scale_features_public`, which keeps zeros).
+    lower, upper : float or array of shape (n_features,)
+        Public ranges with ``lower < upper`` for every feature.
+
+    Returns
+    -------
+    X_scaled : ndarray of shape (n_samples, n_features), float64
+    """
+    if sp.issparse(X):
+        raise ValidationError(
+            "scale_features_range shifts every feature to its range's centre, which fills in "
+            "the zeros of a sparse X; use scale_features_public (zeros stay zeros) or densify X.")
+    X = np.asarray(_as_float_matrix(X), dtype=np.float64)
+    d = X.shape[1]
+    lower = _public_bounds(lower, d, "lower")
+    upper = _public_bounds(upper, d, "upper")
+    if np.any(lower >= upper):
+        j = int(np.flatnonzero(lower >= upper)[0])
+        raise ValidationError(f"lower must be < upper for every feature; feature {j}: "
+                              f"{lower[j]} >= {upper[j]}")
+    unit = 2.0 * (np.clip(X, lower, upper) - lower) / (upper - lower) - 1.0
+    return np.clip(unit, -1.0, 1.0) / np.sqrt(max(d, 1))
 
 
 @dataclass

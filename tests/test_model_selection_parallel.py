@@ -110,10 +110,10 @@ def test_parallel_search_gives_the_candidates_more_than_composition():
     par = DPHyperparameterSearch(DPLogisticRegression(), **kw).fit(X, y)
     comp = DPHyperparameterSearch(DPLogisticRegression(), split_accounting="composed",
                                   **kw).fit(X, y)
-    (member,) = comp.privacy_event_.events
-    assert isinstance(member, ComposedEvent)
-    (member,) = par.privacy_event_.events
-    assert isinstance(member, ParallelComposedEvent)
+    # two members since issue 32: the rule's event and the larger-lot candidate's
+    assert len(comp.privacy_event_.events) == len(par.privacy_event_.events) == 2
+    assert all(isinstance(m, ComposedEvent) for m in comp.privacy_event_.events)
+    assert all(isinstance(m, ParallelComposedEvent) for m in par.privacy_event_.events)
     assert par.epsilon_ <= 1.0 and comp.epsilon_ <= 1.0
     assert par.candidate_epsilon_ > comp.candidate_epsilon_
     # "auto" under composition keeps the former score noise (share 0.25)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fastdp.linear_model import DPLogisticRegression
-from fastdp.model_selection import DPHyperparameterSearch, plan_candidate_event
+from fastdp.model_selection import DPHyperparameterSearch, plan_candidate_event, rule_grid
 from fastdp.privacy.events import RepeatedSelectionEvent
 from fastdp.privacy.rdp import RdpAccountant
 from fastdp.privacy.tuning import Repetitions
@@ -56,10 +56,13 @@ def test_overhead_matches_event_built_by_hand():
     n_train = int(np.count_nonzero(
         np.random.default_rng(1).random(X.shape[0]) >= search.validation_fraction_))
     eps_c = search.candidate_epsilon_
-    train = plan_candidate_event(DPLogisticRegression(epsilon=eps_c, delta=1e-5),
-                                 n_train, X.shape[1], [-1.0, 1.0])
+    # the rule's event (the three step candidates) and, since issue 32, the larger-lot one
+    trains = tuple(plan_candidate_event(
+        DPLogisticRegression(epsilon=eps_c, delta=1e-5).set_params(**params),
+        n_train, X.shape[1], [-1.0, 1.0])
+        for params in rule_grid(DPLogisticRegression(), n_train, X.shape[1], eps_c)[::3])
     reps = Repetitions.with_mean("truncated_negative_binomial", 2.0, eta=-0.5)   # was 3.0
-    training_only = RdpAccountant().epsilon(RepeatedSelectionEvent.of((train,), reps), 1e-5)
+    training_only = RdpAccountant().epsilon(RepeatedSelectionEvent.of(trains, reps), 1e-5)
     # issue 17: fit and score read disjoint parts (parallel composition: the maximum of their
     # curves) and the score's noise is matched under the fit's curve, so the scores are free:
     # the total is the training-only repetition (it was above it, by < 0.05, when composed)
