@@ -163,6 +163,7 @@ def _arithmetic_range(accountant, event):
 _REGISTRY = {
     "rdp": "fastdp.privacy.rdp:RdpAccountant",
     "pld": "fastdp.privacy.pld:PLDAccountant",
+    "pld_own": "fastdp.privacy.pld_own:OwnPLDAccountant",
     "pure": "fastdp.privacy.pure:PureDPAccountant",
     "moments": "fastdp.privacy.moments:MomentsAccountant",
 }
