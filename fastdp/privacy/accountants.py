@@ -164,6 +164,7 @@ _REGISTRY = {
     "rdp": "fastdp.privacy.rdp:RdpAccountant",
     "pld": "fastdp.privacy.pld:PLDAccountant",
     "pld_own": "fastdp.privacy.pld_own:OwnPLDAccountant",
+    "auto": "fastdp.privacy.auto:AutoAccountant",
     "pure": "fastdp.privacy.pure:PureDPAccountant",
     "moments": "fastdp.privacy.moments:MomentsAccountant",
 }

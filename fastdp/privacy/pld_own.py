@@ -446,6 +446,23 @@ def _log_mgf(x, p, ts):
     return out
 
 
+def _chernoff(x, p, count, log_tail, t_star, sign):
+    """The Chernoff point of ``count`` copies of the loss ``sign``·x (x ≥ 0 on the grid):
+    (ts, log-MGFs, min_t (count·lm(t) − log tail)/t), t on a grid around ``t_star``
+    refined once around the best value (the bound holds at every t)."""
+    def bound(ts):
+        lm = _log_mgf(x, p, sign * ts)
+        return lm, (count * lm - log_tail) / ts
+
+    ts = t_star * np.geomspace(1 / 256, 8.0, 9)
+    lm, b = bound(ts)
+    best = ts[int(np.argmin(b))]
+    fine = best * np.geomspace(1 / 2.8, 2.8, 8)
+    lm2, b2 = bound(fine)
+    ts, lm, b = np.concatenate([ts, fine]), np.concatenate([lm, lm2]), np.concatenate([b, b2])
+    return ts, lm, float(np.min(b))
+
+
 def self_compose(pld: DiscretePld, count: int, tail: float) -> DiscretePld:
     """The PLD of ``count`` independent copies: one FFT power on a window from Chernoff bounds.
 
@@ -469,24 +486,23 @@ def self_compose(pld: DiscretePld, count: int, tail: float) -> DiscretePld:
     pn = p[nz]
     mean_rel = count * (m - pld.offset * h)
     log_tail = math.log(tail)
-    z = math.sqrt(-2.0 * log_tail)
-    t_star = z / math.sqrt(count * max(v, (h * h) / 4.0))
-    ts = t_star * np.array([1 / 64, 1 / 16, 1 / 4, 1 / 2, 1.0, 2.0, 4.0])
-    up_lm = _log_mgf(x, pn, ts)       # log E e^{t·rel}
-    lo_lm = _log_mgf(x, pn, -ts)
+    t_star = math.sqrt(-2.0 * log_tail) / math.sqrt(count * max(v, (h * h) / 4.0))
     # P(S > U) ≤ exp(count·lm(t) − tU) ≤ tail  ⇔  U ≥ (count·lm(t) − log tail)/t
-    upper = float(np.min((count * up_lm - log_tail) / ts))
-    lower = float(np.max(-(count * lo_lm - log_tail) / ts))
+    up_t, up_lm, upper = _chernoff(x, pn, count, log_tail, t_star, 1.0)
+    lower = _chernoff(x, pn, count, log_tail, t_star, -1.0)[2]
+    upper, lower = float(upper), float(-lower)
+    ts = up_t
     upper = min(upper, (n - 1) * h * count)
     lower = max(lower, 0.0)
     upper = max(upper, mean_rel)
     lower = min(lower, mean_rel)
     k_lo = int(math.floor(lower / h))
     k_hi = int(math.ceil(upper / h))
-    beta = 0.0
+    # mass below the window (≤ tail by the lower Chernoff bound) may wrap out of it
+    beta = tail if k_lo > 0 else 0.0
     if k_hi < (n - 1) * count:
         ub = np.min(count * up_lm - ts * (k_hi * h))
-        beta = min(1.0, math.exp(ub)) if ub < 0 else 1.0
+        beta += min(1.0, math.exp(ub)) if ub < 0 else 1.0
     width = k_hi - k_lo + 1
     if width > MAX_GRID:
         raise _GridTooLarge
@@ -706,7 +722,7 @@ def _reduce(event, view, tree, count, top):
 class _Composed:
     """The PLDs of a reduced tree: ``remove``/``add`` DiscretePld, or an exact Gaussian."""
 
-    def __init__(self, tree, h, tail_total):
+    def __init__(self, tree, h, tail_total, h_factor=_H_FACTOR):
         self.non_private = tree.non_private
         self.gaussian_sigma = (math.inf if tree.gaussian_inv == 0
                                else tree.gaussian_inv ** -0.5)
@@ -725,7 +741,7 @@ class _Composed:
             var = 0.0
             for leaf, c in items:
                 var += c * leaf.moments()[1]
-            h = _H_FACTOR * math.sqrt(var / total_count)
+            h = h_factor * math.sqrt(var / total_count)
             h = min(max(h, _H_MIN), _H_MAX)
         symmetric = all(leaf.symmetric for leaf, _ in items)
         dirs = ("remove",) if symmetric else ("remove", "add")
@@ -780,11 +796,16 @@ class OwnPLDAccountant(Accountant):
         docstring, "Grid step").
     tail_mass : float, default 1e-14
         Total probability the tail cuts may move to +∞ (added to every δ).
+    relative_grid_step : float, default 0.1
+        With the default grid: h = relative_grid_step · sqrt(V / N) (module
+        docstring).  Every value gives an upper bound; larger is coarser and
+        faster (calibration searches with 4x this first).
     """
 
     name = "pld_own"
 
-    def __init__(self, value_discretization_interval=None, tail_mass=_TAIL_TOTAL):
+    def __init__(self, value_discretization_interval=None, tail_mass=_TAIL_TOTAL,
+                 relative_grid_step=_H_FACTOR):
         if value_discretization_interval is not None:
             vdi = float(value_discretization_interval)
             if not (vdi > 0 and math.isfinite(vdi)):
@@ -795,14 +816,28 @@ class OwnPLDAccountant(Accountant):
         tail_mass = float(tail_mass)
         if not (0 < tail_mass < 1e-6):
             raise ValidationError(f"tail_mass must lie in (0, 1e-6); got {tail_mass!r}")
+        relative_grid_step = float(relative_grid_step)
+        if not (0 < relative_grid_step <= 10):
+            raise ValidationError(
+                f"relative_grid_step must lie in (0, 10]; got {relative_grid_step!r}")
         self.value_discretization_interval = value_discretization_interval
         self.tail_mass = tail_mass
+        self.relative_grid_step = relative_grid_step
         self._cache = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def __repr__(self):
         return (f"OwnPLDAccountant(value_discretization_interval="
-                f"{self.value_discretization_interval!r})")
+                f"{self.value_discretization_interval!r}, "
+                f"relative_grid_step={self.relative_grid_step!r})")
+
+    def coarser(self, factor=4.0):
+        """The same accountant on a grid ``factor`` times coarser (an upper bound on
+        this one's ε up to second-order discretisation effects; calibration brackets
+        with it)."""
+        if self.value_discretization_interval is not None:
+            return OwnPLDAccountant(self.value_discretization_interval * factor, self.tail_mass)
+        return OwnPLDAccountant(None, self.tail_mass, self.relative_grid_step * factor)
 
     def supports(self, event) -> bool:
         """Whether this accountant has a PLD for ``event`` (guaranteed view)."""
@@ -832,7 +867,8 @@ class OwnPLDAccountant(Accountant):
             key = None
         tree = _Tree()
         _reduce(event, view, tree, 1, True)
-        out = _Composed(tree, self.value_discretization_interval, self.tail_mass)
+        out = _Composed(tree, self.value_discretization_interval, self.tail_mass,
+                        self.relative_grid_step)
         if key is not None:
             with self._lock:
                 self._cache[key] = out

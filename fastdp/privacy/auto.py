@@ -1,0 +1,89 @@
+"""The ``"auto"`` accountant: the tightest sound bound of fastdp's accountants (issue 31).
+
+Both fastdp's own PLD accountant (:mod:`fastdp.privacy.pld_own`) and the RDP
+accountant (:mod:`fastdp.privacy.rdp`) give *upper bounds* on the same privacy
+loss, so the smaller of the two is an upper bound too.  ``"auto"`` computes
+both where both analyse the event and reports the smaller ε (or δ); where
+one refuses the event (the PLD for fixed-size sampling, repeated selection,
+privacy filters, the paper analysis of the line search; RDP for approximate
+(ε, δ)-DP events), it reports the other's.  Its reports name the one used:
+``"auto (pld_own)"`` or ``"auto (rdp)"``.
+
+Calibration (:func:`fastdp.privacy.calibrate`) with ``"auto"`` returns the
+smallest parameter whose smaller ε is within the target: the smaller of the
+two accountants' own calibrated parameters.
+"""
+
+from __future__ import annotations
+
+from fastdp.exceptions import PrivacyAnalysisError
+from fastdp.privacy.accountants import Accountant, EpsilonReport, check_delta, check_event
+from fastdp.privacy.pld_own import OwnPLDAccountant
+from fastdp.privacy.rdp import RdpAccountant
+
+__all__ = ["AutoAccountant"]
+
+
+class AutoAccountant(Accountant):
+    """The smaller of the own-PLD and RDP bounds, for every event either analyses.
+
+    Parameters
+    ----------
+    **pld_options
+        Options of :class:`~fastdp.privacy.pld_own.OwnPLDAccountant`
+        (``value_discretization_interval``, ``tail_mass``,
+        ``relative_grid_step``).
+    """
+
+    name = "auto"
+
+    def __init__(self, **pld_options):
+        self.pld = OwnPLDAccountant(**pld_options)
+        self.rdp = RdpAccountant()
+
+    def __repr__(self):
+        return f"AutoAccountant(pld={self.pld!r})"
+
+    def _both(self, method, event, value, view):
+        """{name: answer} of the accountants that analyse ``event`` (raises if none does)."""
+        answers, errors = {}, []
+        for part in (self.pld, self.rdp):
+            try:
+                answers[part.name] = float(getattr(part, method)(event, value, view))
+            except PrivacyAnalysisError as exc:
+                errors.append(f"{part.name}: {exc}")
+        if not answers:
+            raise PrivacyAnalysisError(
+                "no accountant of 'auto' analyses this event: " + "; ".join(errors))
+        return answers
+
+    @staticmethod
+    def _smallest(answers):
+        name = min(answers, key=lambda k: (answers[k], k != "pld_own"))
+        return name, answers[name]
+
+    def _epsilon(self, event, delta, view):
+        return self._smallest(self._both("_epsilon", event, delta, view))[1]
+
+    def _delta(self, event, epsilon, view):
+        return self._smallest(self._both("_delta", event, epsilon, view))[1]
+
+    def used(self, event, delta) -> str:
+        """The accountant whose ε ``epsilon(event, delta)`` reports: ``"pld_own"`` or
+        ``"rdp"`` (the PLD when both give the same ε)."""
+        check_event(event)
+        return self._smallest(self._both("_epsilon", event, check_delta(delta),
+                                         "guaranteed"))[0]
+
+    def report(self, event, delta) -> EpsilonReport:
+        """As :meth:`Accountant.report`, with ``accountant`` = ``"auto (pld_own)"`` or
+        ``"auto (rdp)"`` (the one whose guaranteed ε is reported)."""
+        check_event(event)
+        delta = check_delta(delta)
+        name, guaranteed = self._smallest(self._both("_epsilon", event, delta, "guaranteed"))
+        what_if = None
+        if event.contains_shuffle:
+            what_if = self._smallest(self._both("_epsilon", event, delta, "poisson_assumed"))[1]
+        return EpsilonReport(float(guaranteed), None if what_if is None else float(what_if),
+                             delta, f"auto ({name})", event.adjacency)
+

@@ -1,0 +1,93 @@
+"""The "auto" accountant (issue 31): the smaller of the own-PLD and RDP bounds, and
+calibration under the own PLD and "auto"."""
+import math
+
+import pytest
+
+from fastdp.exceptions import PrivacyAnalysisError
+from fastdp.privacy import calibrate_noise_multiplier, compute_epsilon, compute_epsilon_report
+from fastdp.privacy import events as ev
+from fastdp.privacy.accountants import get_accountant
+from fastdp.privacy.auto import AutoAccountant
+from fastdp.privacy.calibration import OWN_PLD_RTOL
+
+
+def sgm(q, sigma, steps):
+    return ev.SelfComposedEvent(ev.PoissonSampledEvent(q, ev.GaussianEvent(sigma)), steps)
+
+
+def test_auto_is_the_smaller_bound_and_says_which():
+    auto = get_accountant("auto")
+    assert isinstance(auto, AutoAccountant)
+    pld, rdp = get_accountant("pld_own"), get_accountant("rdp")
+    event = sgm(0.01, 1.0, 1000)
+    assert auto.epsilon(event, 1e-5) == min(pld.epsilon(event, 1e-5), rdp.epsilon(event, 1e-5))
+    assert auto.used(event, 1e-5) == "pld_own"
+    assert auto.report(event, 1e-5).accountant == "auto (pld_own)"
+    assert auto.delta(event, 2.0) == min(pld.delta(event, 2.0), rdp.delta(event, 2.0))
+
+
+def test_auto_falls_back_to_the_accountant_that_analyses_the_event():
+    auto = get_accountant("auto")
+    fixed = ev.SelfComposedEvent(ev.FixedSizeSampledEvent(1000, 10, ev.GaussianEvent(1.0)), 100)
+    assert auto.epsilon(fixed, 1e-5) == get_accountant("rdp").epsilon(fixed, 1e-5)
+    assert auto.report(fixed, 1e-5).accountant == "auto (rdp)"
+    approx = ev.SelfComposedEvent(ev.ApproxDpEvent(0.2, 1e-8), 10)   # RDP refuses (ε, δ)-DP
+    assert auto.epsilon(approx, 1e-5) == get_accountant("pld_own").epsilon(approx, 1e-5)
+    assert auto.used(approx, 1e-5) == "pld_own"
+    with pytest.raises(PrivacyAnalysisError, match="no accountant of 'auto'"):
+        auto.epsilon(ev.ComposedEvent((fixed.to_replace_one(), approx.to_replace_one(),
+                                       ev.LineSearchEvent.gaussian(0.1).to_replace_one())), 1e-5)
+
+
+def test_auto_report_of_shuffling_keeps_the_what_if():
+    report = compute_epsilon_report(1.0, 0.01, 300, 1e-5, accountant="auto", sampling="shuffle",
+                                    dataset_size=1000)
+    assert report.epsilon_if_poisson_assumed < report.epsilon_guaranteed
+    assert report.accountant.startswith("auto (")
+
+
+@pytest.mark.parametrize("target,q,steps", [
+    pytest.param(1.0, 0.01, 1000, marks=pytest.mark.slow),   # dp-accounting: 6 s
+    (0.1, 0.004, 2500),
+    pytest.param(8.0, 0.02, 200, marks=pytest.mark.slow),
+])
+def test_own_pld_calibration_is_feasible_and_tight(target, q, steps):
+    pld = get_accountant("pld_own")
+    sigma = calibrate_noise_multiplier(target, 1e-5, q, steps, accountant="pld_own")
+    assert pld.epsilon(sgm(q, float(sigma), steps), 1e-5) <= target
+    assert sigma.epsilon <= target
+    assert pld.epsilon(sgm(q, sigma.infeasible_bound, steps), 1e-5) > target
+    assert float(sigma) / sigma.infeasible_bound - 1 <= OWN_PLD_RTOL * 1.0001
+    rdp_sigma = calibrate_noise_multiplier(target, 1e-5, q, steps, accountant="rdp")
+    assert float(sigma) < float(rdp_sigma)
+    # never above 1.005 x dp-accounting's pessimistic-PLD sigma: its epsilon at sigma/1.005
+    # is above the target, so its own sigma is larger than that
+    dpa_pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    eps = dpa_pld.from_gaussian_mechanism(float(sigma) / 1.005, sampling_prob=q,
+                                          value_discretization_interval=1e-4
+                                          ).self_compose(steps).get_epsilon_for_delta(1e-5)
+    assert eps > target
+
+
+def test_auto_calibration_is_the_smaller_of_the_two():
+    args = (1.0, 1e-5, 0.01, 1000)
+    auto = calibrate_noise_multiplier(*args, accountant="auto")
+    own = calibrate_noise_multiplier(*args, accountant="pld_own")
+    rdp = calibrate_noise_multiplier(*args, accountant="rdp")
+    assert float(auto) == pytest.approx(min(float(own), float(rdp)), rel=1e-9)
+    assert compute_epsilon(float(auto), 0.01, 1000, 1e-5, accountant="auto") <= 1.0
+    # an event the PLD refuses: the RDP calibration
+    fixed_auto = calibrate_noise_multiplier(*args, accountant="auto", sampling="fixed",
+                                            dataset_size=10000)
+    fixed_rdp = calibrate_noise_multiplier(*args, accountant="rdp", sampling="fixed",
+                                           dataset_size=10000)
+    assert float(fixed_auto) == float(fixed_rdp)
+    with pytest.raises(PrivacyAnalysisError, match="fixed-size sampling"):
+        calibrate_noise_multiplier(*args, accountant="pld_own", sampling="fixed",
+                                   dataset_size=10000)
+
+
+def test_auto_with_large_noise_is_small_epsilon():
+    assert compute_epsilon(50.0, 0.01, 10, 1e-5, accountant="auto") < 0.01
+    assert math.isinf(get_accountant("auto").epsilon(ev.NonPrivateEvent(), 1e-5))
