@@ -47,7 +47,7 @@ class AutoAccountant(Accountant):
     def _both(self, method, event, value, view):
         """{name: answer} of the accountants that analyse ``event`` (raises if none does)."""
         answers, errors = {}, []
-        for part in (self.pld, self.rdp):
+        for part in (self.rdp, self.pld):   # RDP first: its range errors are the clearer
             try:
                 answers[part.name] = float(getattr(part, method)(event, value, view))
             except PrivacyAnalysisError as exc:

@@ -675,6 +675,7 @@ def _reduce(event, view, tree, count, top):
         for e in event.events:
             _reduce(e, view, tree, count, False)
     elif isinstance(event, ev.LaplaceEvent):
+        _check_range(event)
         tree.add(_Leaf("laplace", event.scale), count)
     elif isinstance(event, ev.PureEvent):       # ExponentialMechanismEvent too
         if event.epsilon > 0:
@@ -689,6 +690,7 @@ def _reduce(event, view, tree, count, top):
             _refuse(f"the {event.analysis} analysis of the {event.form} line search "
                     "(an RDP bound only)")
     elif isinstance(event, ev.PoissonSampledEvent):
+        _check_range(event)
         q = event.sample_rate
         if q == 0.0:
             return
@@ -717,6 +719,20 @@ def _reduce(event, view, tree, count, top):
         _refuse("a privacy filter (a Renyi-DP guarantee only)")
     else:
         _refuse(type(event).__name__)
+
+
+_RANGE = (1e-100, 1e100)
+
+
+def _check_range(event):
+    """Refuse noise parameters whose losses overflow or vanish in floating point."""
+    for part in ev.iter_events(event):
+        value = getattr(part, "noise_multiplier", getattr(part, "scale", None))
+        if value is not None and not _RANGE[0] <= value <= _RANGE[1]:
+            raise ValidationError(
+                f"the own PLD accountant cannot evaluate {event!r}: its noise parameter is "
+                "outside the range the analysis can evaluate in floating point "
+                f"[{_RANGE[0]:g}, {_RANGE[1]:g}]; use a noise parameter nearer 1.")
 
 
 class _Composed:

@@ -91,3 +91,33 @@ def test_auto_calibration_is_the_smaller_of_the_two():
 def test_auto_with_large_noise_is_small_epsilon():
     assert compute_epsilon(50.0, 0.01, 10, 1e-5, accountant="auto") < 0.01
     assert math.isinf(get_accountant("auto").epsilon(ev.NonPrivateEvent(), 1e-5))
+
+
+def test_ledger_composes_under_the_tightest_bound(tmp_path):
+    from fastdp.exceptions import BudgetExceededError
+    from fastdp.privacy.ledger import PrivacyLedger
+
+    fit = sgm(0.01, 1.0, 500)
+    pld, rdp = get_accountant("pld_own"), get_accountant("rdp")
+    two = ev.ComposedEvent((fit, fit))
+    budget = 0.5 * (pld.epsilon(two, 1e-5) + rdp.epsilon(two, 1e-5))  # between the two bounds
+    ledger = PrivacyLedger(budget, 1e-5, path=tmp_path / "book.json")   # default: "auto"
+    assert ledger.accountant_name == "auto"
+    ledger.charge(fit, "first")
+    ledger.charge(fit, "second")          # RDP alone would refuse this one
+    assert ledger.spent() == pytest.approx(pld.epsilon(two, 1e-5), rel=1e-12)
+    assert "bound: pld_own" in ledger.summary()
+    with pytest.raises(BudgetExceededError):
+        PrivacyLedger(budget, 1e-5, "rdp").charge(two)
+    with pytest.raises(BudgetExceededError):   # the tightest bound exceeds the budget
+        ledger.charge(fit, "third")
+    assert len(ledger.entries) == 2
+    # reopening without an accountant keeps the file's; an old RDP file stays RDP
+    assert PrivacyLedger(budget, 1e-5, path=tmp_path / "book.json").accountant_name == "auto"
+    PrivacyLedger(3.0, 1e-5, "rdp", path=tmp_path / "old.json")
+    assert PrivacyLedger(3.0, 1e-5, path=tmp_path / "old.json").accountant_name == "rdp"
+    # a heterogeneous ledger: an RDP-only release makes the composition an RDP bound
+    fixed = ev.SelfComposedEvent(ev.FixedSizeSampledEvent(1000, 10, ev.GaussianEvent(2.0)), 10)
+    mixed = PrivacyLedger(50.0, 1e-5)
+    mixed.charge(fixed.to_replace_one())
+    assert mixed.spent() == rdp.epsilon(ev.ComposedEvent((fixed,)), 1e-5)
