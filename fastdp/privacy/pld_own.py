@@ -436,6 +436,10 @@ def compose(a: DiscretePld, b: DiscretePld, tail: float) -> DiscretePld:
 
 def _log_mgf(x, p, ts):
     """log Σ_j p_j e^{t x_j} for each t (p > 0)."""
+    if x.size * len(ts) <= 1 << 18:      # small: one matrix
+        y = np.multiply.outer(ts, x)
+        top = y.max(axis=1, keepdims=True)
+        return top[:, 0] + np.log(np.exp(np.maximum(y - top, -600.0)) @ p)
     out = np.empty(len(ts))
     for i, t in enumerate(ts):
         y = t * x
@@ -446,6 +450,10 @@ def _log_mgf(x, p, ts):
     return out
 
 
+_T_COARSE = np.geomspace(1 / 256, 8.0, 9)
+_T_FINE = np.geomspace(1 / 2.8, 2.8, 8)
+
+
 def _chernoff(x, p, count, log_tail, t_star, sign):
     """The Chernoff point of ``count`` copies of the loss ``sign``·x (x ≥ 0 on the grid):
     (ts, log-MGFs, min_t (count·lm(t) − log tail)/t), t on a grid around ``t_star``
@@ -454,10 +462,10 @@ def _chernoff(x, p, count, log_tail, t_star, sign):
         lm = _log_mgf(x, p, sign * ts)
         return lm, (count * lm - log_tail) / ts
 
-    ts = t_star * np.geomspace(1 / 256, 8.0, 9)
+    ts = t_star * _T_COARSE
     lm, b = bound(ts)
     best = ts[int(np.argmin(b))]
-    fine = best * np.geomspace(1 / 2.8, 2.8, 8)
+    fine = best * _T_FINE
     lm2, b2 = bound(fine)
     ts, lm, b = np.concatenate([ts, fine]), np.concatenate([lm, lm2]), np.concatenate([b, b2])
     return ts, lm, float(np.min(b))
@@ -619,7 +627,7 @@ class _Leaf:
 
 
 def _sampled_moments(kind, param, q):
-    x = np.linspace(-12.0, 13.0, 4001) * (param if kind == "gaussian" else max(param, 0.05))
+    x = np.linspace(-12.0, 13.0, 1201) * (param if kind == "gaussian" else max(param, 0.05))
     if kind == "gaussian":
         s = param
         w0 = np.exp(-0.5 * (x / s) ** 2)
