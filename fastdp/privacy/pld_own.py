@@ -863,10 +863,10 @@ class OwnPLDAccountant(Accountant):
             return OwnPLDAccountant(self.value_discretization_interval * factor, self.tail_mass)
         return OwnPLDAccountant(None, self.tail_mass, self.relative_grid_step * factor)
 
-    def supports(self, event) -> bool:
-        """Whether this accountant has a PLD for ``event`` (guaranteed view)."""
+    def supports(self, event, view="guaranteed") -> bool:
+        """Whether this accountant has a PLD for ``event`` (in ``view``)."""
         try:
-            self._check(event, "guaranteed")
+            self._check(event, view)
         except PrivacyAnalysisError:
             return False
         return True

@@ -121,3 +121,17 @@ def test_ledger_composes_under_the_tightest_bound(tmp_path):
     mixed = PrivacyLedger(50.0, 1e-5)
     mixed.charge(fixed.to_replace_one())
     assert mixed.spent() == rdp.epsilon(ev.ComposedEvent((fixed,)), 1e-5)
+
+
+def test_split_bound_for_a_partly_pld_composition():
+    """Fits the PLD analyses + a release with an RDP analysis only: ε_PLD(fits, δ_A) +
+    ε_RDP(rest, δ − δ_A) is sound (basic composition) and here below RDP of the whole."""
+    auto, pld, rdp = get_accountant("auto"), get_accountant("pld_own"), get_accountant("rdp")
+    fits = ev.SelfComposedEvent(sgm(0.01, 0.8, 2000), 3)
+    filt = ev.PrivacyFilterEvent.zcdp(1e-4)               # RDP only
+    event = ev.ComposedEvent((fits, filt))
+    split = min(pld.epsilon(ev.ComposedEvent((fits,)), s * 1e-5)
+                + rdp.epsilon(ev.ComposedEvent((filt,)), (1 - s) * 1e-5) for s in (0.1, 0.5, 0.9))
+    assert split < rdp.epsilon(event, 1e-5)
+    assert auto.epsilon(event, 1e-5) == pytest.approx(split, rel=1e-12)
+    assert auto.used(event, 1e-5) == "pld_own+rdp"
