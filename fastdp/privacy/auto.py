@@ -31,7 +31,9 @@ from fastdp.privacy.rdp import RdpAccountant
 
 __all__ = ["AutoAccountant"]
 
-_DELTA_SHARES = (0.1, 0.5, 0.9)   # the PLD part's share of δ in the split bound
+_DELTA_SHARES = (0.1, 0.5, 0.9)
+PLD_MAX_EPSILON = 50.0
+"""Above this RDP ε, ``"auto"`` reports RDP's ε without computing the PLD."""   # the PLD part's share of δ in the split bound
 
 
 class AutoAccountant(Accountant):
@@ -55,9 +57,14 @@ class AutoAccountant(Accountant):
         return f"AutoAccountant(pld={self.pld!r})"
 
     def _both(self, method, event, value, view):
-        """{name: answer} of the accountants that analyse ``event`` (raises if none does)."""
+        """{name: answer} of the accountants that analyse ``event`` (raises if none does).
+
+        The PLD is skipped where RDP's ε is above :data:`PLD_MAX_EPSILON` (its grid of
+        losses would be huge and the release is barely private anyway)."""
         answers, errors = {}, []
         for part in (self.rdp, self.pld):   # RDP first: its range errors are the clearer
+            if part is self.pld and method == "_epsilon" and answers.get("rdp", 0) > PLD_MAX_EPSILON:
+                continue
             try:
                 answers[part.name] = float(getattr(part, method)(event, value, view))
             except PrivacyAnalysisError as exc:

@@ -506,6 +506,9 @@ def _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper, ini
     return CalibrationResult(param(v_ok), _eps_of(g_ok, target), bad, state["evaluations"])
 
 
+AUTO_PLD_MAX_EPSILON = 50.0
+"""Above this target ``"auto"`` calibrates with RDP alone (the PLD's grid of losses
+would be huge, and the release is barely private anyway)."""
 OWN_PLD_RTOL = 3e-4
 """Smallest relative tolerance of a search with fastdp's own PLD accountant (as
 :data:`PLD_RTOL`: finer than the grid's own pessimism, about 5e-4 in ε, buys nothing)."""
@@ -546,6 +549,13 @@ def _calibrate_tight(make_event, target, delta, acc, sign, rtol, lower, upper, i
         guess = float(rdp_result)
     except (ValidationError, PrivacyAnalysisError) as exc:
         rdp_error = exc
+    if acc.name == "auto" and target > AUTO_PLD_MAX_EPSILON and rdp_result is not None:
+        return rdp_result        # (see AUTO_PLD_MAX_EPSILON)
+    if acc.name != "auto" and target > PLD_MAX_EPSILON:
+        raise ValidationError(
+            f"the own PLD accountant calibrates targets up to epsilon = {PLD_MAX_EPSILON:g} "
+            f"(got {target:g}): beyond, its grid of losses is huge and the tightness it buys "
+            "is irrelevant; use accountant='auto' or 'rdp'.")
     if not isinstance(pld, OwnPLDAccountant) or not pld.supports(make_event(guess)):
         if acc.name == "auto" and rdp_result is not None:
             return rdp_result

@@ -199,7 +199,7 @@ class DiscretePld:
         a[:n] = np.cumsum(p[::-1])[::-1] + self.inf
         with np.errstate(over="ignore", under="ignore"):
             b[:n] = np.cumsum((p * np.exp(-losses))[::-1])[::-1]
-            d_grid = a[1:] - np.exp(losses) * b[1:]
+            d_grid = a[1:] - np.exp(np.minimum(losses, 700.0)) * b[1:]
         ok = np.flatnonzero(d_grid <= delta)
         if ok.size == 0:
             return math.inf
@@ -208,7 +208,8 @@ class DiscretePld:
         if a[k] - b[k] <= delta:   # δ(0) ≤ delta (only possible for k = 0)
             return 0.0
         bk = b[k]
-        ratio = (a[k] - delta) / bk if bk > 0 else math.inf
+        with np.errstate(over="ignore"):
+            ratio = (a[k] - delta) / bk if bk > 0 else math.inf
         eps = math.log(ratio) if 0 < ratio < math.inf else losses[k]
         eps = min(max(eps, lo), losses[k])
         # one ulp up: never below the exact root of this distribution
@@ -627,23 +628,33 @@ class _Leaf:
 
 
 def _sampled_moments(kind, param, q):
-    x = np.linspace(-12.0, 13.0, 1201) * (param if kind == "gaussian" else max(param, 0.05))
+    """(mean, variance) of the subsampled mechanism's loss under P, by quadrature on a
+    grid around each of the two components of P (only the grid step depends on it)."""
     if kind == "gaussian":
-        s = param
-        w0 = np.exp(-0.5 * (x / s) ** 2)
-        w1 = np.exp(-0.5 * ((x - 1) / s) ** 2)
-        r = (2 * x - 1) / (2 * s * s)
+        z = np.linspace(-12.0, 12.0, 1201)
+        dens = np.exp(-0.5 * z * z)
+        scale = param
     else:
-        b = param
-        w0 = np.exp(-np.abs(x) / b)
-        w1 = np.exp(-np.abs(x - 1) / b)
-        r = (np.abs(x) - np.abs(x - 1)) / b
-    w0, w1 = w0 / w0.sum(), w1 / w1.sum()
-    wp = (1 - q) * w0 + q * w1
-    loss = np.logaddexp(math.log1p(-q), math.log(q) + r) if q < 1 else r
-    m = float(np.einsum("i,i->", wp, loss))
-    v = float(np.einsum("i,i->", wp, (loss - m) ** 2))
-    return m, max(v, 1e-30)
+        z = np.linspace(-40.0, 40.0, 1601)
+        dens = np.exp(-np.abs(z))
+        scale = param
+    dens = dens / dens.sum()
+    total_m, total_m2 = 0.0, 0.0
+    for centre, weight in ((0.0, 1.0 - q), (1.0, q)):
+        if weight == 0.0:
+            continue
+        x = centre + z * scale
+        if kind == "gaussian":
+            r = (2 * x - 1) / (2 * scale * scale)
+        else:
+            r = (np.abs(x) - np.abs(x - 1)) / scale
+        loss = np.logaddexp(math.log1p(-q), math.log(q) + r) if q < 1 else r
+        total_m += weight * float(dens @ loss)
+        total_m2 += weight * float(dens @ (loss * loss))
+    v = total_m2 - total_m * total_m
+    if not (math.isfinite(v) and v > 0):
+        v = 1e-30
+    return total_m, v
 
 
 class _Tree:
@@ -766,7 +777,7 @@ class _Composed:
             for leaf, c in items:
                 var += c * leaf.moments()[1]
             h = h_factor * math.sqrt(var / total_count)
-            h = min(max(h, _H_MIN), _H_MAX)
+            h = min(max(h, _H_MIN), _H_MAX) if math.isfinite(h) else _H_MAX
         symmetric = all(leaf.symmetric for leaf, _ in items)
         dirs = ("remove",) if symmetric else ("remove", "add")
         while True:
