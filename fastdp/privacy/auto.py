@@ -23,7 +23,7 @@ two accountants' own calibrated parameters.
 
 from __future__ import annotations
 
-from fastdp.exceptions import PrivacyAnalysisError
+from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy import events as ev
 from fastdp.privacy.accountants import Accountant, EpsilonReport, check_delta, check_event
 from fastdp.privacy.pld_own import OwnPLDAccountant
@@ -68,6 +68,10 @@ class AutoAccountant(Accountant):
             try:
                 answers[part.name] = float(getattr(part, method)(event, value, view))
             except PrivacyAnalysisError as exc:
+                errors.append(f"{part.name}: {exc}")
+            except ValidationError as exc:    # e.g. parameters outside the PLD's range
+                if not answers:
+                    raise
                 errors.append(f"{part.name}: {exc}")
         if not answers:
             raise PrivacyAnalysisError(

@@ -709,10 +709,11 @@ def _reduce(event, view, tree, count, top):
             _refuse(f"the {event.analysis} analysis of the {event.form} line search "
                     "(an RDP bound only)")
     elif isinstance(event, ev.PoissonSampledEvent):
-        _check_range(event)
         q = event.sample_rate
         if q == 0.0:
             return
+        if q < 1.0:
+            _check_range(event)
         inner = event.event
         s = _gaussian_sigma(inner)
         if s is not None:
