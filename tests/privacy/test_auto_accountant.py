@@ -135,3 +135,49 @@ def test_split_bound_for_a_partly_pld_composition():
     assert split < rdp.epsilon(event, 1e-5)
     assert auto.epsilon(event, 1e-5) == pytest.approx(split, rel=1e-12)
     assert auto.used(event, 1e-5) == "pld_own+rdp"
+
+
+@pytest.mark.slow   # 600 + 600 DP-SGD runs: ~10 s
+def test_audit_of_a_dpsgd_fit_at_the_auto_sigma():
+    """DP-SGD with Poisson sampling at the σ "auto" calibrates: the audit's lower bound stays
+    below the claim, and in the same run the same audit catches σ/4 (its power)."""
+    import warnings
+
+    import numpy as np
+
+    from fastdp.privacy import audit, dp_sgd_event
+    from fastdp.sampling import PoissonSampler
+    from fastdp.solvers.sgd import dpsgd
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    X /= 1.25 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.normal(size=40)
+    X, canary, c = audit.isolated_canary(X)
+    datasets = audit.neighbouring_datasets(X, y, canary, 50.0, "add_remove")
+    q, steps, delta, target = 0.5, 2, 0.1, 2.0
+    sigma = float(calibrate_noise_multiplier(target, delta, q, steps, accountant="auto"))
+    settings = dict(loss="squared", lam=0.0, epochs=1, batch_size=20, clip=1.0,
+                    sampler=PoissonSampler(q))
+    event = dpsgd(*datasets[1], noise_multiplier=sigma, random_state=0, **settings).event
+    assert event == dp_sgd_event(sigma, q, steps)
+    claim = audit.claimed_epsilon(event, delta)
+    assert claim <= get_accountant("auto").epsilon(event, delta) <= target
+
+    def release_at(noise):
+        def release(with_canary, generator):
+            X_, y_ = datasets[with_canary]
+            return dpsgd(X_, y_, noise_multiplier=noise, random_state=generator, **settings).coef[c]
+        return release
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        honest = audit.run_audit(release_at(sigma), 600, claimed=claim, delta=delta,
+                                 confidence=0.99, selection_fraction=0.3, random_state=3)
+        broken = audit.run_audit(release_at(sigma / 4), 600, claimed=claim, delta=delta,
+                                 confidence=0.99, selection_fraction=0.3, random_state=4)
+    print(f"\nAUDIT auto sigma {sigma:.4f}: claim {claim:.4f}, lower bound {honest.epsilon_lower:.4f}"
+          f"; sigma/4: lower bound {broken.epsilon_lower:.4f}")
+    assert not honest.violation, honest
+    assert honest.epsilon_lower > 0.3, honest          # the audit has power at this σ
+    assert broken.violation, broken
