@@ -205,7 +205,7 @@ class DiscretePld:
             return math.inf
         k = int(ok[0])       # δ(ℓ_k) ≤ delta < δ(ℓ_{k−1})
         lo = losses[k - 1] if k > 0 else 0.0
-        if a[k] - b[k] <= delta:   # δ(0) ≤ delta (only possible for k = 0)
+        if k == 0 and a[0] - b[0] <= delta:   # δ(0) ≤ delta
             return 0.0
         bk = b[k]
         with np.errstate(over="ignore"):
