@@ -31,9 +31,9 @@ from fastdp.privacy.rdp import RdpAccountant
 
 __all__ = ["AutoAccountant"]
 
-_DELTA_SHARES = (0.1, 0.5, 0.9)
+_DELTA_SHARES = (0.1, 0.5, 0.9)   # the PLD part's share of δ in the split bound
 PLD_MAX_EPSILON = 50.0
-"""Above this RDP ε, ``"auto"`` reports RDP's ε without computing the PLD."""   # the PLD part's share of δ in the split bound
+"""Above this RDP ε, ``"auto"`` reports RDP's ε without computing the PLD."""
 
 
 class AutoAccountant(Accountant):
@@ -63,7 +63,8 @@ class AutoAccountant(Accountant):
         losses would be huge and the release is barely private anyway)."""
         answers, errors = {}, []
         for part in (self.rdp, self.pld):   # RDP first: its range errors are the clearer
-            if part is self.pld and method == "_epsilon" and answers.get("rdp", 0) > PLD_MAX_EPSILON:
+            if (part is self.pld and method == "_epsilon"
+                    and answers.get("rdp", 0.0) > PLD_MAX_EPSILON):
                 continue
             try:
                 answers[part.name] = float(getattr(part, method)(event, value, view))

@@ -359,7 +359,8 @@ def _gaussian_mixture_pld(sigma, q, h, tail, direction):
 
 def _laplace_cdf(x, mu, b):
     d = (x - mu) / b
-    return np.where(d < 0, 0.5 * np.exp(np.minimum(d, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(d, 0.0)))
+    return np.where(d < 0, 0.5 * np.exp(np.minimum(d, 0.0)),
+                    1.0 - 0.5 * np.exp(-np.maximum(d, 0.0)))
 
 
 def _laplace_sf(x, mu, b):
@@ -557,10 +558,6 @@ def _cut_noise(pld: DiscretePld) -> DiscretePld:
 # ---------------------------------------------------------------------------
 # Event tree → a pair of PLDs
 # ---------------------------------------------------------------------------
-class _Refused(PrivacyAnalysisError):
-    pass
-
-
 def _refuse(what):
     raise PrivacyAnalysisError(
         f"the own PLD accountant ('pld_own') has no privacy loss distribution for {what}; "
@@ -675,14 +672,14 @@ class _Tree:
             self.counts[leaf] = self.counts.get(leaf, 0) + count
 
 
-def _reduce(event, view, tree, count, top):
+def _reduce(event, view, tree, count):
     if count == 0:
         return
     if isinstance(event, ev.NonPrivateEvent):
         tree.non_private = True
         return
     if isinstance(event, ev.ShuffledEvent):
-        _reduce(event.view(view), view, tree, count, top)
+        _reduce(event.view(view), view, tree, count)
         return
     s = _gaussian_sigma(event)
     if s is not None:
@@ -690,10 +687,10 @@ def _reduce(event, view, tree, count, top):
             tree.gaussian_inv += count / (s * s)
         return
     if isinstance(event, ev.SelfComposedEvent):
-        _reduce(event.event, view, tree, count * event.count, False)
+        _reduce(event.event, view, tree, count * event.count)
     elif isinstance(event, ev.ComposedEvent):
         for e in event.events:
-            _reduce(e, view, tree, count, False)
+            _reduce(e, view, tree, count)
     elif isinstance(event, ev.LaplaceEvent):
         _check_range(event)
         tree.add(_Leaf("laplace", event.scale), count)
@@ -889,7 +886,7 @@ class OwnPLDAccountant(Accountant):
             for e in event.events:
                 self._check(e, view)
             return
-        _reduce(event, view, _Tree(), 1, True)
+        _reduce(event, view, _Tree(), 1)
 
     def composed(self, event, view="guaranteed"):
         """The composed PLDs of ``event`` (cached per event and view)."""
@@ -903,7 +900,7 @@ class OwnPLDAccountant(Accountant):
         except TypeError:
             key = None
         tree = _Tree()
-        _reduce(event, view, tree, 1, True)
+        _reduce(event, view, tree, 1)
         out = _Composed(tree, self.value_discretization_interval, self.tail_mass,
                         self.relative_grid_step)
         if key is not None:
@@ -918,8 +915,7 @@ class OwnPLDAccountant(Accountant):
             return math.inf
         if isinstance(event, ev.ParallelComposedEvent):
             return max(self._epsilon(e, delta, view) for e in event.events)
-        own = ev.check_event_delta(event, delta, view)
-        del own
+        ev.check_event_delta(event, delta, view)   # raises below the events' own δ
         if delta >= 1.0:
             return 0.0
         return float(self.composed(event, view).epsilon(delta))
