@@ -243,9 +243,10 @@ def test_accounting_convenience_functions():
     assert compute_epsilon(float(sigma) * (1 - 1e-4), 0.01, 1000, 1e-5) > 1.0
     scale = calibrate(lambda b: dp_sgd_event(b, 1.0, 1, "none"), 2.0, 1e-5)
     assert get_accountant("rdp").epsilon(dp_sgd_event(float(scale), 1.0, 1, "none"), 1e-5) <= 2.0
-    ledger = PrivacyLedger(epsilon=2.0, delta=1e-5)
+    ledger = PrivacyLedger(epsilon=2.0, delta=1e-5)    # default accountant: "auto"
     ledger.charge(dp_sgd_event(float(sigma), 0.01, 1000), label="outside library")
-    assert ledger.spent() == pytest.approx(compute_epsilon(float(sigma), 0.01, 1000, 1e-5))
+    assert ledger.spent() == pytest.approx(compute_epsilon(float(sigma), 0.01, 1000, 1e-5,
+                                                           accountant="auto"))
 
 
 # ---------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def test_perturbation_solvers_nonprivate_limit_is_the_exact_optimum(binary_data,
 def test_dpsgd_calibration_matches_accountant(binary_data):
     X, y = binary_data
     est = DPLogisticRegression(epsilon=1.0, delta=1e-5, solver="dpsgd", batch_size=60, epochs=4,
-                               random_state=0).fit(X, y)
+                               random_state=0, accountant="rdp").fit(X, y)
     assert est.n_iter_ == 40 and est.sampler_ == "poisson"
     assert est.epsilon_ <= 1.0
     assert compute_epsilon(est.noise_multiplier_, 0.1, 40, 1e-5) == pytest.approx(est.epsilon_)
@@ -124,9 +124,10 @@ def test_ledger_is_charged_before_training(binary_data):
     X, y = binary_data
     ledger = PrivacyLedger(epsilon=1.0, delta=1e-5, accountant="rdp")
     first = DPLogisticRegression(epsilon=0.9, delta=1e-5, solver="dpsgd", batch_size=60,
-                                 epochs=2, ledger=ledger, random_state=0).fit(X, y)
+                                 epochs=2, ledger=ledger, random_state=0,
+                                 accountant="rdp").fit(X, y)
     second = DPLogisticRegression(epsilon=0.9, delta=1e-5, solver="dpsgd", batch_size=60,
-                                  epochs=2, ledger=ledger, random_state=1)
+                                  epochs=2, ledger=ledger, random_state=1, accountant="rdp")
     with pytest.raises(BudgetExceededError):
         second.fit(X, y)
     assert not hasattr(second, "coef_") and hasattr(first, "coef_")

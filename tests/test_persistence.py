@@ -46,9 +46,12 @@ def test_round_trip_keeps_model_and_privacy_metadata(tmp_path, data, cls):
         assert getattr(loaded, attr) == getattr(model, attr), attr
     assert loaded.privacy_report_ == model.privacy_report_
     assert loaded.history_ is None
-    # the stored event still gives the stored epsilon (independent recomputation)
-    eps = get_accountant("rdp").epsilon(loaded.privacy_event_, loaded.delta_)
+    # the stored event still gives the stored epsilon (independent recomputation), and the
+    # report names the accountant that gave it (the default "auto": its own PLD here)
+    assert loaded.accountant == "auto" and loaded.privacy_report_.accountant == "auto (pld_own)"
+    eps = get_accountant("pld_own").epsilon(loaded.privacy_event_, loaded.delta_)
     assert eps == pytest.approx(model.epsilon_, rel=1e-12)
+    assert eps < get_accountant("rdp").epsilon(loaded.privacy_event_, loaded.delta_)
     if cls is not DPRidge:
         np.testing.assert_array_equal(loaded.classes_, ["ham", "spam"])
         np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))

@@ -45,8 +45,9 @@ def _add_accounting_arguments(p):
                    help="the sampler training runs (default poisson: add/remove adjacency); "
                    "the event is the one that sampler emits. --sampling and the spellings "
                    "fixed_size and none are deprecated")
-    p.add_argument("--accountant", default="rdp", choices=("rdp", "pld", "moments"),
-                   help="accountant (default rdp)")
+    p.add_argument("--accountant", default="auto",
+                   choices=("auto", "rdp", "pld_own", "pld", "moments"),
+                   help="accountant (default auto: the smaller of the own-PLD and RDP bounds)")
 
 
 def build_parser():
@@ -85,7 +86,8 @@ def build_parser():
     p.add_argument("--clip", type=_clip, default="auto", help="update/gradient bound C or auto")
     p.add_argument("--sampler", choices=("poisson", "fixed", "shuffle", "block_poisson"),
                    default=None)
-    p.add_argument("--accountant", choices=("rdp", "pld", "moments"), default="rdp")
+    p.add_argument("--accountant", choices=("auto", "rdp", "pld_own", "pld", "moments"),
+                   default="auto")
     p.add_argument("--learning-rate", type=_positive_float, default=None,
                    help="step size (dpsgd and sgd solvers)")
     p.add_argument("--solver-option", type=_option, action="append", metavar="KEY=VALUE",

@@ -192,7 +192,7 @@ def _seed_sequence(random_state):
 def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_matching",
                            edges_per_round=1, n_active=None, loss="hinge", regularizer=None,
                            schedule=None, epochs=3.0, n_rounds=None, epsilon=None, delta=1e-5,
-                           sigma=None, calibration="accountant", accountant="rdp",
+                           sigma=None, calibration="accountant", accountant="auto",
                            activation="public", delta0=0.01, lipschitz=1.0,
                            inactive_x="theory", message_dtype="float64", engine="simulated",
                            random_state=None, eval_rounds=(), virtual_sequence=False,
@@ -234,7 +234,7 @@ def private_dual_averaging(X, y, *, n_nodes=20, graph="complete", gossip="edge_m
         ``"accountant"``: smallest σ whose fastdp-accounted ε ≤ ``epsilon``
         (the event of this run's schedule); ``"paper"``: Theorem 1's σ (for
         reproduction; no guarantee); ``"kov"``: the corrected paper argument.
-    accountant : str, default="rdp"
+    accountant : str, default="auto"
     activation : {"public", "hidden"}, default="public"
     delta0 : float, default=0.01
         The paper's per-round δ (used by the paper and KOV numbers).

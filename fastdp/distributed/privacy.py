@@ -281,7 +281,7 @@ def dda_event(sigma, lipschitz, q, *, activation="public", max_active_rounds=Non
         FixedSizeSampledEvent(int(n_samples), int(max_active_per_round), inner), int(n_rounds))
 
 
-def calibrate_sigma(make_event, epsilon, delta, accountant="rdp", initial_guess=1.0):
+def calibrate_sigma(make_event, epsilon, delta, accountant="auto", initial_guess=1.0):
     """Smallest σ with ``accountant.epsilon(make_event(sigma), delta) <= epsilon``.
 
     ``make_event`` maps σ to the run's event (:func:`dda_event` with the
@@ -335,7 +335,7 @@ class PrivacyReport:
 
 
 def privacy_report(sigma, *, lipschitz, q, n_rounds, iota, delta, delta0, activation_counts,
-                   n_nodes, activation="public", accountant="rdp", activation_probability=None,
+                   n_nodes, activation="public", accountant="auto", activation_probability=None,
                    kov_gaussian="analytic"):
     """Build the :class:`PrivacyReport` of a run.
 

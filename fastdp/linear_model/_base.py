@@ -74,7 +74,7 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
         clip="auto",
         epochs="auto",
         sampler=None,
-        accountant="rdp",
+        accountant="auto",
         noise_multiplier=None,
         solver_options=None,
         normalize="auto",

@@ -40,8 +40,10 @@ _PARAMETERS_DOC = """
         Mini-batch sampler; each is accounted for by its own event.  ``None``
         picks the solver's default (``"poisson"``: add/remove adjacency, exact
         accounting; ``"fixed"`` for seqDP-SCD).
-    accountant : {"rdp", "pld", "moments"} or accountant, default="rdp"
-        Accountant used to calibrate the noise and to report ``epsilon_``.
+    accountant : {"auto", "rdp", "pld_own", "pld", "moments"} or accountant, default="auto"
+        Accountant used to calibrate the noise and to report ``epsilon_``;
+        ``"auto"`` is the smaller of the own-PLD and RDP bounds (the one used
+        is named in ``privacy_report_.accountant``, e.g. ``"auto (pld_own)"``).
     noise_multiplier : float or None, default=None
         Bypass calibration and use this noise parameter (``epsilon_`` is then
         computed for it).

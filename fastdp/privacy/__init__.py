@@ -1,8 +1,9 @@
 """fastdp's privacy layer: events, accountants, calibration.
 
 A solver describes what it released as an event (:mod:`fastdp.privacy.events`);
-an accountant (:func:`get_accountant`: ``"rdp"`` default, ``"pld"``,
-``"pure"``, ``"moments"``) turns events into ε or δ; calibration searches the
+an accountant (:func:`get_accountant`: ``"auto"`` -- the default of the
+estimators, the CLI and new ledgers --, ``"rdp"`` -- the default of the helpers
+below --, ``"pld_own"``, ``"pld"``, ``"pure"``, ``"moments"``) turns events into ε or δ; calibration searches the
 noise parameter so that ε stays at or below a target, never above.
 
 Convenience API (stable names)::

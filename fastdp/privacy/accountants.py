@@ -10,9 +10,13 @@ Every accountant answers
   ε *if Poisson sampling were assumed*, clearly labelled as not a guarantee.
 
 Accountants are looked up by name with :func:`get_accountant`:
-``"rdp"`` (fastdp's vectorised Rényi-DP accountant, the default), ``"pld"``
-(privacy loss distributions through ``dp_accounting``), ``"pure"`` (pure-DP
-composition) and ``"moments"`` (the seed-000 paper's moments accountant).
+``"auto"`` (the smaller of the ``"pld_own"`` and ``"rdp"`` bounds; the default
+of the estimators, the CLI, the engines and new ledgers), ``"rdp"`` (fastdp's
+vectorised Rényi-DP accountant; the default of this function and of the
+low-level ``compute_epsilon``/``calibrate*`` helpers), ``"pld_own"`` (fastdp's
+own privacy-loss-distribution accountant), ``"pld"`` (privacy loss
+distributions through ``dp_accounting``), ``"pure"`` (pure-DP composition) and
+``"moments"`` (the seed-000 paper's moments accountant).
 """
 
 from __future__ import annotations
@@ -163,6 +167,8 @@ def _arithmetic_range(accountant, event):
 _REGISTRY = {
     "rdp": "fastdp.privacy.rdp:RdpAccountant",
     "pld": "fastdp.privacy.pld:PLDAccountant",
+    "pld_own": "fastdp.privacy.pld_own:OwnPLDAccountant",
+    "auto": "fastdp.privacy.auto:AutoAccountant",
     "pure": "fastdp.privacy.pure:PureDPAccountant",
     "moments": "fastdp.privacy.moments:MomentsAccountant",
 }
@@ -183,7 +189,8 @@ def get_accountant(name="rdp", **kwargs):
     Parameters
     ----------
     name : str or accountant instance, default "rdp"
-        One of ``"rdp"``, ``"pld"``, ``"pure"``, ``"moments"``; an object with
+        One of ``"auto"``, ``"rdp"``, ``"pld_own"``, ``"pld"``, ``"pure"``,
+        ``"moments"``; an object with
         an ``epsilon(event, delta)`` method is returned unchanged (then
         ``kwargs`` must be empty).
     **kwargs

@@ -422,7 +422,8 @@ def claimed_epsilon(event, delta, accountants=None):
     event : DpEvent
     delta : float
     accountants : sequence of accountant names or instances, optional
-        Default: PLD (value discretisation 1e-3; pessimistic, so a slightly larger claim), RDP, and pure composition.
+        Default: dp-accounting's PLD (value discretisation 1e-3; pessimistic, so a
+        slightly larger claim), fastdp's own PLD, RDP, and pure composition.
 
     Returns
     -------
@@ -448,7 +449,7 @@ def claimed_epsilon(event, delta, accountants=None):
         candidates.append(relabelled)
     if accountants is None:
         accountants = [get_accountant("pld", value_discretization_interval=1e-3),
-                       get_accountant("rdp"), get_accountant("pure")]
+                       get_accountant("pld_own"), get_accountant("rdp"), get_accountant("pure")]
     else:
         accountants = [get_accountant(a) for a in accountants]
     values, errors = [], []

@@ -201,11 +201,13 @@ _SHARED = {}
 
 
 def _accountant(accountant):
-    """Shared default instances (accountants are stateless apart from caches)."""
-    if isinstance(accountant, str) and accountant.lower() == "rdp":
-        if "rdp" not in _SHARED:
-            _SHARED["rdp"] = get_accountant("rdp")
-        return _SHARED["rdp"]
+    """Shared default instances (accountants are stateless apart from caches, which a
+    calibration and the ε check after it share)."""
+    if isinstance(accountant, str) and accountant.lower() in ("rdp", "pld_own", "auto"):
+        key = accountant.lower()
+        if key not in _SHARED:
+            _SHARED[key] = get_accountant(key)
+        return _SHARED[key]
     return get_accountant(accountant)
 
 
@@ -320,6 +322,9 @@ def calibrate(make_event: Callable[[float], DpEvent], target_epsilon, delta,
     if getattr(acc, "name", None) == "pld":
         return _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper,
                               initial_guess)
+    if getattr(acc, "name", None) in ("pld_own", "auto"):
+        return _calibrate_tight(make_event, target, delta, acc, sign, rtol, lower, upper,
+                                initial_guess)
 
     def gap(u: float) -> float:
         """log ε − log target at parameter e^u (> 0: over budget)."""
@@ -499,6 +504,186 @@ def _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper, ini
     v_ok, g_ok = state["ok"]
     bad = param(state["bad"][0]) if state["bad"] is not None else param(v_ok)
     return CalibrationResult(param(v_ok), _eps_of(g_ok, target), bad, state["evaluations"])
+
+
+AUTO_PLD_MAX_EPSILON = 50.0
+"""Above this target ``"auto"`` calibrates with RDP alone (the PLD's grid of losses
+would be huge, and the release is barely private anyway)."""
+OWN_PLD_RTOL = 5e-4
+"""Smallest relative tolerance of a search with fastdp's own PLD accountant (as
+:data:`PLD_RTOL`: finer than the grid's own pessimism, about 5e-4 in ε, buys nothing)."""
+_OWN_PLD_MAX_EVALUATIONS = 40
+
+
+def _calibrate_tight(make_event, target, delta, acc, sign, rtol, lower, upper, initial_guess):
+    """:func:`calibrate` with ``"pld_own"`` or ``"auto"``: RDP places, a coarse PLD brackets,
+    the accountant's own PLD closes.
+
+    * ``"auto"``: the smallest parameter whose *smaller* of the two ε (RDP, own
+      PLD) is at most the target is the smaller of the two accountants' own
+      answers (each ε decreases in the parameter), so both searches run and the
+      smaller parameter is returned; events the PLD refuses are calibrated with
+      RDP alone.
+    * ``"pld_own"``: the RDP root (an upper bound on the same loss, so its
+      parameter is feasible or nearly so) starts a secant search under the
+      same PLD on a 4x coarser grid (fast; its ε is an upper bound too); its
+      root and slope start the final secant search with the accountant
+      itself, whose evaluated feasible end is returned.
+    """
+    from fastdp.privacy.pld_own import OwnPLDAccountant
+
+    if lower is not None:
+        lower = _real("lower", lower, low=0.0, low_open=True)
+    if upper is not None:
+        upper = _real("upper", upper, low=0.0, low_open=True)
+        if lower is not None and lower >= upper:
+            raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
+    guess = _real("initial_guess", initial_guess, low=0.0, low_open=True)
+    pld = acc.pld if acc.name == "auto" else acc
+    rdp_result, rdp_error = None, None
+    try:
+        rdp_result = calibrate(make_event, target, delta, accountant=acc.rdp if acc.name == "auto"
+                               else "rdp", lower=lower, upper=upper,
+                               increasing_privacy=sign > 0,
+                               rtol=rtol, initial_guess=guess)
+        guess = float(rdp_result)
+    except (ValidationError, PrivacyAnalysisError) as exc:
+        rdp_error = exc
+    if acc.name == "auto" and target > AUTO_PLD_MAX_EPSILON and rdp_result is not None:
+        return rdp_result        # (see AUTO_PLD_MAX_EPSILON)
+    if acc.name != "auto" and target > PLD_MAX_EPSILON:
+        raise ValidationError(
+            f"the own PLD accountant calibrates targets up to epsilon = {PLD_MAX_EPSILON:g} "
+            f"(got {target:g}): beyond, its grid of losses is huge and the tightness it buys "
+            "is irrelevant; use accountant='auto' or 'rdp'.")
+    if not isinstance(pld, OwnPLDAccountant) or not pld.supports(make_event(guess)):
+        if acc.name == "auto" and rdp_result is not None:
+            return rdp_result
+        if rdp_error is not None and acc.name == "auto":
+            raise rdp_error
+        pld.epsilon(make_event(guess), delta)   # raises the PLD's refusal by name
+    try:
+        pld_result = _own_pld_search(make_event, target, delta, pld, sign, rtol, lower, upper,
+                                     guess)
+    except (ValidationError, PrivacyAnalysisError):
+        if acc.name == "auto" and rdp_result is not None:
+            return rdp_result
+        raise
+    if acc.name == "auto" and rdp_result is not None:
+        # the smaller parameter in the direction of less noise
+        if sign * math.log(float(rdp_result)) <= sign * math.log(float(pld_result)):
+            return rdp_result
+    return pld_result
+
+
+def _own_pld_search(make_event, target, delta, pld, sign, rtol, lower, upper, guess):
+    """Coarse-then-fine secant search of :func:`_calibrate_tight` under one own-PLD accountant."""
+    log_lo = -math.inf if lower is None else math.log(lower)
+    log_hi = math.inf if upper is None else math.log(upper)
+    v_min, v_max = sorted((sign * log_lo, sign * log_hi))
+    evaluations = [0]
+
+    def param(v):
+        u = sign * v
+        return lower if u == log_lo else upper if u == log_hi else math.exp(u)
+
+    def gap_of(accountant):
+        def G(v):
+            evaluations[0] += 1
+            if evaluations[0] > _OWN_PLD_MAX_EVALUATIONS:
+                raise ValidationError("calibration did not converge; check that epsilon is "
+                                      "monotone in the parameter.")
+            eps = accountant.epsilon(make_event(param(v)), delta)
+            if eps <= 0:
+                return -math.inf
+            return math.log(eps) - math.log(target) if math.isfinite(eps) else math.inf
+        return G
+
+    v0 = min(max(sign * math.log(guess), v_min), v_max)
+    slope = _rdp_slope(make_event, delta, param, v0)
+    coarse = gap_of(pld.coarser(4.0))
+    ok, bad, slope = _secant_close(coarse, v0, slope, math.log1p(2e-2), v_min, v_max)
+    tol = math.log1p(max(rtol, OWN_PLD_RTOL))
+    if ok is not None and math.isfinite(ok[1]):
+        # the fine grid's root, predicted: connect-the-dots errors scale like h², so from
+        # the 4x and 2x coarser grids at the coarse root, ε_1 ≈ ε_2 − (ε_4 − ε_2)/4
+        v0, g4 = ok
+        g2 = gap_of(pld.coarser(2.0))(v0)
+        e4, e2 = math.exp(g4), math.exp(g2) if math.isfinite(g2) else math.exp(g4)
+        e1 = e2 - (e4 - e2) / 4.0
+        predicted = v0 - (math.log(e1) if e1 > 0 else g2) / slope
+        v0 = min(max(predicted - 0.4 * tol, v_min), v_max)
+    ok, bad, _ = _secant_close(gap_of(pld), v0, slope, tol, v_min, v_max)
+    if ok is None:
+        raise ValidationError(
+            f"no parameter within the search range reaches epsilon <= {target} at delta = "
+            f"{delta} under the {pld.name} accountant; the target may be unreachable.")
+    bad_param = param(ok[0]) if bad is None else param(bad[0])
+    return CalibrationResult(param(ok[0]), _eps_of(ok[1], target), bad_param, evaluations[0])
+
+
+def _rdp_slope(make_event, delta, param, v0):
+    """d log ε / dv of the RDP ε at v0 (a guess of the PLD's; −1.5 if RDP cannot say)."""
+    rdp = _accountant("rdp")
+    try:
+        e0 = rdp.epsilon(make_event(param(v0)), delta)
+        e1 = rdp.epsilon(make_event(param(v0 + 0.02)), delta)
+        slope = (math.log(e1) - math.log(e0)) / 0.02
+    except (ValidationError, PrivacyAnalysisError, ValueError, ZeroDivisionError):
+        return -1.5
+    return slope if math.isfinite(slope) and slope < -1e-3 else -1.5
+
+
+def _secant_close(G, v0, slope, tol, v_min, v_max):
+    """Evaluated ends ``ok`` (G ≤ 0) and ``bad`` (G > 0) at most ``tol`` apart around the
+    root of the decreasing G, by secant steps on G that aim ``tol``/2 past the predicted
+    root (so that each step can close the bracket), bisection once bracketed and stalled.
+
+    Returns (ok, bad, slope); ``bad`` is None when every parameter up to the end of the
+    range is feasible, ``ok`` None when none is.
+    """
+    ok = bad = None
+    points = []
+
+    def record(v):
+        nonlocal ok, bad
+        g = G(v)
+        points.append((v, g))
+        if g <= 0 and (ok is None or v < ok[0]):
+            ok = (v, g)
+        if g > 0 and (bad is None or v > bad[0]):
+            bad = (v, g)
+
+    record(v0)
+    for step in range(_MAX_EXPANSIONS):
+        if ok is not None and bad is not None and ok[0] - bad[0] <= tol:
+            break
+        if len(points) >= 2:
+            (va, ga), (vb, gb) = points[-2], points[-1]
+            if math.isfinite(ga) and math.isfinite(gb) and ga != gb and va != vb:
+                secant = (gb - ga) / (vb - va)
+                if secant < 0:
+                    slope = secant
+        v, g = points[-1]
+        if math.isfinite(g):
+            root = v - g / slope
+        else:
+            root = v + (1.0 if g > 0 else -1.0)
+        aim = root + (0.4 * tol if g > 0 else -0.4 * tol)    # across the root from v
+        if ok is not None and bad is not None:
+            # move the end farther from the root estimate to 0.4·tol past it
+            aim = root + (0.4 * tol if ok[0] - root > root - bad[0] else -0.4 * tol)
+            if not bad[0] < aim < ok[0] or step >= 8:
+                aim = 0.5 * (bad[0] + ok[0])
+        elif g > 0:
+            aim = max(aim, v + 0.5 * tol)
+        else:
+            aim = min(aim, v - 0.5 * tol)
+        aim = min(max(aim, v_min), v_max)
+        if aim == v:
+            break     # the end of the range
+        record(aim)
+    return ok, bad, slope
 
 
 def _eps_of(g: float, target: float) -> float:

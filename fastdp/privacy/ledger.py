@@ -2,8 +2,9 @@
 
 :class:`PrivacyLedger` holds one (ε, δ) budget and the events of every release
 charged against it.  The spent ε is the ε of the *composition* of all recorded
-events under one accountant (RDP by default, so several fits compose far more
-tightly than by adding their ε).  A charge that would take the composition
+events under one accountant (by default ``"auto"``: the smaller of fastdp's own
+PLD bound and the RDP bound of the whole composition, both sound; several fits
+compose far more tightly than by adding their ε).  A charge that would take the composition
 over the budget raises :class:`~fastdp.exceptions.BudgetExceededError` before
 anything is recorded; the estimators charge before they release anything, so a
 refused fit has spent nothing.
@@ -133,6 +134,15 @@ __all__ = [
 ]
 
 
+def _default_accountant(path, options):
+    """(name, options) of a ledger opened without an accountant: those an existing
+    file records (options given must then be None), else ``"auto"``."""
+    if path is not None and os.path.exists(os.fspath(path)):
+        budget = _read_state(os.fspath(path), os.path.realpath(os.fspath(path))).budget
+        return budget["accountant"], budget["accountant_options"] if options is None else options
+    return "auto", options
+
+
 class PrivacyLedger:
     """One (ε, δ) privacy budget, charged by any number of fits.
 
@@ -143,7 +153,8 @@ class PrivacyLedger:
     and (:meth:`spent_delta`) the δ that approximate-DP events
     (:class:`~fastdp.privacy.events.ApproxDpEvent`) state themselves, which
     must fit in the budget δ (the accountant gets only the rest as slack).
-    Approximate-DP events need ``accountant="pure"`` or ``"pld"``.
+    Approximate-DP events need ``accountant="auto"``, ``"pld_own"``, ``"pld"`` or
+    ``"pure"``.
 
     Parameters
     ----------
@@ -152,10 +163,15 @@ class PrivacyLedger:
     delta : float
         δ at which the budget is stated, in [0, 1).  δ = 0 needs a pure-DP
         accountant (``accountant="pure"`` with basic composition).
-    accountant : str or accountant, default "rdp"
-        Name for :func:`fastdp.privacy.accountants.get_accountant` (``"rdp"``,
-        ``"pld"``, ``"pure"``, ``"moments"``) or an accountant instance (not
-        allowed with ``path``, since the file must name its accountant).
+    accountant : str or accountant, optional
+        Name for :func:`fastdp.privacy.accountants.get_accountant` (``"auto"``,
+        ``"rdp"``, ``"pld_own"``, ``"pld"``, ``"pure"``, ``"moments"``) or an
+        accountant instance (not allowed with ``path``, since the file must name
+        its accountant).  Default: the accountant an existing ``path`` records,
+        else ``"auto"`` -- the smaller of the own-PLD and RDP bounds of the
+        composition of every recorded event (both are sound upper bounds, so a
+        charge that RDP alone would refuse but the PLD bound allows is allowed;
+        one whose smaller bound exceeds the budget is refused).
     path : str or os.PathLike, optional
         JSON file backing the ledger (see the module docstring: atomic
         replacement, locking, hash chain).  If it exists it is verified and
@@ -188,9 +204,11 @@ class PrivacyLedger:
     >>> ledger.spent(), ledger.remaining()                          # doctest: +SKIP
     """
 
-    def __init__(self, epsilon, delta, accountant="rdp", path=None, *,
+    def __init__(self, epsilon, delta, accountant=None, path=None, *,
                  accountant_options=None, tolerance=1e-12, change_budget=False):
         self._epsilon, self._delta = _check_budget(epsilon, delta)
+        if accountant is None:
+            accountant, accountant_options = _default_accountant(path, accountant_options)
         if accountant_options is not None and not isinstance(accountant_options, dict):
             raise ValidationError("accountant_options must be a dict of keyword arguments")
         options = dict(accountant_options or {})
@@ -499,6 +517,18 @@ class PrivacyLedger:
         """
         return self._epsilon_of((), event)
 
+    def _bound_used(self, entries):
+        """``"; bound: pld_own"`` for an "auto" ledger (which bound gave the spent ε)."""
+        used = getattr(self._accountant, "used", None)
+        events = [part for part in map(ev.guaranteed_part, (e.event for e in entries))
+                  if part is not None]
+        if used is None or not events:
+            return ""
+        try:
+            return f"; bound: {used(ev.ComposedEvent(tuple(events)), self._delta)}"
+        except PrivacyAnalysisError:
+            return ""
+
     def spent(self):
         """ε spent so far: the accountant's ε of all recorded events at the ledger's δ.
 
@@ -519,7 +549,8 @@ class PrivacyLedger:
         entries = self.entries
         spent = self._epsilon_of(entries)
         line = (f"spent epsilon {spent:.6g} of {self._epsilon:g} at delta {self._delta:g} "
-                f"(remaining {max(0.0, self._epsilon - spent):.6g}; {len(entries)} entries)")
+                f"(remaining {max(0.0, self._epsilon - spent):.6g}; {len(entries)} entries"
+                f"{self._bound_used(entries)})")
         missing = sum(1 for e in entries if ev.no_guarantee_events(e.event))
         if missing:
             line += (f"; plus {missing} release(s) with NO GUARANTEE, not in the spent epsilon: "

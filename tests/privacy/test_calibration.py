@@ -228,12 +228,14 @@ def test_every_registered_accountant_plugs_into_the_convenience_api():
     conversion, integer orders)."""
     from fastdp.privacy import ACCOUNTANT_NAMES
 
-    assert set(ACCOUNTANT_NAMES) == {"rdp", "pld", "pure", "moments"}
+    assert set(ACCOUNTANT_NAMES) == {"rdp", "pld", "pld_own", "auto", "pure", "moments"}
     args = (1.0, 0.01, 100, 1e-5)
-    rdp = compute_epsilon(*args)
+    rdp = compute_epsilon(*args, accountant="rdp")
     pld = compute_epsilon(*args, accountant=get_accountant("pld", value_discretization_interval=1e-3))
+    own = compute_epsilon(*args, accountant="pld_own")
     moments = compute_epsilon(*args, accountant="moments")
     assert pld < rdp < moments
+    assert own < rdp and compute_epsilon(*args, accountant="auto") == own
     with pytest.raises(PrivacyAnalysisError):
         compute_epsilon(*args, accountant="pure")     # Gaussian noise has no pure-DP guarantee
 

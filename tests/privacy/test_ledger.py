@@ -490,7 +490,7 @@ def test_approximate_events_charge_their_delta(accountant, options):
 
 
 def test_approximate_events_refused_by_rdp_ledger_and_zero_delta_budget():
-    ledger = PrivacyLedger(3.0, 1e-5)  # RDP
+    ledger = PrivacyLedger(3.0, 1e-5, "rdp")
     with pytest.raises(PrivacyAnalysisError, match="accountant='pure'"):
         ledger.charge(ev.ApproxDpEvent(0.1, 1e-7))
     assert len(ledger) == 0 and ledger.spent_delta() == 0.0
@@ -931,7 +931,7 @@ def test_no_guarantee_events_are_refused_unless_the_caller_opts_in(tmp_path):
     entry = ledger.charge(ev.ComposedEvent((gaussian, no_guarantee)), "mixed",
                           allow_no_guarantee=True)
     # only the part with a guarantee is accounted; the report says the rest is unbounded
-    assert ledger.spent() == pytest.approx(get_accountant("rdp").epsilon(
+    assert ledger.spent() == pytest.approx(ledger.accountant.epsilon(
         ev.SelfComposedEvent(gaussian, 2), 1e-5))
     assert ledger.spent() > alone
     assert ledger.no_guarantee_entries() == (entry,)
