@@ -21,7 +21,7 @@ model saturates:
     L   = 256 (at most n/4; sqrt(n) when n > 65 536)
     E   = clip(round(20 epsilon), 5, 80) epochs          (T = floor(E n / L) steps)
     s   = eta C = min(0.3 epsilon n / T, eta_max) = min(0.3 epsilon L / E, eta_max)
-    eta_max = 2 / smoothness: 8 (logistic, 1/4), 2 (squared, 1); 4 (hinge)
+    eta_max = 8 (logistic: 2 / smoothness 1/4), 1 (squared: 1 / smoothness 1); 4 (hinge)
     C   = 0.3 (logistic, multinomial), 1 (hinge, squared);  eta = s / C
 
 So ``s = 0.3 L / 20 = 3.84`` for 0.25 <= epsilon <= 4, and the epochs grow
@@ -57,12 +57,14 @@ alone on the held-out tasks, so there is one rule for every d (d enters
 only through the small-budget floor's ``min(1, n / d)``).  The hinge
 gradient is 0 or the row, so clipping it is a rescaling of ``eta`` (C = 1
 kept); the squared loss keeps C = 1 (its gradients are not bounded by 1).
-The squared loss's cap was ``1 / beta`` = 1 until issue 17's follow-up; ``2 / beta`` = 2,
-the same rule as the logistic loss's, raised ``DPRidge``'s R^2 on cpusmall (shared
-rows, 3 seeds) from 0.355 / 0.420 / 0.512 / 0.566 / 0.603 to 0.363 / 0.488 / 0.570 /
-0.597 / 0.627 at epsilon = 0.1 / 0.5 / 1 / 2 / 8, and on the held-out cal_housing and
-abalone (same preprocessing) at every epsilon (benchmarks/regression_step_cap.py); the clip C = 1
-bounds every update, so the step at the stability edge cannot diverge.
+The squared loss's cap was ``1 / beta`` = 1 until issue 17's follow-up, then ``2 / beta`` = 2
+(measured on cpusmall with unscaled targets).  Issue 32 puts it back to ``1 / beta``: at
+``eta = 2 / beta`` the top eigendirection of the squared loss does not contract
+(``1 - eta beta = -1``), so the noise added along it accumulates as a random walk instead
+of decaying; with the targets scaled to [-1, 1] (``DPRidge``'s target map) single seeds
+diverged (cal_housing on 1,000 rows, 5 seeds, R^2 median / worst at epsilon = 0.3:
+-0.20 / -3.07 with the cap 2, -0.04 / -0.12 with 1; at epsilon = 1: -0.02 / -0.46 and
+0.11 / 0.08; cpusmall on 1,000 rows at epsilon = 1: 0.22 / 0.19 and 0.32 / 0.23).
 At ``epsilon = inf`` (non-private SGD) C = 1.
 ``alpha`` (the L2 strength) defaults to ``0.1 / n`` (scikit-learn's ``C = 10``):
 on rows of norm <= 1 with the intercept column, ``1 / n`` (``C = 1``)
@@ -266,8 +268,9 @@ __all__ = ["default_alpha", "dpsgd_defaults", "multiclass_noise_factor", "pertur
            "SEQ_LAM_N"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
-#: 2/beta for the squared loss (beta = 1), and 4 for the non-smooth hinge loss.
-MAX_LEARNING_RATE = {"logistic": 8.0, "multinomial": 8.0, "hinge": 4.0, "squared": 2.0}
+#: 1/beta for the squared loss (beta = 1; at 2/beta its noise does not decay), and 4 for
+#: the non-smooth hinge loss.
+MAX_LEARNING_RATE = {"logistic": 8.0, "multinomial": 8.0, "hinge": 4.0, "squared": 1.0}
 
 _BATCH = 256
 _MIN_EPOCHS, _MAX_EPOCHS = 5, 80

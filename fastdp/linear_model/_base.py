@@ -138,6 +138,7 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
         n_samples = X.shape[0]
         y, classes, n_classes, loss = self._targets(y, n_samples)
         delta = self._check_params(n_samples)
+        target_plan = self._target_plan(n_samples, private)  # DPRidge: the targets' map
         name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
         n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
         config, rule = self._solver_config(name, solver, n_samples,
@@ -166,8 +167,9 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
                                      callback=self.callback, lines=True)
             config["callback"] = progress
         accountant = get_accountant(self.accountant)
-        noise, one_event, planned_event = self._plan(solver, n_samples, config, private, delta,
-                                                     accountant, n_fits)
+        noise, one_event, planned_event = self._plan(
+            solver, n_samples, config, private, delta, accountant, n_fits,
+            prefix=getattr(target_plan, "event", None))
         # Reserved before training: a fit over budget raises here and releases nothing.
         reservation = self._reserve(planned_event)
         released_states = []
@@ -180,6 +182,9 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
             # other failure may depend on the private data: the charge stays.
             with settle_reservation(reservation, "fit",
                                     released=lambda: bool(released_states)):
+                target_scale = self._scale_of_targets(target_plan, y)
+                if target_scale is not None:
+                    y = target_scale.apply(y)
                 results = self._run_fits(solver, Xm, y, loss, noise, config, n_fits,
                                          one_event, multinomial)
         finally:
@@ -200,9 +205,21 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
             solver_result=dataclasses.replace(result, alpha=None) if hasattr(
                 result, "alpha") else result,
             charged=reservation is not None, started=started)
+        self._unscale_targets(target_scale)
         if self.verbose:
             print(self._describe())
         return self
+
+    def _target_plan(self, n_samples, private):
+        """The map of the regression targets (None: the targets are used as they are)."""
+        return None
+
+    def _scale_of_targets(self, target_plan, y):
+        """The :class:`~fastdp.linear_model._target_scale.TargetScale` of the fit, or None."""
+        return None
+
+    def _unscale_targets(self, target_scale):
+        """Express the fitted model in the targets' units (regression)."""
 
     def _run_fits(self, solver, Xm, y, loss, noise, config, n_fits, one_event, multinomial):
         """Run the solver once (binary, regression, multinomial) or once per class (OvR)."""
