@@ -52,7 +52,10 @@ scale cannot be estimated to their rank accuracy with the whole budget
 (``constant_only``: the three ``epsilon_i`` below sum to more than epsilon,
 ``n epsilon`` below about 540).  There ``DPRidge`` releases the constant
 predictor ``m`` (``coef_ = 0``), the three steps sharing all of epsilon, and
-warns; no training run spends budget.  Above it the fit trains on the scaled
+warns; no training run spends budget.  With a public ``target_bound`` the same
+rule releases :func:`bounded_mean`, a Laplace mean of the clipped targets
+(a private fit at n epsilon = 200 on scikit-learn's check data scored R^2
+-1.6 to 0.58 over 5 seeds, the mean about 0).  Above it the fit trains on the scaled
 targets, and the model starts at ``m`` (``theta = 0`` predicts ``m``), so a
 noise-dominated run stays near the constant.
 
@@ -75,11 +78,11 @@ import warnings
 import numpy as np
 
 from fastdp.exceptions import ValidationError
-from fastdp.privacy.events import ComposedEvent, ExponentialMechanismEvent
+from fastdp.privacy.events import ComposedEvent, ExponentialMechanismEvent, LaplaceEvent
 
 __all__ = ["MAGNITUDES", "CENTRE_GRID_SIZE", "QUANTILES", "SCALE_FACTOR", "RANK_FRACTIONS", "FAILURE",
            "target_budget", "constant_only", "target_event", "private_target_scale", "public_target_scale", "TargetScale",
-           "warn_if_coarse"]
+           "bounded_mean", "bounded_mean_event", "warn_if_coarse"]
 
 #: exponents k of the public magnitude grid 2^k (bound and scale)
 MAGNITUDES = np.arange(-32, 33)
@@ -215,6 +218,25 @@ def public_target_scale(target_bound):
             f"target_bound must be a pair (low, high) of finite numbers with low < high; got "
             f"{target_bound!r}.")
     return TargetScale(0.5 * (low + high), 0.5 * (high - low), clip=True)
+
+
+def bounded_mean(y, target_scale, epsilon, rng):
+    """The floor's constant under a public bound: a Laplace mean of the clipped targets.
+
+    ``m = c + (sum_i (clip(y_i, low, high) - c) + Lap(S / epsilon)) / n``, clipped to
+    the bound.  Private: the targets; adjacency add/remove with n public (as every
+    fastdp estimator treats it); sensitivity of the sum ``S = (high - low) / 2``;
+    released: m.  Returns ``(m, LaplaceEvent(1 / epsilon))`` (pure epsilon-DP).
+    """
+    c, S = target_scale.centre, target_scale.scale
+    centred = np.clip(np.asarray(y, dtype=np.float64), c - S, c + S) - c
+    noisy = (centred.sum() + rng.laplace(0.0, S / float(epsilon))) / centred.size
+    return float(c + np.clip(noisy, -S, S)), bounded_mean_event(epsilon)
+
+
+def bounded_mean_event(epsilon):
+    """The event of :func:`bounded_mean`: ``LaplaceEvent(1 / epsilon)``."""
+    return LaplaceEvent(1.0 / float(epsilon))
 
 
 def warn_if_coarse(n_samples, epsilon, share=MAX_SHARE, stacklevel=4):
