@@ -27,7 +27,7 @@ _TARGET_DOC = """
         training in ``privacy_event_`` (:mod:`fastdp.linear_model._target_scale`);
         a warning says when n epsilon is too small for that estimate to be
         accurate.  The floor: when n epsilon is too small even for that
-        (below about 540), the fit releases a private constant alone
+        (below about 205), the fit releases a private constant alone
         (``coef_ = 0``, ``solver_ = "constant"``) with all of epsilon, and warns:
         the private median, or with ``target_bound`` a Laplace mean of the
         clipped targets.
@@ -104,7 +104,7 @@ class DPRidge(RegressorMixin, _DPLinearModel):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # scikit-learn's check_regressors_train asks R^2 > 0.5 on 200 rows: a private fit
-        # at epsilon = 1 there falls under the floor rule (n epsilon = 200 < 540) and
+        # at epsilon = 1 there falls under the floor rule (n epsilon = 200 < 205) and
         # releases a constant (R^2 ~ 0); with a public bound the fit itself scored
         # -1.6 to 0.58 over 5 seeds.  Non-private fits keep the check.
         tags.regressor_tags.poor_score = self._private()

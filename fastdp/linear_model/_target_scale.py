@@ -50,7 +50,7 @@ The floor (public: n and epsilon)
 A private model is not worth releasing when even the targets' centre and
 scale cannot be estimated to their rank accuracy with the whole budget
 (``constant_only``: the three ``epsilon_i`` below sum to more than epsilon,
-``n epsilon`` below about 540).  There ``DPRidge`` releases the constant
+``n epsilon`` below about 205).  There ``DPRidge`` releases the constant
 predictor ``m`` (``coef_ = 0``), the three steps sharing all of epsilon, and
 warns; no training run spends budget.  With a public ``target_bound`` the same
 rule releases :func:`bounded_mean`, a Laplace mean of the clipped targets
@@ -63,11 +63,11 @@ Budget rule (public: n and epsilon)
 -----------------------------------
 The exponential mechanism's output has rank error at most
 ``2 ln(G / beta) / epsilon_i`` with probability ``1 - beta`` (G candidates).
-Asking for a rank error of ``tau_i n`` (beta = 0.05, tau = 0.1) gives
+Asking for a rank error of ``tau_i n`` (beta = 0.05, tau = 0.25: the median within the quartiles) gives
 
     epsilon_i = 2 ln(G_i / beta) / (tau_i n)      (G = 65, 4097, 65)
 
-about ``540 / n`` in all; the three take at most half of the fit's epsilon
+about ``205 / n`` in all; the three take at most half of the fit's epsilon
 (scaled down together above that, with a warning: the rank error is then
 larger than ``tau n``).
 """
@@ -93,7 +93,7 @@ QUANTILES = (0.5, 0.5, 0.5)
 #: S is this many times the private MAD cell's upper edge 2^k
 SCALE_FACTOR = 4.0
 #: tau_i: the rank error the budget rule asks of each step, as a fraction of n
-RANK_FRACTIONS = (0.1, 0.1, 0.1)
+RANK_FRACTIONS = (0.25, 0.25, 0.25)
 #: beta: the probability that the rank error exceeds it
 FAILURE = 0.05
 #: the largest share of the fit's epsilon the three statistics may take
@@ -136,7 +136,7 @@ def _wanted_budget(n_samples):
 
 def constant_only(n_samples, epsilon):
     """The floor rule: True when the three steps at their rank accuracy need more than
-    the whole ``epsilon`` (``n epsilon`` below about 540); the fit then releases the
+    the whole ``epsilon`` (``n epsilon`` below about 205); the fit then releases the
     private centre alone (a constant predictor), with all of epsilon spent on it."""
     return sum(_wanted_budget(n_samples)) > float(epsilon)
 

@@ -54,7 +54,7 @@ def test_estimator_resolves_the_rule_and_explicit_settings_win(solver):
 
 
 def test_ridge_takes_the_dual_rule():
-    X, y = _blobs(n=2000)   # n epsilon above DPRidge's floor rule (a constant below ~540)
+    X, y = _blobs(n=2000)   # n epsilon above DPRidge's floor rule (a constant below ~205)
     m = DPRidge(solver="dpscd", epsilon=1.0, random_state=0).fit(X, y - 0.5)
     rule = dual_scd_defaults("dpscd", 2000, 1.0)
     assert m.alpha_ == pytest.approx(rule["alpha"]) and m.clip_ == pytest.approx(rule["clip"])
