@@ -6,10 +6,21 @@ computed before anything runs, and the ledger reservation that charges it.
 computes epsilon itself: the accountant does, from the planned event.
 """
 
-from fastdp.exceptions import ValidationError
+from fastdp.exceptions import PrivacyAnalysisError, ValidationError
 from fastdp.privacy.calibration import calibrate
 from fastdp.privacy.events import ComposedEvent, NonPrivateEvent, SelfComposedEvent
 from fastdp.solvers.registry import EstimatorSolver
+
+
+def _in_adjacency_of(prefix, event):
+    """``prefix`` as an event of ``event``'s adjacency: unchanged when they compose, else
+    ``prefix.to_replace_one()`` (a replace-one training event: fixed-size or shuffled lots;
+    the add/remove sensitivity at most doubles)."""
+    try:
+        ComposedEvent((prefix, event))
+        return prefix
+    except PrivacyAnalysisError:
+        return prefix.to_replace_one()
 
 
 def _overrides_noise_for_budget(solver):
@@ -39,6 +50,8 @@ class _PrivacyPlan:
                 return 0.0, NonPrivateEvent(), NonPrivateEvent()
             return 0.0, NonPrivateEvent(), NonPrivateEvent()
         epsilon = float(self.epsilon)
+        if prefix is not None:   # in the training event's adjacency (replace-one: doubled)
+            prefix = _in_adjacency_of(prefix, solver.event(n_samples, config, 1.0))
         if self.noise_multiplier is not None:
             noise = float(self.noise_multiplier)
         elif prefix is not None:

@@ -184,3 +184,15 @@ def test_raw_targets_at_small_epsilon(cal_housing):
                           DPRidge(target_bound=(-5, 5))])
 def test_default_estimators_pass_the_sklearn_checks(estimator, check):
     check(estimator)
+
+
+def test_replace_one_training_gets_the_doubled_statistics():
+    """seqDP-SCD's fixed-size lots are accounted under replace-one: the statistics join
+    the composition as replace-one events (an exponential mechanism's epsilon doubles)."""
+    X, y = _linear(3000, centre=20.0)
+    m = DPRidge(epsilon=2.0, solver="seq_dpscd", random_state=0).fit(X, y)
+    prefix = m.privacy_event_.events[0]
+    want, _ = ts.target_budget(3000, 2.0)
+    assert [e.epsilon for e in prefix.events] == pytest.approx([2 * e for e in want], rel=1e-14)
+    assert all(e.adjacency.value == "replace_one" for e in prefix.events)
+    assert m.epsilon_ <= 2.0
