@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.validation import _num_features, _num_samples
 
 from fastdp._validation import check_random_state
 from fastdp.exceptions import ValidationError
@@ -17,6 +17,9 @@ from fastdp.linear_model._target_scale import (bounded_mean, bounded_mean_event,
 from fastdp.privacy.accountants import get_accountant
 from fastdp.privacy.ledger_entries import settle_reservation
 
+#: spawn key of the targets' stream (a child no solver spawns: they count from 0)
+TARGET_SPAWN_KEY = 2**31 - 1
+
 _TARGET_DOC = """
     target_bound : tuple (low, high) or None, default=None
         A public range of the targets.  Private fits train on
@@ -26,12 +29,14 @@ _TARGET_DOC = """
         exponential mechanisms) inside the same epsilon, composed with the
         training in ``privacy_event_`` (:mod:`fastdp.linear_model._target_scale`);
         a warning says when n epsilon is too small for that estimate to be
-        accurate.  The floor: when n epsilon is too small even for that
-        (below about 205), the fit releases a private constant alone
+        accurate.  The floor (``solver="auto"``): when n epsilon is too small even
+        for that (below about 205) or below 40 d, the fit releases a private constant alone
         (``coef_ = 0``, ``solver_ = "constant"``) with all of epsilon, and warns:
         the private median, or with ``target_bound`` a Laplace mean of the
         clipped targets.
-        Not used at ``epsilon=np.inf`` or with ``noise_multiplier``.
+        Not used at ``epsilon=np.inf``, with ``noise_multiplier``, with the
+        data-parallel ``engine`` or its block-keyed sampler (their targets are used
+        as given).
 """
 
 _TARGET_ATTRIBUTES_DOC = """
@@ -91,15 +96,19 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         return super().fit(X, y)
 
     def _floor_applies(self, X):
-        """The floor rule (public: n, epsilon; ``fastdp.linear_model._target_scale``)."""
-        if self.noise_multiplier is not None or self.engine is not None or not self._private():
+        """The floor rule (public: n, d, epsilon; ``fastdp.linear_model._target_scale``), for
+        the default solver (``solver="auto"``): a solver named by the user is run."""
+        if (self.noise_multiplier is not None or self.engine is not None or not self._private()
+                or not (isinstance(self.solver, str) and self.solver == "auto")):
             return False
         try:
             n_samples = _num_samples(X)
+            n_features = _num_features(X) + int(bool(self.fit_intercept))
             epsilon = float(self.epsilon)
         except (TypeError, ValueError):
             return False   # fit's own checks raise the clear error
-        return n_samples >= 1 and 0.0 < epsilon < np.inf and constant_only(n_samples, epsilon)
+        return (n_samples >= 1 and 0.0 < epsilon < np.inf
+                and constant_only(n_samples, epsilon, n_features))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -119,6 +128,14 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         n_samples = X.shape[0]
         y, _, _, _ = self._targets(y, n_samples)
         delta = self._check_params(n_samples)
+        # the default solver's settings are checked as a fit would check them: bad public
+        # parameters raise here, before any budget is reserved
+        name, solver, _ = self._resolve_solver(True, False)
+        width = X.shape[1] + int(row_map.fit_intercept)
+        config, rule = self._solver_config(name, solver, n_samples, width, True)
+        config["n_features"], config["loss"] = width, self._loss
+        self._settle_clip(config, rule, solver, n_samples, self._loss)
+        solver.check_params(n_samples, config, private=True)
         epsilon = float(self.epsilon)
         accountant = get_accountant(self.accountant)
         if self.target_bound is not None:
@@ -168,12 +185,20 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         return self
 
     def _target_rng(self):
-        """A stream for the targets' statistics, independent of the solver's."""
+        """A stream for the targets' statistics, independent of the solver's.
+
+        The child of the fit's seed sequence with the spawn key ``TARGET_SPAWN_KEY``:
+        the solvers spawn children 0, 1, ... of the same sequence, never this one, and
+        the parent's spawn counter is not touched, so the solver keeps its bits (an int
+        seed and ``default_rng`` of it give the same fit).
+        """
         rng = check_random_state(self.random_state)
-        try:   # an independent child stream: the solver's stream keeps its bits
-            return rng.spawn(1)[0]
-        except (TypeError, ValueError, AttributeError):
+        seq = getattr(rng.bit_generator, "seed_seq", None)
+        if not isinstance(seq, np.random.SeedSequence):
             return np.random.default_rng(rng.integers(2**63))
+        child = np.random.SeedSequence(seq.entropy, spawn_key=seq.spawn_key + (TARGET_SPAWN_KEY,),
+                                       pool_size=seq.pool_size)
+        return np.random.default_rng(child)
 
     def _target_plan(self, n_samples, private):
         """A public bound's map, the event of the private estimate, or None (not private).
@@ -182,6 +207,11 @@ class DPRidge(RegressorMixin, _DPLinearModel):
         """
         if self.target_bound is not None:
             scale = public_target_scale(self.target_bound)
+        if getattr(self.sampler, "keyed", False):
+            # block-keyed lots: the data-parallel engine's one-machine twin; the engine
+            # (fastdp.distributed) trains on the targets as given, and so does its twin
+            return None
+        if self.target_bound is not None:
             return scale if private else None
         if not private or self.noise_multiplier is not None:
             return None
