@@ -30,7 +30,7 @@ _TARGET_DOC = """
         training in ``privacy_event_`` (:mod:`fastdp.linear_model._target_scale`);
         a warning says when n epsilon is too small for that estimate to be
         accurate.  The floor (``solver="auto"``): when n epsilon is too small even
-        for that (below about 205) or below 40 d, the fit releases a private constant alone
+        for that (below about 205) or below 20 d, the fit releases a private constant alone
         (``coef_ = 0``, ``solver_ = "constant"``) with all of epsilon, and warns:
         the private median, or with ``target_bound`` a Laplace mean of the
         clipped targets.

@@ -50,8 +50,8 @@ def test_floor_rule_threshold():
     assert threshold == pytest.approx(205.23, abs=0.01)
     for n, eps in [(1000, 0.2), (1000, 0.21), (100, 2.0), (100, 2.1), (20000, 0.01)]:
         assert ts.constant_only(n, eps) == (n * eps < threshold), (n, eps)
-    # and below n epsilon = 40 d (d with the intercept column)
-    assert ts.constant_only(1000, 1.0, 26) and not ts.constant_only(1000, 1.0, 25)
+    # and below n epsilon = 20 d (d with the intercept column)
+    assert ts.constant_only(1000, 1.0, 51) and not ts.constant_only(1000, 1.0, 50)
 
 
 def test_exponential_mechanism_law():
