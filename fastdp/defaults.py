@@ -21,7 +21,7 @@ model saturates:
     L   = 256 (at most n/4; sqrt(n) when n > 65 536)
     E   = clip(round(20 epsilon), 5, 80) epochs          (T = floor(E n / L) steps)
     s   = eta C = min(0.3 epsilon n / T, eta_max) = min(0.3 epsilon L / E, eta_max)
-    eta_max = 2 / smoothness: 8 (logistic, 1/4), 2 (squared, 1); 4 (hinge)
+    eta_max = 8 (logistic: 2 / smoothness 1/4), 1 (squared: 1 / smoothness 1); 4 (hinge)
     C   = 0.3 (logistic, multinomial), 1 (hinge, squared);  eta = s / C
 
 So ``s = 0.3 L / 20 = 3.84`` for 0.25 <= epsilon <= 4, and the epochs grow
@@ -60,12 +60,14 @@ alone on the held-out tasks, so there is one rule for every d (d enters
 only through the small-budget floor's ``min(1, n / d)``).  The hinge
 gradient is 0 or the row, so clipping it is a rescaling of ``eta`` (C = 1
 kept); the squared loss keeps C = 1 (its gradients are not bounded by 1).
-The squared loss's cap was ``1 / beta`` = 1 until issue 17's follow-up; ``2 / beta`` = 2,
-the same rule as the logistic loss's, raised ``DPRidge``'s R^2 on cpusmall (shared
-rows, 3 seeds) from 0.355 / 0.420 / 0.512 / 0.566 / 0.603 to 0.363 / 0.488 / 0.570 /
-0.597 / 0.627 at epsilon = 0.1 / 0.5 / 1 / 2 / 8, and on the held-out cal_housing and
-abalone (same preprocessing) at every epsilon (benchmarks/regression_step_cap.py); the clip C = 1
-bounds every update, so the step at the stability edge cannot diverge.
+The squared loss's cap was ``1 / beta`` = 1 until issue 17's follow-up, then ``2 / beta`` = 2
+(measured on cpusmall with unscaled targets).  Issue 32 puts it back to ``1 / beta``: at
+``eta = 2 / beta`` the top eigendirection of the squared loss does not contract
+(``1 - eta beta = -1``), so the noise added along it accumulates as a random walk instead
+of decaying; with the targets scaled to [-1, 1] (``DPRidge``'s target map) single seeds
+diverged (cal_housing on 1,000 rows, 5 seeds, R^2 median / worst at epsilon = 0.3:
+-0.20 / -3.07 with the cap 2, -0.04 / -0.12 with 1; at epsilon = 1: -0.02 / -0.46 and
+0.11 / 0.08; cpusmall on 1,000 rows at epsilon = 1: 0.22 / 0.19 and 0.32 / 0.23).
 At ``epsilon = inf`` (non-private SGD) C = 1.
 ``alpha`` (the L2 strength) defaults to ``0.1 / n`` (scikit-learn's ``C = 10``):
 on rows of norm <= 1 with the intercept column, ``1 / n`` (``C = 1``)
@@ -209,6 +211,50 @@ output perturbation saturating at about 1e-3:
 
 (a9a at epsilon = 1: output 82.9 % with 1e-3 against 67.1 % with the old 1e-4).
 
+The DP-SCD rules (``solver="dpscd"`` and ``"seq_dpscd"``)
+---------------------------------------------------------
+Dual coordinate descent moves each dual variable ``alpha_j`` by at most the
+clip C per visit, and an example is visited about E times in E epochs.  The
+dual optimum of the logistic and hinge losses lies in the box
+``alpha_j y_j in [0, 1]`` (the squared loss: ``alpha_j`` = the residual, in
+[-2, 2] for targets scaled to [-1, 1]), so a run can reach it from 0 only if
+
+    E C >= 1                                          (reach)
+
+With the subproblem constant sigma' = L and unit rows, an unclipped dual step
+is ``kappa / (1 + kappa)`` times the residual, ``kappa = lam n / L``, and the
+old default clip ``C = lam n / L`` is that size.  The old defaults
+(``lam = 0.1 / n``, L = 1000, E = 10) gave ``E C = 1e-3``: every alpha_j
+stayed near 0, ``theta = v / (lam n)`` was the sum ``sum_j alpha_j x_j`` of
+nearly equal dual variables, which points towards the majority class
+(phishing, a9a: the majority class even at epsilon = inf).  The dual rule
+takes the DP-SGD rule's lot and epochs and the least lam that reaches:
+
+    L = the DP-SGD lot,  E = clip(round(20 epsilon), 5, 80)
+    lam = L / (E n)   (kappa = 1 / E),   C = lam n / L = 1 / E
+
+The noise on theta does not depend on lam: one step adds ``sigma C`` to v, so
+``sigma C / (lam n) = sigma / L`` to theta, as DP-SGD with step 1 and lot L.
+kappa E in {0.5, 1, 2} and C in {kappa, 0.3 kappa} were compared on phishing,
+a9a, mushrooms, german.numer and heart (epsilon 0.1, 1, 8): kappa E = 1 and
+C = kappa were within 1.3 points of the best cell everywhere except heart at
+epsilon = 1 (3.6 points); the constant 1 is the reach bound, not a fit.
+
+seqDP-SCD's updates of a batch are sequential, so its sensitivity is
+``2 C sqrt(L (L + 1))`` (about 2 C L) against a signal of at most L C per
+step: the noise-to-signal ratio of a step does not fall with L, while the
+sampling rate L/n raises sigma.  Its rule takes L = 1, the epochs above,
+``C = 1 / E`` (reach) and
+
+    lam n = clip(SEQ_LAM_N epsilon^(-3/2), 1, n),   SEQ_LAM_N = 1000
+
+with sigma' = 1 an unclipped step is ``lam n / (1 + lam n)`` of the
+residual, and a larger ``lam n`` makes the dual optimum ``v* = lam n theta*``
+larger against a noise on v that does not depend on lam, at the price of the
+regularisation bias: the best ``lam n`` fell from >= 1000 at epsilon = 1 to
+about 30 at epsilon = 8 on phishing, mushrooms and a9a (measured, see
+docs/defaults.md; the constant and exponent were chosen on those three sets).
+
 Everything here is a pure function: no data, no randomness.
 """
 
@@ -219,11 +265,13 @@ __all__ = ["default_alpha", "dpsgd_defaults", "multiclass_noise_factor", "multic
            "perturbation_alpha",
            "solver_defaults", "line_search_options", "logistic_smoothness",
            "full_batch_noise_index", "NOISE_INDEX_THRESHOLD", "NOISY_FULL_BATCH_DEFAULTS",
-           "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS"]
+           "MAX_LEARNING_RATE", "CLIP", "SOLVER_DEFAULTS", "dual_scd_defaults", "default_epochs",
+           "SEQ_LAM_N"]
 
 #: eta_max per loss: 2/beta for the logistic loss (beta = 1/4 on rows of norm <= 1),
-#: 2/beta for the squared loss (beta = 1), and 4 for the non-smooth hinge loss.
-MAX_LEARNING_RATE = {"logistic": 8.0, "multinomial": 8.0, "hinge": 4.0, "squared": 2.0}
+#: 1/beta for the squared loss (beta = 1; at 2/beta its noise does not decay), and 4 for
+#: the non-smooth hinge loss.
+MAX_LEARNING_RATE = {"logistic": 8.0, "multinomial": 8.0, "hinge": 4.0, "squared": 1.0}
 
 _BATCH = 256
 _MIN_EPOCHS, _MAX_EPOCHS = 5, 80
@@ -240,6 +288,52 @@ CLIP = {"logistic": 0.3, "multinomial": 0.3}
 def default_alpha(n_samples):
     """``0.1 / n``: scikit-learn's ``C = 10`` in fastdp's 1/n-averaged objective."""
     return 0.1 / float(n_samples)
+
+
+def default_epochs(epsilon):
+    """``clip(round(20 epsilon), 5, 80)`` epochs (80 at ``epsilon = inf``): the DP-SGD rule's."""
+    eps = float(epsilon)
+    if not math.isfinite(eps):
+        return float(_MAX_EPOCHS)
+    return float(min(_MAX_EPOCHS, max(_MIN_EPOCHS, round(20.0 * eps))))
+
+
+#: lam n of the seqDP-SCD rule at epsilon = 1 (see "The DP-SCD rules" in the module docstring)
+SEQ_LAM_N = 1000.0
+
+
+def dual_scd_defaults(solver, n_samples, epsilon, batch_size=None, epochs=None):
+    """The DP-SCD rule: lot, epochs, L2 strength and clip of ``"dpscd"`` / ``"seq_dpscd"``.
+
+    Parameters
+    ----------
+    solver : {"dpscd", "seq_dpscd"}
+    n_samples : int
+        n (public).
+    epsilon : float
+        The target epsilon (``inf``: the rule's epsilon -> inf limit).
+    batch_size, epochs : optional
+        The user's L and E when set (the rule's lam and C then follow them).
+
+    Returns
+    -------
+    dict
+        ``batch_size``, ``epochs``, ``alpha`` (lam) and ``clip``.  Dual DP-SCD:
+        ``lam = L / (E n)`` and ``C = lam n / L = 1 / E``; seqDP-SCD: L = 1,
+        ``lam n = clip(SEQ_LAM_N epsilon^(-3/2), 1, n)``, ``C = 1 / E``.  See the module docstring.
+    """
+    n = int(n_samples)
+    if solver == "seq_dpscd":
+        L = 1 if batch_size is None else int(batch_size)
+    else:
+        L = default_batch_size(n) if batch_size is None else int(batch_size)
+    E = default_epochs(epsilon) if epochs is None else float(epochs)
+    if solver == "seq_dpscd":
+        eps = float(epsilon)
+        lam_n = SEQ_LAM_N * eps ** -1.5 if math.isfinite(eps) else 1.0
+        lam_n = min(max(lam_n, 1.0), float(n))
+        return {"batch_size": L, "epochs": E, "alpha": lam_n / n, "clip": 1.0 / E}
+    return {"batch_size": L, "epochs": E, "alpha": L / (E * n), "clip": 1.0 / E}
 
 
 def default_batch_size(n_samples):

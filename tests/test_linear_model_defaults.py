@@ -254,7 +254,7 @@ def test_dpsgd_rule_values():
     hinge = dpsgd_defaults(10_000, 1.0, "hinge")
     assert hinge["clip"] == 1.0 and hinge["learning_rate"] == 0.3 * 256 / 20
     assert dpsgd_defaults(10_000, 100.0, "squared") == {
-        "batch_size": 256, "epochs": 80.0, "learning_rate": 2.0, "clip": 1.0}   # 2/beta
+        "batch_size": 256, "epochs": 80.0, "learning_rate": 1.0, "clip": 1.0}   # 1/beta
     # epsilon = inf (non-private SGD): no clipping bias, the capped step
     assert dpsgd_defaults(10_000, math.inf, "logistic")["clip"] == 1.0
     assert dpsgd_defaults(100, 1.0, "hinge")["batch_size"] == 25

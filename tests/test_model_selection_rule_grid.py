@@ -39,9 +39,9 @@ def test_rule_grid_is_the_rule_its_step_times_3_and_over_3_and_larger_lots():
     X, y = _data()
     est = DPLogisticRegression(epsilon=0.5, random_state=0).fit(X, y)
     assert est.learning_rate_ == pytest.approx(12.5, rel=1e-12) and est.clip_ == 0.3
-    # squared loss: C = 1, s capped at eta_max = 2/beta = 2 (was 1/beta = 1 until issue 17)
+    # squared loss: C = 1, s capped at eta_max = 1/beta = 1
     ridge = rule_grid(DPRidge(), 1000, 5, 8.0)
-    assert ridge[1]["solver_options"]["learning_rate"] == pytest.approx(6.0)
+    assert ridge[1]["solver_options"]["learning_rate"] == pytest.approx(3.0)
 
 
 def test_default_search_runs_around_the_rule_with_two_expected_candidates():

@@ -159,6 +159,7 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
         # public arithmetic only (no budget reserved yet): an overflow is a bad setting
         with _public_arithmetic():
             delta = self._check_params(n_samples)
+            target_plan = self._target_plan(n_samples, private)  # DPRidge: the targets' map
             name, solver, multinomial = self._resolve_solver(private, n_classes > 2)
             n_fits = 1 if (n_classes <= 2 or multinomial) else n_classes
             config, rule = self._solver_config(name, solver, n_samples,
@@ -187,8 +188,9 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
                                          callback=self.callback, lines=True)
                 config["callback"] = progress
             accountant = get_accountant(self.accountant)
-            noise, one_event, planned_event = self._plan(solver, n_samples, config, private, delta,
-                                                         accountant, n_fits)
+            noise, one_event, planned_event = self._plan(
+                solver, n_samples, config, private, delta, accountant, n_fits,
+                prefix=getattr(target_plan, "event", None))
             _check_noise_scale(noise, config, int(Xm.shape[1]))
             released_states = []
             if config.get("callback") is not None:
@@ -207,6 +209,9 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
             # other failure may depend on the private data: the charge stays.
             with settle_reservation(reservation, "fit",
                                     released=lambda: bool(released_states)):
+                target_scale = self._scale_of_targets(target_plan, y)
+                if target_scale is not None:
+                    y = target_scale.apply(y)
                 results = self._run_fits(solver, Xm, y, loss, settings, n_fits, one_event)
         finally:
             if progress is not None:
@@ -226,9 +231,21 @@ class _DPLinearModel(_ParameterChecks, _RowsAndTargets, _SolverChoice, _PrivacyP
             solver_result=dataclasses.replace(result, alpha=None) if hasattr(
                 result, "alpha") else result,
             charged=reservation is not None, started=started)
+        self._unscale_targets(target_scale)
         if self.verbose:
             print(self._describe())
         return self
+
+    def _target_plan(self, n_samples, private):
+        """The map of the regression targets (None: the targets are used as they are)."""
+        return None
+
+    def _scale_of_targets(self, target_plan, y):
+        """The :class:`~fastdp.linear_model._target_scale.TargetScale` of the fit, or None."""
+        return None
+
+    def _unscale_targets(self, target_scale):
+        """Express the fitted model in the targets' units (regression)."""
 
     def _run_fits(self, solver, Xm, y, loss, settings, n_fits, one_event):
         """Run the solver once (binary, regression, multinomial) or once per class (OvR)."""

@@ -8,8 +8,8 @@ concrete from public quantities only).
 import math
 
 from fastdp._validation import check_batch_size
-from fastdp.defaults import (default_alpha, dpsgd_defaults, line_search_options,
-                             perturbation_alpha, solver_defaults)
+from fastdp.defaults import (default_alpha, dpsgd_defaults, dual_scd_defaults,
+                             line_search_options, perturbation_alpha, solver_defaults)
 from fastdp.exceptions import ValidationError
 from fastdp.linear_model._params import default_delta
 from fastdp.privacy.zcdp import bun_steinke_rho
@@ -69,10 +69,25 @@ class _SolverChoice:
         epsilon = self.epsilon if private else math.inf
         rho = bun_steinke_rho(epsilon, delta) if math.isfinite(epsilon) else None
         family = solver_defaults(name, self._loss, epsilon, n_samples, n_features, rho)
+        if name in ("dpscd", "seq_dpscd"):
+            # the DP-SCD rule (fastdp.defaults.dual_scd_defaults): lam and C follow the
+            # user's L and E when set
+            scd = dual_scd_defaults(
+                name, n_samples, epsilon,
+                None if self.batch_size is None else check_batch_size(self.batch_size, n_samples),
+                None if isinstance(self.epochs, str) else self.epochs)
+            rule_alpha = scd["alpha"]
+            family = {"epochs": scd["epochs"], "batch_size": scd["batch_size"]}
+            if name == "seq_dpscd":
+                family["clip"] = scd["clip"]   # dual DP-SCD: C = lam n / L (default_clip)
+        else:
+            rule_alpha = None
         if self.batch_size is not None:
             batch_size = check_batch_size(self.batch_size, n_samples)
         elif rule is not None:
             batch_size = rule["batch_size"]
+        elif "batch_size" in family:
+            batch_size = family["batch_size"]
         else:
             batch_size = min(_DEFAULT_BATCH_SIZE, n_samples)
         if isinstance(self.epochs, str):
@@ -81,6 +96,8 @@ class _SolverChoice:
             epochs = self.epochs
         if not isinstance(self.alpha, str):
             alpha = float(self.alpha)
+        elif rule_alpha is not None:
+            alpha = rule_alpha
         elif name in ("output", "objective"):
             alpha = perturbation_alpha(n_samples, n_features, self.epsilon if private
                                        else math.inf, name)
