@@ -11,7 +11,7 @@ Subcommands::
     fastdp privacy calibrate --epsilon E          (--sample-rate Q --steps T | --n N --batch-size L --epochs E) --delta D [--sampler poisson]
     fastdp ledger show FILE
     fastdp ledger upgrade FILE
-    fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR] [--resume] [--budget-min M] [-- ...]
+    fastdp reproduce {seed000,...,seed004,all} [--quick] [--out DIR (default ./fastdp-reproductions)] [--resume] [--budget-min M] [-- ...]
     fastdp demo [--quick]
 
 ``DATA`` is a LIBSVM/svmlight file (plain, .gz, .bz2 or .xz), a binary
@@ -21,16 +21,19 @@ real datasets of :mod:`fastdp.datasets` (e.g. ``dataset:phishing``,
 ``dataset:a9a:test``).  Loading and converting show a progress bar on a
 terminal.
 
-User mistakes (a missing file, a malformed LIBSVM line, ε <= 0, an unknown
-solver, a budget that would be exceeded, ...) print one line
-``fastdp: error: ...`` on stderr and exit with status 1 (2 for command-line
-syntax errors); ``--debug`` shows the traceback instead.
+User mistakes print one line ``fastdp: error: ...`` on stderr: status 2 for a
+wrong command line (syntax, a number that is not one, ε <= 0, flags that do
+not go together), status 1 for a wrong input (a missing or malformed file,
+data that does not fit the model, a path that cannot be written, a budget
+that would be exceeded); warnings are one line ``fastdp: warning: ...``.
+``--debug`` shows the traceback instead (docs/cli.md).
 
 Privacy: ``train`` releases the model (and prints its privacy report); the
 training utility it prints reads the training data and is a non-private
 diagnostic, as is everything ``evaluate`` prints about a dataset you pass.
 The ledger (``--ledger``) is charged before training, so a refused fit
-releases nothing.
+releases nothing; ``train`` reads and checks all its inputs (the ``--test``
+file, the labels, the output paths) before that charge.
 """
 
 from fastdp.cli.commands import REPRODUCTIONS
