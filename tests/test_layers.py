@@ -35,6 +35,7 @@ LAYERS = {   # module-name prefix -> layer (higher imports lower)
     "fastdp.distributed.data_parallel.cli": 5,   # the CLI's --ray route (imported by fastdp.cli)
     "fastdp.linear_model": 5, "fastdp.model_selection": 5, "fastdp.cli": 5,
     "fastdp.plotting": 5, "fastdp.persistence": 5, "fastdp._pipeline_persistence": 5,
+    "fastdp._model_files": 5, "fastdp._pipeline_members": 5,
     "fastdp.demo": 5,
     "fastdp.experiments": 5, "fastdp.__main__": 5,
 }
