@@ -77,7 +77,7 @@ By default the grid step h is chosen per event from the variance of the
 composed privacy loss: connect-the-dots adds at most h²/4 of variance and
 h²/8 of mean per step, so h = 0.05·sqrt(V / N) (V the variance of the
 composed loss, N the number of discretised steps) keeps both below 1e-3 of
-the loss's spread, bounded to [1e-6, 1e-2] and to a grid of at most
+the loss's spread, bounded to [1e-6, 2e-3] and to a grid of at most
 :data:`MAX_GRID` points (coarser grids are still upper bounds).  Give
 ``value_discretization_interval`` to fix h.
 """
@@ -102,7 +102,7 @@ __all__ = ["OwnPLDAccountant", "DiscretePld", "gaussian_delta", "gaussian_epsilo
 MAX_GRID = 1 << 22          # most points of one discretised distribution
 _TAIL_TOTAL = 1e-14         # total mass the tail cuts may move to +∞ (charged to δ)
 _H_FACTOR = 0.1             # h = _H_FACTOR · sqrt(V / N)
-_H_MIN, _H_MAX = 1e-6, 1e-2
+_H_MIN, _H_MAX = 1e-6, 2e-3
 _CACHE = 16
 
 

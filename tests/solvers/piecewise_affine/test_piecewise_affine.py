@@ -947,7 +947,7 @@ def test_independence_sampler_event_carries_its_delta_into_a_ledger():
         assert ledger.spent() <= res.epsilon + 1e-3
     assert PrivacyLedger(2.0, 1e-6, "pure").check(res.event) == res.epsilon
     with pytest.raises(PrivacyAnalysisError, match="accountant='pure'"):
-        PrivacyLedger(2.0, 1e-6).charge(res.event)  # RDP has no curve for (eps, delta)
+        PrivacyLedger(2.0, 1e-6, "rdp").charge(res.event)  # RDP has no curve for (eps, delta)
     single = pa.exponential_mechanism(prob, 0.5, sampler="independence", random_state=1)
     assert isinstance(single.event, ApproxDpEvent) and single.event.delta == single.delta
     # the exact samplers keep their pure event
