@@ -59,8 +59,8 @@ the intercept column; the noise of a private linear model grows as
 ``d / (n epsilon)``: with DP-SGD on the scaled targets, median of 3 seeds, pyrim
 at n epsilon / d = 5.9 and 15.7 scored R^2 -1.2 and -1.3, abalone at 28.5 0.21,
 cpusmall on 189 rows at 43.6 0.66, bodyfat at 100 0.70; every threshold in
-(15.7, 28.5) separates them, and 20 still does with any one set left out).  There ``DPRidge`` releases the constant
-predictor ``m`` (``coef_ = 0``), the three steps sharing all of epsilon, and
+(15.7, 28.5) separates them, and 20 still does with any one set left out).
+There ``DPRidge`` releases the constant predictor ``m`` (``coef_ = 0``), the three steps sharing all of epsilon, and
 warns; no training run spends budget.  With a public ``target_bound`` the same
 rule releases :func:`bounded_mean`, a Laplace mean of the clipped targets
 (a private fit at n epsilon = 200 on scikit-learn's check data scored R^2
@@ -72,7 +72,8 @@ Budget rule (public: n and epsilon)
 -----------------------------------
 The exponential mechanism's output has rank error at most
 ``2 ln(G / beta) / epsilon_i`` with probability ``1 - beta`` (G candidates).
-Asking for a rank error of ``tau_i n`` (beta = 0.05, tau = 0.25: the median within the quartiles) gives
+Asking for a rank error of ``tau_i n`` (beta = 0.05, tau = 0.25: the median within
+the quartiles) gives
 
     epsilon_i = 2 ln(G_i / beta) / (tau_i n)      (G = 65, 4097, 65)
 

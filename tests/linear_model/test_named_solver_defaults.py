@@ -79,3 +79,20 @@ def test_named_scd_solvers_beat_the_majority_class(phishing, solver, margin):
     m = DPLogisticRegression(solver=solver, epsilon=1.0, random_state=0).fit(Xtr, ytr)
     assert m.epsilon_ <= 1.0
     assert m.score(Xte, yte) > majority + margin
+
+
+_NAMED = ["dpsgd", "dpscd", "seq_dpscd", "output", "objective", "dp_gd_laplace", "dp_heavy_ball",
+          "dp_nesterov", "dp_masg", "dp_blsgd", "dp_blsgd_adaptive", "dp_blsgd_ac", "dp_blgd",
+          "dpagd"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", _NAMED)
+def test_every_named_solver_beats_the_majority_class_on_phishing(phishing, solver):
+    """docs/defaults.md, "Every named solver under its defaults": at epsilon = 1 every named
+    solver's defaults score 0.64 to 0.93 on phishing (majority 0.548)."""
+    Xtr, Xte, ytr, yte = phishing
+    majority = max(np.mean(yte == c) for c in np.unique(ytr))
+    m = DPLogisticRegression(solver=solver, epsilon=1.0, random_state=0).fit(Xtr, ytr)
+    assert m.epsilon_ <= 1.0
+    assert m.score(Xte, yte) > majority + 0.05
