@@ -153,7 +153,7 @@ class DPRidge(RegressorMixin, _DPLinearModel):
             budget *= 0.99
         else:
             raise ValidationError(f"could not fit a private constant within epsilon = {epsilon}.")
-        reservation = self._reserve(event)
+        reservation = self._reserve(event, delta, accountant)
         with settle_reservation(reservation, "fit", released=lambda: False):
             if self.target_bound is not None:
                 constant, released = bounded_mean(y, scale, budget, self._target_rng())
