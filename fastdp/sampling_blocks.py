@@ -14,7 +14,7 @@ same members without talking to anyone: the lots do not depend on how the
 rows are split into shards.
 
 Cost of a lot restricted to ``[start, stop)``: ``O(q (stop - start) + log n)``
-(about 1 ms of CPU for ``n = 10**8, q = 10**-4`` on one core,
+(about 1.3 ms of CPU for ``n = 10**8, q = 10**-4`` on one shared core,
 ``benchmarks/bench_keyed_sampling.py``), whatever the shard layout; rows
 with no member are never touched.
 

@@ -57,7 +57,7 @@ def test_row_ranges_equal_the_whole_file_rows(fdp):
         open_binary_rows(fdp, 10, N + 1)
 
 
-@pytest.mark.parametrize("n_shards,n_workers,dtype", [(1, 1, np.float64), (4, 2, np.float64),
+@pytest.mark.parametrize("n_shards,n_workers,dtype", [(None, 1, np.float64), (4, 2, np.float64),
                                                       (4, 3, np.float32)])
 def test_binary_source_equals_array_source_bit_for_bit(fdp, shard_svm_file, tmp_path, n_shards,
                                                        n_workers, dtype):
@@ -71,7 +71,7 @@ def test_binary_source_equals_array_source_bit_for_bit(fdp, shard_svm_file, tmp_
     assert np.array_equal(fit.coef_, ref.coef_)
     assert np.array_equal(fit.intercept_, ref.intercept_)
     assert fit.epsilon_ == ref.epsilon_ and fit.privacy_event_ == ref.privacy_event_
-    if n_shards == 1:     # and with one shard, the single-machine fit on the same matrix
+    if n_shards is None:  # and with the default shards, the single-machine fit on the same matrix
         assert np.array_equal(fit.coef_, estimator().fit(X, y).coef_)
 
 

@@ -160,7 +160,7 @@ def test_ray_workers_give_identical_bits(ray_cluster, shard_data, single, n_work
 def test_ray_libsvm_shards_equal_single_machine(ray_cluster, shard_data, shard_svm_file, single,
                                                 tmp_path):
     ledger = PrivacyLedger(epsilon=5.0, delta=1e-5)
-    source = libsvm_source(shard_svm_file, n_shards=1, block_size=BLOCK)
+    source = libsvm_source(shard_svm_file, block_size=BLOCK)      # the default shards
     fit = fit_distributed(source, estimator(ledger=ledger), engine=RayWorkers(n_workers=1))
     X, y = load_libsvm(str(shard_svm_file))
     reference = estimator().fit(X, y)

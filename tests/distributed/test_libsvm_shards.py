@@ -157,6 +157,6 @@ def test_ray_libsvm_byte_range_shards_same_bits(ray_cluster, shard_svm_file, ref
     np.testing.assert_allclose(four.coef_, reference.coef_, rtol=0,
                                atol=1e-12 * np.abs(reference.coef_).max())
     if n_workers == 1:
-        one = fit_distributed(libsvm_source(shard_svm_file, n_shards=1, block_size=BLOCK,
+        one = fit_distributed(libsvm_source(shard_svm_file, block_size=BLOCK,   # default shards
                                             engine=engine), estimator(), engine=engine)
         assert np.array_equal(one.coef_, reference.coef_)
