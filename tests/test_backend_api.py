@@ -327,3 +327,21 @@ def test_every_documented_function_is_tested_here():
     source = Path(__file__).read_text()
     missing = sorted(name for name in documented if name.rsplit(".", 1)[-1] not in source)
     assert not missing, f"documented in docs/api.md but not exercised: {missing}"
+
+
+def test_save_model_and_load_model_with_a_key(tmp_path):
+    from fastdp.exceptions import ValidationError
+    from fastdp.linear_model import DPLogisticRegression
+    from fastdp.persistence import load_model, save_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = (X[:, 0] > 0).astype(int)
+    model = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    save_model(model, tmp_path / "m", key=b"secret")
+    loaded = load_model(tmp_path / "m", key=b"secret")
+    assert loaded.authenticated_ and loaded.epsilon_ == model.epsilon_
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    with pytest.raises(ValidationError):
+        load_model(tmp_path / "m", key=b"another")

@@ -115,7 +115,7 @@ def test_failure_before_the_mechanism_releases_the_reservation(monkeypatch):
 
 def test_ledger_with_another_accountant_says_which_bound_it_charges():
     X, y = _data()
-    ledger = PrivacyLedger(10.0, 1e-5)  # RDP, looser than the fit's PLD
+    ledger = PrivacyLedger(10.0, 1e-5, accountant="rdp")  # looser than the fit's PLD
     with pytest.warns(LedgerAccountingWarning, match="accountant 'rdp'") as record:
         model = DPLogisticRegression(accountant="pld", delta=1e-5, ledger=ledger,
                                      random_state=0).fit(X, y)

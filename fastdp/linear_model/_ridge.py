@@ -61,7 +61,7 @@ class DPRidge(RegressorMixin, _DPLinearModel):
     _default_bound = "clip"
 
     def __init__(self, *, epsilon=1.0, delta=None, alpha="auto", solver="auto", batch_size=None,
-                 clip="auto", epochs="auto", sampler=None, accountant="rdp",
+                 clip="auto", epochs="auto", sampler=None, accountant="auto",
                  noise_multiplier=None, solver_options=None, normalize="auto",
                  fit_intercept=True, intercept_scaling=0.5, ledger=None, record_history=False,
                  callback=None, lazy_noise=True, num_threads=None, random_state=None, verbose=0,

@@ -65,7 +65,7 @@ def test_a_good_run_still_charges_and_saves(tmp_path, capsys, train_file):
                             "--test", tmp_path / "test.svm", "--ledger", ledger,
                             "--out", tmp_path / "model", "--seed", "0")
     assert status == 0 and "test accuracy" in stdout
-    assert _spent(ledger) == pytest.approx(1.0)
+    assert 1.0 * (1 - 1e-3) <= _spent(ledger) <= 1.0   # calibrated to 1 (never above)
     assert json.loads((tmp_path / "model.json").read_text())
 
 
@@ -120,8 +120,8 @@ def test_budget_minutes_must_be_a_finite_number(capsys):
     assert info.value.code == 2 and "not a number" in capsys.readouterr().err
 
 
-def _interrupt_after_release(self, solver, Xm, y, loss, noise, config, *rest):
-    config["callback"]({"epoch": 1, "n_iter": 1, "coef": np.zeros(Xm.shape[1])})
+def _interrupt_after_release(self, solver, Xm, y, loss, settings, *rest):
+    settings.callback({"epoch": 1, "n_iter": 1, "coef": np.zeros(Xm.shape[1])})
     raise KeyboardInterrupt
 
 

@@ -102,7 +102,7 @@ def test_composed_event_is_calibrated_and_reported():
     want, _ = ts.target_budget(5000, 1.0)
     assert [e.epsilon for e in prefix.events] == pytest.approx(want, rel=1e-14)
     assert all(isinstance(e, ExponentialMechanismEvent) for e in prefix.events)
-    accountant = get_accountant("rdp")
+    accountant = get_accountant(m.accountant)   # the default, "auto"
     assert m.epsilon_ == accountant.epsilon(event, m.delta_)
     assert 1.0 * (1 - 1e-3) < m.epsilon_ <= 1.0
     # the training alone at the same noise spends less than the whole fit
