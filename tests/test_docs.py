@@ -80,7 +80,8 @@ _UNRESOLVABLE = {
 
 def _slug(heading):
     """GitHub's anchor of a Markdown heading."""
-    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    # code spans and emphasis marks vanish; underscores inside words stay (record_history)
+    text = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
