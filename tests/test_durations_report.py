@@ -36,4 +36,7 @@ def test_the_end_of_run_hook_prints_the_files_of_this_run():
     reporter = _Reporter()
     pytest_terminal_summary(reporter, 0, types.SimpleNamespace())
     assert reporter.lines[0] == "=== slowest test files"
-    assert any("tests/test_durations_report.py" in line for line in reporter.lines[2:])
+    # this file ran, so it is listed by name, or counted among "the other N files" of a
+    # long run (only the slowest files are named)
+    assert any("tests/test_durations_report.py" in line or "the other" in line
+               for line in reporter.lines[2:])
