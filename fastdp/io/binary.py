@@ -284,8 +284,10 @@ def convert_libsvm(src, dst, *, dtype=np.float64, index_dtype=None, n_features=N
             file_index = np.dtype(np.int64)
         lengths = writers.close()
     except BaseException:
-        writers.abort()
-        shutil.rmtree(work, ignore_errors=True)
+        try:
+            writers.abort()  # may fail too (e.g. a full disk while flushing)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         raise
     source_info = {"name": os.path.basename(source.name), "size": source.raw_size,
                    "sha256": source.sha256, "compression": source.compression}
@@ -447,8 +449,10 @@ def save_binary(dst, chunks, *, n_features, dtype=np.float64, index_dtype=None,
             writers.append(np.asarray(X.indptr, dtype=np.int64), X.indices, data, y, sq_norms)
         lengths = writers.close()
     except BaseException:
-        writers.abort()
-        shutil.rmtree(work, ignore_errors=True)
+        try:
+            writers.abort()  # may fail too (e.g. a full disk while flushing)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         raise
     source = {"name": None, "size": None, "sha256": None, "compression": None}
     header = _header(writers, lengths, n_features, dtype, file_index, source,
