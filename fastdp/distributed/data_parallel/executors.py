@@ -270,7 +270,11 @@ class RayWorkers(_Workers):
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             node = _least_used_node(ray, self.actor_nodes, w)
-            strategy = NodeAffinitySchedulingStrategy(node, soft=True)
+            # hard affinity: a soft one falls back to any node whenever the chosen node's
+            # raylet answers late (seen under load: two workers on one node); a node that
+            # dies before the actor starts fails the actor, which the restart loop replaces
+            # on a live node
+            strategy = NodeAffinitySchedulingStrategy(node, soft=False)
         Actor = ray.remote(num_cpus=self.num_cpus, max_restarts=0, max_task_retries=0,
                            scheduling_strategy=strategy)(ShardWorker)
         actor = Actor.remote(self._source_refs[w], self.assignment[w])
