@@ -431,6 +431,17 @@ class _OutOfEvaluations(Exception):
     """The PLD calibration used its evaluations (internal)."""
 
 
+def _search_bounds(lower, upper, initial_guess):
+    """The PLD searches' ``(lower, upper, initial_guess)``, checked: positive, lower < upper."""
+    if lower is not None:
+        lower = _real("lower", lower, low=0.0, low_open=True)
+    if upper is not None:
+        upper = _real("upper", upper, low=0.0, low_open=True)
+        if lower is not None and lower >= upper:
+            raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
+    return lower, upper, _real("initial_guess", initial_guess, low=0.0, low_open=True)
+
+
 def _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper, initial_guess):
     """:func:`calibrate` with the PLD accountant, in bounded work (module docstring).
 
@@ -445,13 +456,7 @@ def _calibrate_pld(make_event, target, delta, acc, sign, rtol, lower, upper, ini
             f"the PLD accountant calibrates targets up to epsilon = {PLD_MAX_EPSILON:g} (got "
             f"{target:g}): beyond, one PLD evaluation takes minutes (its grid grows as the "
             "noise shrinks) and buys nothing; use accountant='rdp'.")
-    if lower is not None:
-        lower = _real("lower", lower, low=0.0, low_open=True)
-    if upper is not None:
-        upper = _real("upper", upper, low=0.0, low_open=True)
-        if lower is not None and lower >= upper:
-            raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
-    guess = _real("initial_guess", initial_guess, low=0.0, low_open=True)
+    lower, upper, guess = _search_bounds(lower, upper, initial_guess)
     try:  # cheap placement; events RDP cannot analyse start from the guess
         guess = float(calibrate(make_event, target, delta, accountant="rdp", lower=lower,
                                 upper=upper, increasing_privacy=sign > 0, rtol=1e-3,
@@ -532,13 +537,7 @@ def _calibrate_tight(make_event, target, delta, acc, sign, rtol, lower, upper, i
     """
     from fastdp.privacy.pld_own import OwnPLDAccountant
 
-    if lower is not None:
-        lower = _real("lower", lower, low=0.0, low_open=True)
-    if upper is not None:
-        upper = _real("upper", upper, low=0.0, low_open=True)
-        if lower is not None and lower >= upper:
-            raise ValidationError(f"lower ({lower}) must be < upper ({upper}).")
-    guess = _real("initial_guess", initial_guess, low=0.0, low_open=True)
+    lower, upper, guess = _search_bounds(lower, upper, initial_guess)
     pld = acc.pld if acc.name == "auto" else acc
     rdp_result, rdp_error = None, None
     try:
