@@ -98,15 +98,8 @@ def _replace_npz(path, payload):
     _edit(path, lambda meta: meta["arrays"].update(sha256=hashlib.sha256(payload).hexdigest()))
 
 
-def test_array_header_claiming_745_gib_is_refused_in_bounded_memory(tmp_path):
-    path = _save(tmp_path, StandardScaler(), allow_non_private=True)
-    buffer = io.BytesIO()
-    np.lib.format.write_array_header_1_0(
-        buffer, {"descr": "<f8", "fortran_order": False, "shape": (10**11,)})
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as out:
-        out.writestr("standardscaler.mean_.npy", buffer.getvalue() + b"\0" * 64)
-    _replace_npz(path, archive.getvalue())
+def _refused_in_bounded_memory(path, memory_gib):
+    """``load_model(path)`` in a child process limited to ``memory_gib``: a ValidationError."""
     done = run_limited("""
         import sys, warnings
         warnings.simplefilter("ignore")
@@ -116,8 +109,20 @@ def test_array_header_claiming_745_gib_is_refused_in_bounded_memory(tmp_path):
             load_model(sys.argv[1])
         except ValidationError as exc:
             print("refused:", exc)
-    """, memory_gib=2, args=[str(path)])
+    """, memory_gib=memory_gib, args=[str(path)])
     assert "refused:" in done.stdout, done.stderr[-2000:]
+
+
+def test_array_header_claiming_745_gib_is_refused_in_bounded_memory(tmp_path):
+    path = _save(tmp_path, StandardScaler(), allow_non_private=True)
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buffer, {"descr": "<f8", "fortran_order": False, "shape": (10**11,)})
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("standardscaler.mean_.npy", buffer.getvalue() + b"\0" * 64)
+    _replace_npz(path, archive.getvalue())
+    _refused_in_bounded_memory(path, memory_gib=2)
 
 
 def test_deflate_bomb_is_refused_in_bounded_memory(tmp_path):
@@ -129,17 +134,7 @@ def test_deflate_bomb_is_refused_in_bounded_memory(tmp_path):
             header, {"descr": "<f8", "fortran_order": False, "shape": (2**23,)})
         out.writestr("standardscaler.mean_.npy", header.getvalue() + b"\0" * 2**26)
     _replace_npz(path, archive.getvalue())
-    done = run_limited("""
-        import sys, warnings
-        warnings.simplefilter("ignore")
-        from fastdp.exceptions import ValidationError
-        from fastdp.persistence import load_model
-        try:
-            load_model(sys.argv[1])
-        except ValidationError as exc:
-            print("refused:", exc)
-    """, memory_gib=1.5, args=[str(path)])
-    assert "refused:" in done.stdout, done.stderr[-2000:]
+    _refused_in_bounded_memory(path, memory_gib=1.5)
 
 
 def test_npz_link_to_a_device_is_refused(tmp_path):
